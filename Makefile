@@ -1,0 +1,59 @@
+# Two commands set up everything on a fresh machine: `make run` and `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test test-fast check fmt bench bench-bookie bench-ml bench-compaction client openapi clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/install-system-deps.sh
+	bash scripts/install-system-deps.sh
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@if [ -d clients/python ]; then $(PY) -m pip install --quiet -e clients/python; fi
+	touch $(STAMP)
+
+run: setup
+	$(BIN)/quire standalone
+
+test: setup
+	$(BIN)/pytest -q -ra
+
+test-fast: setup
+	$(BIN)/pytest -q -ra -m "not slow"
+
+check: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+fmt: setup
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: setup
+	$(PY) -m bench.bench_api
+
+bench-bookie: setup
+	$(PY) -m bench.bench_bookie
+
+bench-ml: setup
+	$(PY) -m bench.bench_ml
+
+bench-compaction: setup
+	$(PY) -m bench.bench_compaction
+
+openapi: setup
+	$(PY) -m app.openapi_export openapi.json
+
+client: openapi
+	rm -rf clients/python
+	$(BIN)/openapi-python-client generate --path openapi.json --output-path clients/python --meta setup --config clients/openapi-client-config.yaml
+	$(PY) -m pip install --quiet -e clients/python
+
+clean:
+	rm -rf $(VENV) data .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Quire's application layer: FastAPI app, settings, wiring, command line."""

@@ -1,0 +1,57 @@
+"""The `quire` command: `quire standalone|bookie|broker|compactor`.
+
+Flags override the matching `QUIRE_*` settings. Each process lives in `app/processes/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+PROCESSES = ("standalone", "bookie", "broker", "compactor")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="quire", description="Quire ledger storage service")
+    sub = parser.add_subparsers(dest="process", required=True)
+    for name in PROCESSES:
+        p = sub.add_parser(name, help=f"run the {name}")
+        p.add_argument("--data-dir", help="data directory (QUIRE_DATA_DIR)")
+        p.add_argument("--host", help="address to listen on (QUIRE_HOST)")
+        p.add_argument("--port", type=int, help="HTTP port, or the bookie's port for `bookie`")
+        p.add_argument("--bookie-port", type=int, help="bookie port (QUIRE_BOOKIE_PORT)")
+        p.add_argument("--database-url", help="metadata store URL (QUIRE_DATABASE_URL)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    overrides = {
+        "QUIRE_DATA_DIR": args.data_dir,
+        "QUIRE_HOST": args.host,
+        "QUIRE_BOOKIE_PORT": args.bookie_port,
+        "QUIRE_DATABASE_URL": args.database_url,
+    }
+    if args.port is not None:
+        overrides["QUIRE_BOOKIE_PORT" if args.process == "bookie" else "QUIRE_PORT"] = args.port
+    for key, value in overrides.items():
+        if value is not None:
+            os.environ[key] = str(value)
+    from app.settings import Settings
+
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        print(f"quire: invalid settings:\n{exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    module = importlib.import_module(f"app.processes.{args.process}")
+    module.run(settings)
+
+
+if __name__ == "__main__":
+    main()

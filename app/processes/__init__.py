@@ -1,0 +1,1 @@
+"""One module per process: each has `run(settings)`."""

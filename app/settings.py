@@ -1,0 +1,78 @@
+"""Settings of every Quire process, from `QUIRE_*` environment variables (or an env file named by
+`QUIRE_ENV_FILE`), validated by pydantic-settings. Packages below `app/` never see this object:
+`app/wiring.py` turns it into their small frozen config objects."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="QUIRE_", env_file=os.environ.get("QUIRE_ENV_FILE"), extra="ignore"
+    )
+
+    # --- where things live -----------------------------------------------------------------
+    data_dir: Path = Path("data")
+    host: str = "127.0.0.1"
+    port: int = Field(8080, ge=0, le=65535)
+    bookie_host: str = "127.0.0.1"
+    bookie_port: int = Field(3181, ge=0, le=65535)
+    bookies: list[str] = Field(default_factory=list, description="host:port of each bookie")
+    database_url: str = ""  # default: SQLite file under data_dir
+
+    # --- bookie ------------------------------------------------------------------------------
+    journal_max_size_bytes: int = Field(256 * 1024**2, gt=0)
+    disk_usage_high_water: float = Field(0.95, gt=0, le=1)
+    disk_usage_low_water: float = Field(0.90, gt=0, le=1)
+    bookie_max_frame_bytes: int = Field(16 * 1024**2, gt=0)
+    bookie_max_requests_in_flight: int = Field(10_000, gt=0)
+    gc_interval_s: float = Field(60.0, gt=0)
+
+    # --- managed ledger defaults (Pulsar's) ------------------------------------------------
+    ensemble_size: int = Field(1, ge=1)
+    write_quorum: int = Field(1, ge=1)
+    ack_quorum: int = Field(1, ge=1)
+    max_entries_per_ledger: int = Field(50_000, gt=0)
+    max_size_per_ledger_bytes: int = Field(2 * 1024**3, gt=0)
+    max_rollover_time_ms: int = Field(240 * 60_000, gt=0)
+    min_rollover_time_ms: int = Field(10 * 60_000, ge=0)
+    retention_time_minutes: int = Field(0, ge=-1)
+    retention_size_mb: int = Field(0, ge=-1)
+    deduplication_enabled: bool = False
+    cursor_flush_interval_ms: int = Field(1_000, gt=0)
+
+    # --- broker ------------------------------------------------------------------------------
+    allow_auto_topic_creation: bool = True
+    max_message_size_bytes: int = Field(5 * 1024**2, gt=0)
+    max_batch_size_bytes: int = Field(5 * 1024**2, gt=0)
+    max_batch_messages: int = Field(10_000, gt=0)
+    max_wait_ms: int = Field(30_000, ge=0)
+    max_messages_per_read: int = Field(10_000, gt=0)
+    default_ack_timeout_ms: int = Field(30_000, gt=0)
+
+    # --- compactor ---------------------------------------------------------------------------
+    spark_master: str = "local[*]"
+    compaction_threshold_bytes: int = Field(0, ge=0)
+    compaction_poll_interval_ms: int = Field(1_000, gt=0)
+    keyless_compaction_policy: str = "drop"
+
+    @field_validator("disk_usage_low_water")
+    @classmethod
+    def _low_below_high(cls, v: float, info: object) -> float:
+        high = getattr(info, "data", {}).get("disk_usage_high_water", 0.95)
+        if v > high:
+            raise ValueError("disk_usage_low_water must not exceed disk_usage_high_water")
+        return v
+
+    @property
+    def effective_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{(self.data_dir / 'metadata.db').resolve()}"
+
+    @property
+    def effective_bookies(self) -> list[str]:
+        return self.bookies or [f"{self.bookie_host}:{self.bookie_port}"]

@@ -1,0 +1,217 @@
+"""The managed ledger's public surface, as the topics layer and the compactor use it.
+
+Implemented by `managed_ledger.factory.ManagedLedgerFactory`, `managed_ledger.ledger.ManagedLedger`
+and `managed_ledger.cursor.ManagedCursor` (Pulsar's ManagedLedgerImpl / ManagedCursorImpl rules,
+DESIGN.md §5). Payloads are opaque bytes here except where a rule needs a field of the entry
+format (`managed_ledger.entry_format`): dedup reads producer and sequence ids, reset-by-time
+reads publish time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from managed_ledger.position import Position
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True, slots=True)
+class RolloverPolicy:
+    """Pulsar's rollover rule and defaults: a ledger is full at max entries, max size or max age;
+    it rolls only once older than the minimum (0 = no minimum)."""
+
+    max_entries: int = 50_000
+    max_size_bytes: int = 2 * GIB
+    max_rollover_time_ms: int = 240 * 60_000
+    min_rollover_time_ms: int = 10 * 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionPolicy:
+    """-1 = unlimited; 0 = delete as soon as every durable cursor has consumed (Pulsar's default)."""
+
+    time_minutes: int = 0
+    size_mb: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedLedgerConfig:
+    rollover: RolloverPolicy = field(default_factory=RolloverPolicy)
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    dedup_enabled: bool = False
+    ensemble_size: int = 1
+    write_quorum: int = 1
+    ack_quorum: int = 1
+    cursor_flush_interval_ms: int = 1_000
+    dedup_snapshot_interval_entries: int = 1_000
+    dedup_snapshot_interval_ms: int = 10_000
+
+
+InitialPosition = Literal["earliest", "latest"]
+
+
+class Cursor(Protocol):
+    """A durable subscription's position: mark-delete plus individually acked ranges beyond it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def mark_delete_position(self) -> Position:
+        """Every entry at or before it is acked. Before any entry: (first_ledger_id, -1)."""
+        ...
+
+    @property
+    def read_position(self) -> Position:
+        """The next entry `read_entries` returns (acked entries are skipped)."""
+        ...
+
+    @property
+    def properties(self) -> dict[str, object]:
+        """Free-form durable settings of the subscription (type, ack timeout, ...)."""
+        ...
+
+    async def read_entries(self, max_entries: int) -> list[tuple[Position, bytes]]:
+        """Entries from the read position on, skipping acked ones; advances the read position."""
+        ...
+
+    def ack(self, positions: Iterable[Position]) -> None:
+        """Individual acks; the mark-delete position moves over every contiguous acked entry.
+        Persisted by the next flush (interval or close), not one SQL write per ack."""
+        ...
+
+    def ack_cumulative(self, position: Position) -> None: ...
+
+    def is_acked(self, position: Position) -> bool: ...
+
+    def rewind(self, position: Position | None = None) -> None:
+        """Move the read position back (default: to the first entry after mark-delete)."""
+        ...
+
+    async def reset(self, position: Position) -> None:
+        """Seek: mark-delete just before `position`, acks beyond dropped, read from there."""
+        ...
+
+    async def reset_to_time(self, timestamp_ms: int) -> None:
+        """Seek to the first entry whose publish time >= timestamp_ms (the end if none)."""
+        ...
+
+    @property
+    def backlog(self) -> int:
+        """Entries after mark-delete not individually acked (exact)."""
+        ...
+
+    def individually_deleted_ranges(self) -> list[tuple[Position, Position]]: ...
+
+    async def flush(self) -> None: ...
+
+    async def set_properties(self, properties: dict[str, object]) -> None: ...
+
+
+class ManagedLedger(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config(self) -> ManagedLedgerConfig: ...
+
+    def update_config(self, config: ManagedLedgerConfig) -> None:
+        """Policies changed (rollover, retention, dedup): applied from now on."""
+        ...
+
+    async def append(
+        self,
+        payload: bytes,
+        *,
+        producer_name: str | None = None,
+        highest_sequence_id: int | None = None,
+    ) -> Position:
+        """Durably append one entry; returns its position. Many may be in flight; positions are
+        assigned in call order. With dedup on, pass the batch's producer and highest sequence
+        id (after `dedup_check`), so the persisted state advances once the entry is durable."""
+        ...
+
+    def dedup_check(self, producer_name: str, sequence_ids: Sequence[int | None]) -> list[bool]:
+        """Pulsar's dedup rule per message: True = duplicate (sequence id <= the highest one
+        pushed for this producer, counting earlier ids of the same batch). Marks the
+        non-duplicates as pushed. With dedup off, or for a None id, False."""
+        ...
+
+    async def read_entries(self, start: Position, max_entries: int) -> list[tuple[Position, bytes]]:
+        """Up to max_entries entries at positions >= start (positions in trimmed ledgers are
+        skipped), in order, up to the last confirmed entry. Empty at the end."""
+        ...
+
+    async def read_entry(self, position: Position) -> bytes:
+        """Raises managed_ledger.errors.EntryNotFoundError (trimmed, or never written)."""
+        ...
+
+    @property
+    def last_confirmed_position(self) -> Position | None:
+        """The newest durable entry, None when the managed ledger holds no entry."""
+        ...
+
+    @property
+    def first_position(self) -> Position | None:
+        """The oldest entry still stored, None when none."""
+        ...
+
+    def next_position(self, position: Position) -> Position:
+        """The position right after `position` (where an 'after:' read starts)."""
+        ...
+
+    async def wait_for_entries(self, after: Position | None, timeout_s: float) -> bool:
+        """Wait until an entry after `after` exists (long polling); False on timeout."""
+        ...
+
+    async def find_position_by_publish_time(self, timestamp_ms: int) -> Position | None:
+        """The first entry whose publish time >= timestamp_ms (None if none)."""
+        ...
+
+    def count_entries(self, after: Position, up_to: Position) -> int:
+        """Number of stored entries in (after, up_to]."""
+        ...
+
+    async def open_cursor(self, name: str, initial_position: InitialPosition = "latest") -> Cursor:
+        """Open (creating if absent) a durable cursor."""
+        ...
+
+    @property
+    def cursors(self) -> dict[str, Cursor]: ...
+
+    async def delete_cursor(self, name: str) -> None: ...
+
+    async def rollover(self) -> None:
+        """Close the current ledger now (unload); the next append opens a new one."""
+        ...
+
+    async def trim(self) -> None:
+        """Apply retention now (it also runs on a timer)."""
+        ...
+
+    def internal_stats(self) -> dict[str, object]:
+        """Pulsar's internalStats shape (API.md), minus compaction fields."""
+        ...
+
+    @property
+    def entries_added_counter(self) -> int: ...
+
+    @property
+    def total_size_bytes(self) -> int: ...
+
+    async def close(self) -> None: ...
+
+
+class ManagedLedgerFactory(Protocol):
+    async def open(self, name: str, config: ManagedLedgerConfig) -> ManagedLedger:
+        """Open (creating if absent) a managed ledger; recovers its last ledger on first open."""
+        ...
+
+    async def delete(self, name: str) -> None:
+        """Delete the managed ledger: metadata first, then its ledgers on the bookies."""
+        ...
+
+    async def close(self) -> None: ...

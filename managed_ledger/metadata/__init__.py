@@ -1,0 +1,1 @@
+"""The SQL metadata store (the only place SQLAlchemy is used, with migrations/)."""

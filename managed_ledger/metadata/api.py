@@ -1,0 +1,230 @@
+"""The metadata store seam: plain records and the `MetadataStore` protocol.
+
+`managed_ledger.metadata.sql.SqlMetadataStore` (SQLAlchemy; SQLite by default, PostgreSQL in
+production) is the real store; `managed_ledger.metadata.memory.InMemoryMetadataStore` passes the
+same contract tests for fast unit tests. Every update is compare-and-set on `version`: the caller
+passes the record it read (with its version); the store writes it only if the stored version is
+still that one and returns the record with version + 1, else raises `BadVersionError`. Records
+are immutable; use `dataclasses.replace` to make the new one.
+
+Calls are synchronous and short; async callers run them with `asyncio.to_thread`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol
+
+from bookie.errors import QuireError
+
+
+class MetadataError(QuireError):
+    """Root of the metadata store's errors."""
+
+
+class BadVersionError(MetadataError):
+    """A compare-and-set lost the race: someone else updated the record first."""
+
+
+class NotFoundError(MetadataError):
+    pass
+
+
+class AlreadyExistsError(MetadataError):
+    pass
+
+
+class SchemaBehindError(MetadataError):
+    """The database schema is older than this code; run the migrations."""
+
+
+class LedgerState(StrEnum):
+    OPEN = "OPEN"
+    IN_RECOVERY = "IN_RECOVERY"
+    CLOSED = "CLOSED"
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerMetadata:
+    ledger_id: int
+    ensemble: tuple[str, ...]
+    write_quorum: int
+    ack_quorum: int
+    state: LedgerState
+    last_entry_id: int = -1
+    length_bytes: int = 0
+    created_ms: int = 0
+    closed_ms: int | None = None
+    version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedLedgerMetadata:
+    """A managed ledger's ordered ledger list (the last one is the one being written)."""
+
+    name: str
+    ledger_ids: tuple[int, ...] = ()
+    properties: Mapping[str, str] = field(default_factory=dict)
+    version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CursorMetadata:
+    """A durable cursor. Positions are (ledger_id, entry_id) tuples.
+
+    `individually_deleted` holds closed ranges [first, last] of entries acked beyond the
+    mark-delete position, sorted and disjoint.
+    """
+
+    managed_ledger: str
+    name: str
+    mark_delete: tuple[int, int]
+    individually_deleted: tuple[tuple[tuple[int, int], tuple[int, int]], ...] = ()
+    properties: Mapping[str, Any] = field(default_factory=dict)
+    version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DedupSnapshot:
+    """Producer name -> highest persisted sequence id, as of `position` (an entry included)."""
+
+    managed_ledger: str
+    position: tuple[int, int]
+    sequences: Mapping[str, int]
+    version: int = 0
+
+
+class CompactionStatus(StrEnum):
+    NOT_RUN = "NOT_RUN"
+    RUNNING = "RUNNING"
+    SUCCESS = "SUCCESS"
+    ERROR = "ERROR"
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionState:
+    """A topic's compaction: the compacted ledger and horizon, and the last run's status.
+
+    `horizon` is the message id (ledger, entry, batch_index) of the last message the compacted
+    ledger covers; `requested` is set by an admin trigger and cleared when a run starts.
+    """
+
+    topic: str
+    compacted_ledger_id: int | None = None
+    horizon: tuple[int, int, int] | None = None
+    status: CompactionStatus = CompactionStatus.NOT_RUN
+    last_error: str = ""
+    requested: bool = False
+    started_ms: int | None = None
+    ended_ms: int | None = None
+    messages_in: int = 0
+    messages_out: int = 0
+    compacted_entries: int = 0
+    compacted_size_bytes: int = 0
+    last_succeeded_ms: int | None = None
+    last_failed_ms: int | None = None
+    run_ledger_id: int | None = None  # the ledger a RUNNING run is writing (deleted if it dies)
+    version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata:
+    """A topic known to the cluster. `name` is `tenant/namespace/topic`; partitions 0 means a
+    non-partitioned topic (one managed ledger named after the topic)."""
+
+    name: str
+    partitions: int = 0
+    created_ms: int = 0
+    version: int = 0
+
+
+class MetadataStore(Protocol):
+    # --- ledgers ---------------------------------------------------------------------------
+    def create_ledger(
+        self, ensemble: tuple[str, ...], write_quorum: int, ack_quorum: int, created_ms: int
+    ) -> LedgerMetadata:
+        """A new OPEN ledger; its id comes from a sequence: unique and increasing."""
+        ...
+
+    def get_ledger(self, ledger_id: int) -> LedgerMetadata: ...
+
+    def update_ledger(self, ledger: LedgerMetadata) -> LedgerMetadata: ...
+
+    def delete_ledger(self, ledger_id: int) -> None: ...
+
+    def list_ledgers(self) -> list[LedgerMetadata]: ...
+
+    # --- managed ledgers --------------------------------------------------------------------
+    def get_managed_ledger(self, name: str) -> ManagedLedgerMetadata | None: ...
+
+    def create_managed_ledger(self, name: str) -> ManagedLedgerMetadata: ...
+
+    def update_managed_ledger(self, ml: ManagedLedgerMetadata) -> ManagedLedgerMetadata: ...
+
+    def delete_managed_ledger(self, name: str) -> None:
+        """Remove the managed ledger, its cursors and dedup snapshot (not its ledgers)."""
+        ...
+
+    # --- cursors ----------------------------------------------------------------------------
+    def list_cursors(self, managed_ledger: str) -> list[CursorMetadata]: ...
+
+    def create_cursor(self, cursor: CursorMetadata) -> CursorMetadata: ...
+
+    def update_cursor(self, cursor: CursorMetadata) -> CursorMetadata: ...
+
+    def update_cursors(self, cursors: list[CursorMetadata]) -> list[CursorMetadata]:
+        """CAS many cursors in one transaction (a batched flush)."""
+        ...
+
+    def delete_cursor(self, managed_ledger: str, name: str) -> None: ...
+
+    # --- dedup ------------------------------------------------------------------------------
+    def get_dedup_snapshot(self, managed_ledger: str) -> DedupSnapshot | None: ...
+
+    def put_dedup_snapshot(self, snapshot: DedupSnapshot) -> DedupSnapshot: ...
+
+    # --- tenants, namespaces, topics, policies ----------------------------------------------
+    def list_tenants(self) -> list[str]: ...
+
+    def create_tenant(self, tenant: str) -> None: ...
+
+    def delete_tenant(self, tenant: str) -> None: ...
+
+    def list_namespaces(self, tenant: str) -> list[str]:
+        """Namespace names `tenant/namespace`."""
+        ...
+
+    def create_namespace(self, namespace: str) -> None: ...
+
+    def delete_namespace(self, namespace: str) -> None: ...
+
+    def list_topics(self, namespace: str) -> list[TopicMetadata]: ...
+
+    def get_topic(self, name: str) -> TopicMetadata | None: ...
+
+    def create_topic(self, topic: TopicMetadata) -> TopicMetadata: ...
+
+    def update_topic(self, topic: TopicMetadata) -> TopicMetadata: ...
+
+    def delete_topic(self, name: str) -> None: ...
+
+    def get_policies(self, scope: str) -> dict[str, Any]:
+        """Policies set on a scope: a topic `t/n/x` or a namespace `t/n`. Missing -> {}."""
+        ...
+
+    def set_policies(self, scope: str, policies: dict[str, Any]) -> None: ...
+
+    # --- compaction -------------------------------------------------------------------------
+    def get_compaction(self, topic: str) -> CompactionState:
+        """The topic's compaction state; NOT_RUN (version 0, not stored) if none."""
+        ...
+
+    def put_compaction(self, state: CompactionState) -> CompactionState:
+        """CAS on version (version 0 = create). One transaction."""
+        ...
+
+    def list_compactions(self) -> list[CompactionState]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,72 @@
+"""Fixtures shared by every test package.
+
+`metadata_url` runs a test once on SQLite and once on PostgreSQL. PostgreSQL is the server at
+QUIRE_TEST_POSTGRES_URL (default: postgres@127.0.0.1:5432/test); without it those runs are
+skipped with the reason, unless QUIRE_TEST_REQUIRE_POSTGRES=1 (CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+POSTGRES_URL = os.environ.get("QUIRE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+
+def _postgres_reachable() -> str | None:
+    try:
+        import psycopg
+
+        dsn = POSTGRES_URL.replace("postgresql+psycopg://", "postgresql://")
+        with psycopg.connect(dsn, connect_timeout=3):
+            return None
+    except Exception as exc:  # any failure means: not usable here
+        return f"PostgreSQL at {POSTGRES_URL} not reachable: {exc}"
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    reason = _postgres_reachable()
+    if reason is not None:
+        if os.environ.get("QUIRE_TEST_REQUIRE_POSTGRES") == "1":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    yield POSTGRES_URL
+
+
+def fresh_postgres_schema_url(base_url: str) -> tuple[str, str]:
+    """A URL whose connections use a new, empty schema (search_path), and the schema name."""
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    import psycopg
+
+    dsn = base_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    sep = "&" if "?" in base_url else "?"
+    return f"{base_url}{sep}options=-csearch_path%3D{schema}", schema
+
+
+def drop_postgres_schema(base_url: str, schema: str) -> None:
+    import psycopg
+
+    dsn = base_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def metadata_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty metadata database URL: SQLite file, or a new PostgreSQL schema."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'metadata.db'}"
+        return
+    base = request.getfixturevalue("postgres_url")
+    url, schema = fresh_postgres_schema_url(base)
+    try:
+        yield url
+    finally:
+        drop_postgres_schema(base, schema)

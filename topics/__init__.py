@@ -1,0 +1,1 @@
+"""Topics: names, policies, producers, subscriptions, readers, the read-compacted view."""
