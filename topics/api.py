@@ -1,0 +1,153 @@
+"""The topics service: what the REST API (app/) calls. Domain only: no HTTP here.
+
+`topics.service.TopicService` implements it over the managed ledger. Errors are the types in
+`topics.errors`; app/ maps each to a problem+json status in one table. Topic names are full
+`tenant/namespace/topic` strings validated by `topics.names`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from managed_ledger.entry_format import Message, StoredMessage
+from managed_ledger.position import MessageId
+
+SubscriptionType = Literal["shared", "exclusive"]
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionOptions:
+    initial_position: Literal["earliest", "latest"] = "latest"
+    type: SubscriptionType = "shared"
+    read_compacted: bool = False
+    ack_timeout_ms: int | None = None  # None: the broker's default
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    message: StoredMessage
+    redelivery_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPage:
+    messages: list[StoredMessage]
+    next: str | None  # "after:L:E:B", or None when nothing was read and the reader is at the end
+
+
+# "earliest" | "latest" | MessageId (inclusive) | ("after", MessageId) (exclusive)
+StartPosition = Literal["earliest", "latest"] | MessageId | tuple[Literal["after"], MessageId]
+SeekTarget = Literal["earliest", "latest"] | MessageId | int  # int = publish timestamp ms
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceResult:
+    message_id: MessageId | None  # None: a duplicate, not stored
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPolicies:
+    """Effective policies of a topic (topic > namespace > settings)."""
+
+    retention_time_minutes: int
+    retention_size_mb: int
+    compaction_threshold_bytes: int
+    deduplication_enabled: bool
+    max_entries_per_ledger: int
+    max_size_per_ledger_bytes: int
+    min_rollover_time_ms: int
+    max_rollover_time_ms: int
+    keyless_compaction_policy: Literal["drop", "keep"] = "drop"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+PolicyName = Literal["retention", "compactionThreshold", "deduplicationEnabled", "rolloverPolicy"]
+
+
+class TopicsApi(Protocol):
+    # --- data plane --------------------------------------------------------------------------
+    async def produce(
+        self, topic: str, producer_name: str | None, messages: list[Message]
+    ) -> list[ProduceResult]: ...
+
+    async def create_subscription(self, topic: str, subscription: str, options: SubscriptionOptions) -> bool:
+        """True when created, False when it already existed."""
+        ...
+
+    async def delete_subscription(self, topic: str, subscription: str) -> None: ...
+
+    async def list_subscriptions(self, topic: str) -> list[str]: ...
+
+    async def receive(
+        self, topic: str, subscription: str, max_messages: int, wait_ms: int, consumer_id: str | None
+    ) -> list[Delivery]: ...
+
+    async def ack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None: ...
+
+    async def ack_cumulative(self, topic: str, subscription: str, message_id: MessageId) -> None: ...
+
+    async def nack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None: ...
+
+    async def seek(self, topic: str, subscription: str, target: SeekTarget) -> None: ...
+
+    async def read(
+        self, topic: str, start: StartPosition, max_messages: int, read_compacted: bool, wait_ms: int
+    ) -> ReadPage: ...
+
+    async def get_message(self, topic: str, message_id: MessageId) -> StoredMessage: ...
+
+    async def last_message_id(self, topic: str, read_compacted: bool) -> MessageId | None: ...
+
+    # --- admin -------------------------------------------------------------------------------
+    async def list_tenants(self) -> list[str]: ...
+
+    async def create_tenant(self, tenant: str) -> None: ...
+
+    async def delete_tenant(self, tenant: str) -> None: ...
+
+    async def list_namespaces(self, tenant: str) -> list[str]: ...
+
+    async def create_namespace(self, namespace: str) -> None: ...
+
+    async def delete_namespace(self, namespace: str) -> None: ...
+
+    async def list_topics(self, namespace: str) -> list[str]:
+        """Full names `persistent://tenant/ns/topic`."""
+        ...
+
+    async def create_topic(self, topic: str, partitions: int = 0) -> None: ...
+
+    async def get_partitions(self, topic: str) -> int: ...
+
+    async def delete_topic(self, topic: str, force: bool = False) -> None: ...
+
+    async def unload(self, topic: str) -> None: ...
+
+    async def stats(self, topic: str) -> dict[str, Any]: ...
+
+    async def internal_stats(self, topic: str) -> dict[str, Any]: ...
+
+    async def get_policies(self, topic: str) -> TopicPolicies: ...
+
+    async def set_policy(self, topic: str, name: PolicyName, value: Any) -> None: ...
+
+    async def delete_policy(self, topic: str, name: PolicyName) -> None: ...
+
+    async def reset_cursor(self, topic: str, subscription: str, timestamp_ms: int) -> None: ...
+
+    async def trigger_compaction(self, topic: str) -> None:
+        """Ask for a run; raises CompactionConflictError while one is running."""
+        ...
+
+    async def compaction_status(self, topic: str) -> dict[str, Any]:
+        """{"status": NOT_RUN|RUNNING|SUCCESS|ERROR, "lastError": str, ...times and counts}."""
+        ...
+
+    async def ready(self) -> dict[str, bool]:
+        """{"metadata": bool, "bookies": bool} for /readyz."""
+        ...
+
+    async def close(self) -> None: ...
