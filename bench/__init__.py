@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench`, `make bench-bookie`, `make bench-ml`, `make bench-compaction`."""
