@@ -8,6 +8,18 @@ still that one and returns the record with version + 1, else raises `BadVersionE
 are immutable; use `dataclasses.replace` to make the new one.
 
 Calls are synchronous and short; async callers run them with `asyncio.to_thread`.
+
+Rules both stores keep (tests/managed_ledger/test_metadata_contract.py checks them):
+- A created record comes back with version 1; a CAS write of version v stores and returns v + 1.
+  `put_compaction` / `put_dedup_snapshot` with version 0 create (BadVersionError if one exists).
+- A CAS on a row that is gone raises NotFoundError; so do get_ledger and every delete of a
+  missing key. Creating an existing key raises AlreadyExistsError.
+- A cursor or dedup snapshot needs its managed ledger (NotFoundError), a namespace its tenant, a
+  topic its namespace. delete_managed_ledger removes its cursors and dedup snapshot;
+  delete_topic removes the topic's policies and the compaction states of the topic and of its
+  partitions (`{topic}-partition-{i}`); delete_namespace removes its policies. A tenant with
+  namespaces or a namespace with topics is not deleted: NotEmptyError.
+- Records handed out are deep-immutable (mappings are read-only dicts, lists are tuples).
 """
 
 from __future__ import annotations
@@ -34,6 +46,10 @@ class NotFoundError(MetadataError):
 
 class AlreadyExistsError(MetadataError):
     pass
+
+
+class NotEmptyError(MetadataError):
+    """Deleting a tenant that still has namespaces, or a namespace that still has topics."""
 
 
 class SchemaBehindError(MetadataError):
