@@ -1,0 +1,36 @@
+"""The compactor's small frozen config, built from Settings by app/processes/compactor.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+KeylessPolicy = Literal["drop", "keep"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactorConfig:
+    """Everything a compaction run needs besides the store and the ledger client.
+
+    `bookies` is the ensemble new compacted ledgers are written to (host:port each); Spark tasks
+    reach the bookies named in each ledger's own metadata. `entry_max_messages` and
+    `entry_max_bytes` bound one compacted entry (the bookie's frame limit is far above both).
+    """
+
+    bookies: tuple[str, ...] = ("127.0.0.1:3181",)
+    write_quorum: int = 1
+    ack_quorum: int = 1
+    keyless_policy: KeylessPolicy = "drop"
+    entry_max_messages: int = 1_000
+    entry_max_bytes: int = 1024 * 1024
+    read_chunk_bytes: int = 4 * 1024 * 1024  # one read request of a Spark task asks for about this much
+    read_requests_in_flight: int = 4
+    spark_master: str = "local[*]"
+    spark_conf: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    spark_tasks_per_core: int = 2
+    poll_interval_ms: int = 1_000
+    threshold_bytes: int = 0  # the default compaction threshold (0 = off); topics may override
+
+    @property
+    def ensemble_size(self) -> int:
+        return len(self.bookies)

@@ -1,0 +1,28 @@
+"""Errors of the compactor.
+
+A run that fails raises `CompactionError` (or a subclass); the runner records its message as the
+topic's `last_error` with status ERROR. Foreign exceptions (Spark, bookie, metadata) are wrapped
+at the boundary with `from exc` so the cause stays visible in logs.
+"""
+
+from __future__ import annotations
+
+from bookie.errors import QuireError
+
+
+class CompactionError(QuireError):
+    """A compaction run failed; the previous compacted view is untouched."""
+
+
+class CompactionConflictError(CompactionError):
+    """A run is already in progress for this topic (someone else won the state CAS)."""
+
+
+class SparkJobError(CompactionError):
+    """The PySpark job failed (a task could not read the bookies, the session died, ...)."""
+
+    retriable = True
+
+
+class TopicNotFoundError(CompactionError):
+    """The managed ledger to compact does not exist in the metadata store."""

@@ -1,0 +1,172 @@
+"""What a run reads: the previous compacted ledger and the topic's entries in (old, new horizon].
+
+The plan is built on the driver from metadata alone (plus LAC probes of the open ledger and one
+read of the horizon entry), so it is small whatever the topic's size: one `ReadRange` per ledger,
+later split into Spark tasks by `split_ranges`.
+
+The new horizon is the id of the topic's last readable message when the run starts. A closed
+ledger's end is in its metadata. The last ledger may be OPEN and owned by a broker in another
+process: its end is found on the bookies, as BookKeeper readers do — the LAC the bookies hold,
+then entries probed one by one past it (the LAC travels with the *next* add, so the newest
+acknowledged entries sit just beyond it). An entry a bookie returns was made durable there, and
+BookKeeper-style recovery re-replicates any entry it can read, so it will never be lost or
+changed: including it is safe. Later writes wait for the next run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass
+
+from bookie.api import LedgerClient
+from bookie.errors import NoSuchEntryError, NoSuchLedgerError
+from bookie.types import LedgerSpec
+from compactor.errors import TopicNotFoundError
+from managed_ledger.entry_format import KIND_COMPACTED, decode_batch_header, entry_kind
+from managed_ledger.metadata.api import (
+    CompactionState,
+    LedgerMetadata,
+    LedgerState,
+    MetadataStore,
+    NotFoundError,
+)
+from managed_ledger.position import MessageId
+
+DEFAULT_ENTRY_BYTES = 64 * 1024  # when a ledger is still open its size is unknown
+MAX_PROBES = 100_000  # entries past the LAC probed at most (a writer cannot outrun this by much)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRange:
+    """Entries first..last (inclusive) of one ledger. `compacted`: a previous compacted ledger."""
+
+    ledger_id: int
+    ensemble: tuple[str, ...]
+    write_quorum: int
+    ack_quorum: int
+    first_entry_id: int
+    last_entry_id: int
+    compacted: bool = False
+    entry_bytes_hint: int = DEFAULT_ENTRY_BYTES
+
+    @property
+    def spec(self) -> LedgerSpec:
+        return LedgerSpec(self.ledger_id, self.ensemble, self.write_quorum, self.ack_quorum)
+
+    @property
+    def entries(self) -> int:
+        return self.last_entry_id - self.first_entry_id + 1
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPlan:
+    """Messages to read: every message of `ranges` with old_horizon < id <= new_horizon for topic
+    ranges, and every message of the compacted range (all of them are <= old_horizon)."""
+
+    ml_name: str
+    old_horizon: MessageId | None
+    new_horizon: MessageId | None
+    previous_ledger_id: int | None
+    ranges: tuple[ReadRange, ...]
+
+    @property
+    def has_new_messages(self) -> bool:
+        return any(not r.compacted for r in self.ranges)
+
+
+def _range(meta: LedgerMetadata, first: int, last: int, compacted: bool) -> ReadRange:
+    hint = DEFAULT_ENTRY_BYTES
+    if meta.state == LedgerState.CLOSED and meta.last_entry_id >= 0 and meta.length_bytes > 0:
+        hint = max(1, meta.length_bytes // (meta.last_entry_id + 1))
+    return ReadRange(
+        meta.ledger_id, tuple(meta.ensemble), meta.write_quorum, meta.ack_quorum, first, last, compacted, hint
+    )
+
+
+def _spec(meta: LedgerMetadata) -> LedgerSpec:
+    return LedgerSpec(meta.ledger_id, tuple(meta.ensemble), meta.write_quorum, meta.ack_quorum)
+
+
+async def last_readable_entry(client: LedgerClient, spec: LedgerSpec) -> int:
+    """The last entry of an open ledger that its bookies serve (-1 when none)."""
+    try:
+        last = await client.read_last_add_confirmed(spec)
+    except NoSuchLedgerError:
+        last = -1  # no bookie has seen an add yet
+    for _ in range(MAX_PROBES):
+        try:
+            await client.read_entries(spec, last + 1, last + 1)
+        except (NoSuchEntryError, NoSuchLedgerError):
+            break
+        last += 1
+    return last
+
+
+async def _ledger_end(client: LedgerClient, meta: LedgerMetadata) -> int:
+    if meta.state == LedgerState.CLOSED:
+        return meta.last_entry_id
+    return await last_readable_entry(client, _spec(meta))
+
+
+async def _horizon_of(client: LedgerClient, last: ReadRange) -> MessageId:
+    """The id of the last message of the range's last entry."""
+    (payload,) = await client.read_entries(last.spec, last.last_entry_id, last.last_entry_id)
+    if entry_kind(payload) == KIND_COMPACTED:  # never in a topic; keep the entry id
+        return MessageId(last.ledger_id, last.last_entry_id, 0)
+    _, _, rows = decode_batch_header(payload)
+    return MessageId(last.ledger_id, last.last_entry_id, max(len(rows) - 1, 0))
+
+
+async def build_plan(
+    store: MetadataStore, client: LedgerClient, ml_name: str, state: CompactionState
+) -> CompactionPlan:
+    ml = await asyncio.to_thread(store.get_managed_ledger, ml_name)
+    if ml is None:
+        raise TopicNotFoundError(f"managed ledger {ml_name!r} does not exist")
+    old = MessageId(*state.horizon) if state.horizon is not None else None
+    ranges: list[ReadRange] = []
+    if state.compacted_ledger_id is not None:
+        meta = await asyncio.to_thread(store.get_ledger, state.compacted_ledger_id)
+        if meta.last_entry_id >= 0:
+            ranges.append(_range(meta, 0, meta.last_entry_id, compacted=True))
+    topic_ranges: list[ReadRange] = []
+    for ledger_id in ml.ledger_ids:
+        if old is not None and ledger_id < old.ledger_id:
+            continue
+        try:
+            meta = await asyncio.to_thread(store.get_ledger, ledger_id)
+        except NotFoundError:
+            continue  # trimmed by retention while we looked
+        first = old.entry_id + 1 if old is not None and ledger_id == old.ledger_id else 0
+        last = await _ledger_end(client, meta)
+        if last >= first:
+            topic_ranges.append(_range(meta, first, last, compacted=False))
+    new = await _horizon_of(client, topic_ranges[-1]) if topic_ranges else old
+    return CompactionPlan(ml_name, old, new, state.compacted_ledger_id, tuple(ranges + topic_ranges))
+
+
+def split_ranges(ranges: tuple[ReadRange, ...], tasks: int) -> list[ReadRange]:
+    """Cut ranges into about `tasks` pieces of similar byte size (each piece one Spark task)."""
+    total = sum(r.entries * r.entry_bytes_hint for r in ranges)
+    if total == 0:
+        return []
+    target = max(1, math.ceil(total / max(1, tasks)))
+    pieces: list[ReadRange] = []
+    for r in ranges:
+        per_piece = max(1, target // r.entry_bytes_hint)
+        for first in range(r.first_entry_id, r.last_entry_id + 1, per_piece):
+            last = min(first + per_piece - 1, r.last_entry_id)
+            pieces.append(
+                ReadRange(
+                    r.ledger_id,
+                    r.ensemble,
+                    r.write_quorum,
+                    r.ack_quorum,
+                    first,
+                    last,
+                    r.compacted,
+                    r.entry_bytes_hint,
+                )
+            )
+    return pieces

@@ -1,0 +1,286 @@
+"""Run semantics with the reference engine on the in-memory store and client (fast)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bookie.errors import BookieError, ErrorCode
+from bookie.memory import InMemoryLedgerClient
+from compactor.config import CompactorConfig
+from compactor.errors import CompactionConflictError, CompactionError
+from compactor.plan import CompactionPlan
+from compactor.reference import EntrySink, ReferenceEngine
+from compactor.runner import CompactionRunner
+from managed_ledger.entry_format import Message, StoredMessage, decode_compacted
+from managed_ledger.metadata.api import CompactionStatus, NotFoundError
+from managed_ledger.metadata.memory import InMemoryMetadataStore
+from managed_ledger.position import MessageId
+from tests.compactor.topic_writer import TopicWriter, model
+from topics.compacted import CompactedView
+
+ML = "public/default/prices"
+
+
+def make(
+    keyless: str = "drop", entry_max_messages: int = 3
+) -> tuple[InMemoryMetadataStore, InMemoryLedgerClient, CompactionRunner]:
+    store, client = InMemoryMetadataStore(), InMemoryLedgerClient()
+    config = CompactorConfig(bookies=("b:1",), keyless_policy=keyless)  # type: ignore[arg-type]
+    engine = ReferenceEngine(client, entry_max_messages=entry_max_messages)
+    return store, client, CompactionRunner(store, client, config, engine)
+
+
+async def compacted_messages(
+    store: InMemoryMetadataStore, client: InMemoryLedgerClient
+) -> list[StoredMessage]:
+    """The whole compacted view, read back from the compacted ledger itself."""
+    state = store.get_compaction(ML)
+    if state.compacted_ledger_id is None:
+        return []
+    entries = client.ledgers[state.compacted_ledger_id].entries
+    return [m for payload in entries for m in decode_compacted(payload)]
+
+
+def msg(key: str | None, value: bytes) -> Message:
+    return Message(value=value, key=key, properties={"k": key or "-"}, event_time=7)
+
+
+# one step: a batch of (key, value) messages, a ledger roll, or a compaction run
+batches = st.lists(
+    st.tuples(st.sampled_from(["a", "b", "c", "d", None]), st.sampled_from([b"", b"x", b"yy"])),
+    min_size=1,
+    max_size=5,
+)
+steps = st.lists(st.one_of(batches, st.just("roll"), st.just("compact")), min_size=1, max_size=25)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=steps, keyless=st.sampled_from(["drop", "keep"]))
+def test_incremental_runs_equal_the_rules_over_everything(steps: list[object], keyless: str) -> None:
+    async def go() -> None:
+        store, client, runner = make(keyless)
+        topic = TopicWriter(store, client, ML)
+        for step in [*steps, "compact"]:
+            if step == "roll":
+                await topic.roll()
+            elif step == "compact":
+                state = await runner.run(ML)
+                assert state.status == CompactionStatus.SUCCESS
+                horizon = MessageId(*state.horizon) if state.horizon else None
+                expected = model(topic.written, horizon, keyless)
+                assert await compacted_messages(store, client) == expected
+                assert horizon == (topic.written[-1].message_id if topic.written else None)
+            else:
+                assert isinstance(step, list)
+                await topic.append([msg(k, v) for k, v in step])
+        # only the current compacted ledger is left besides the topic's own ledgers
+        ml = store.get_managed_ledger(ML)
+        assert ml is not None
+        current = store.get_compaction(ML).compacted_ledger_id
+        others = {m.ledger_id for m in store.list_ledgers()} - set(ml.ledger_ids)
+        assert others == ({current} if current is not None else set())
+        assert set(client.ledgers) - set(ml.ledger_ids) == others
+
+    asyncio.run(go())
+
+
+async def test_success_records_counts_and_deletes_previous_ledger() -> None:
+    store, client, runner = make()
+    topic = TopicWriter(store, client, ML)
+    await topic.append([msg("a", b"1"), msg("b", b"1"), msg(None, b"k")])
+    first = await runner.run(ML)
+    assert (first.messages_in, first.messages_out, first.status) == (3, 2, CompactionStatus.SUCCESS)
+    assert first.last_succeeded_ms is not None and first.started_ms is not None
+    await topic.append([msg("a", b"2"), msg("b", b"")])
+    second = await runner.run(ML)
+    assert (second.messages_in, second.messages_out) == (4, 1)  # 2 compacted + 2 new
+    assert second.compacted_ledger_id != first.compacted_ledger_id
+    assert first.compacted_ledger_id not in client.ledgers
+    with pytest.raises(NotFoundError):
+        store.get_ledger(first.compacted_ledger_id or -1)
+    assert [m.value for m in await compacted_messages(store, client)] == [b"2"]
+
+
+class FailingEngine:
+    """Writes some entries, then fails: as a Spark job dying half way would."""
+
+    name = "failing"
+
+    def __init__(self, inner: ReferenceEngine) -> None:
+        self.inner = inner
+
+    async def compute(self, plan: CompactionPlan, keyless_policy: str, sink: EntrySink) -> int:
+        await sink(b"\x51\x01\x01\x90", 0)
+        raise BookieError(ErrorCode.UNAVAILABLE, "bookie went away")
+
+
+async def test_failed_run_leaves_previous_view_and_deletes_its_ledger() -> None:
+    store, client, runner = make()
+    topic = TopicWriter(store, client, ML)
+    await topic.append([msg("a", b"1")])
+    good = await runner.run(ML)
+    before = await compacted_messages(store, client)
+    ledgers_before = set(client.ledgers)
+    await topic.append([msg("a", b"2")])
+    runner.engine = FailingEngine(ReferenceEngine(client))
+    with pytest.raises(CompactionError, match="bookie went away"):
+        await runner.run(ML)
+    state = store.get_compaction(ML)
+    assert state.status == CompactionStatus.ERROR
+    assert "bookie went away" in state.last_error
+    assert state.last_failed_ms is not None and state.run_ledger_id is None
+    assert (state.compacted_ledger_id, state.horizon) == (good.compacted_ledger_id, good.horizon)
+    assert await compacted_messages(store, client) == before
+    assert set(client.ledgers) == ledgers_before  # the half-written ledger is gone
+    runner.engine = ReferenceEngine(client)
+    assert (await runner.run(ML)).status == CompactionStatus.SUCCESS
+    assert [m.value for m in await compacted_messages(store, client)] == [b"2"]
+
+
+async def test_write_failure_mid_run_reports_error() -> None:
+    store, client, runner = make(entry_max_messages=1)
+    topic = TopicWriter(store, client, ML)
+    await topic.append([msg("a", b"1"), msg("b", b"1")])
+    await topic.close_ledger()
+    client.fail_adds = BookieError(ErrorCode.READ_ONLY, "disk full")
+    with pytest.raises(CompactionError):
+        await runner.run(ML)
+    state = store.get_compaction(ML)
+    assert state.status == CompactionStatus.ERROR and "disk full" in state.last_error
+    assert state.compacted_ledger_id is None
+    ml = store.get_managed_ledger(ML)
+    assert ml is not None and set(client.ledgers) == set(ml.ledger_ids)
+
+
+async def test_dead_run_is_errored_and_its_ledger_deleted_on_start() -> None:
+    store, client, runner = make()
+    topic = TopicWriter(store, client, ML)
+    await topic.append([msg("a", b"1")])
+    good = await runner.run(ML)
+    # a run that was killed -9 after creating its ledger: RUNNING, run_ledger_id recorded
+    running = await runner.start(ML)
+    meta = store.create_ledger(("b:1",), 1, 1, 0)
+    await client.create_ledger(runner_spec(meta.ledger_id))
+    from dataclasses import replace
+
+    store.put_compaction(replace(running, run_ledger_id=meta.ledger_id))
+    with pytest.raises(CompactionConflictError):
+        await runner.run(ML)
+    assert await runner.recover_dead_runs() == [ML]
+    state = store.get_compaction(ML)
+    assert (state.status, state.last_error, state.run_ledger_id) == (
+        CompactionStatus.ERROR,
+        "compactor died",
+        None,
+    )
+    assert meta.ledger_id not in client.ledgers
+    with pytest.raises(NotFoundError):
+        store.get_ledger(meta.ledger_id)
+    assert state.compacted_ledger_id == good.compacted_ledger_id
+    assert (await runner.run(ML)).status == CompactionStatus.SUCCESS
+
+
+def runner_spec(ledger_id: int):  # type: ignore[no-untyped-def]
+    from bookie.types import LedgerSpec
+
+    return LedgerSpec(ledger_id, ("b:1",))
+
+
+async def test_compacted_view_keeps_keys_after_topic_ledgers_are_trimmed() -> None:
+    store, client, runner = make()
+    topic = TopicWriter(store, client, ML)
+    await topic.append([msg("a", b"1"), msg("b", b"1")])
+    await topic.roll()
+    await topic.append([msg("c", b"1")])
+    await runner.run(ML)
+    # retention deletes the first ledger (metadata, then bookie)
+    ml = store.get_managed_ledger(ML)
+    assert ml is not None
+    from dataclasses import replace
+
+    trimmed = ml.ledger_ids[0]
+    store.update_managed_ledger(replace(ml, ledger_ids=ml.ledger_ids[1:]))
+    store.delete_ledger(trimmed)
+    await client.delete_ledger(runner_spec(trimmed))
+    await topic.append([msg("c", b"2")])
+    await runner.run(ML)
+    assert [(m.key, m.value) for m in await compacted_messages(store, client)] == [
+        ("a", b"1"),
+        ("b", b"1"),
+        ("c", b"2"),
+    ]
+
+
+async def test_nothing_new_keeps_the_view() -> None:
+    store, client, runner = make()
+    with pytest.raises(CompactionError, match="does not exist"):
+        await runner.run(ML)
+    topic = TopicWriter(store, client, ML)
+    assert (await runner.run(ML)).compacted_ledger_id is None  # empty topic
+    await topic.append([msg("a", b"1")])
+    first = await runner.run(ML)
+    again = await runner.run(ML)
+    assert (again.compacted_ledger_id, again.horizon, again.messages_out) == (
+        first.compacted_ledger_id,
+        first.horizon,
+        1,
+    )
+
+
+async def view_all(view: CompactedView, start: MessageId, page: int) -> list[StoredMessage]:
+    out: list[StoredMessage] = []
+    while True:
+        got = await view.read(ML, start, page)
+        out.extend(got)
+        if len(got) < page:
+            return out
+        last = got[-1].message_id
+        start = MessageId(last.ledger_id, last.entry_id, last.batch_index + 1)
+
+
+@given(
+    keys=st.lists(st.sampled_from("abcdefghij"), min_size=1, max_size=40),
+    batch=st.integers(1, 4),
+    page=st.integers(1, 7),
+    starts=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 30), st.integers(0, 4)), max_size=5),
+)
+@settings(max_examples=40, deadline=None)
+def test_compacted_view_reads_from_any_id(
+    keys: list[str], batch: int, page: int, starts: Sequence[tuple[int, int, int]]
+) -> None:
+    async def go() -> None:
+        store, client, runner = make(entry_max_messages=2)
+        topic = TopicWriter(store, client, ML)
+        for i in range(0, len(keys), batch):
+            await topic.append([msg(k, b"v%d" % i) for k in keys[i : i + batch]])
+        state = await runner.run(ML)
+        view = CompactedView(store, client)
+        everything = await compacted_messages(store, client)
+        assert await view.horizon(ML) == MessageId(*(state.horizon or (0, 0, 0)))
+        assert await view_all(view, MessageId(0, 0, 0), page) == everything
+        assert await view.last_message_id(ML) == everything[-1].message_id
+        for s in starts:
+            start = MessageId(*s)
+            expected = [m for m in everything if m.message_id >= start][:page]
+            assert await view.read(ML, start, page) == expected
+
+    asyncio.run(go())
+
+
+async def test_compacted_view_of_a_topic_never_compacted_or_all_deleted() -> None:
+    store, client, runner = make()
+    view = CompactedView(store, client)
+    assert await view.horizon(ML) is None
+    assert await view.read(ML, MessageId(0, 0, 0), 10) == []
+    assert await view.last_message_id(ML) is None
+    topic = TopicWriter(store, client, ML)
+    ids = await topic.append([msg("a", b"1"), msg("a", b"")])
+    await runner.run(ML)
+    assert await view.horizon(ML) == ids[-1]
+    assert await view.read(ML, MessageId(0, 0, 0), 10) == []
+    assert await view.last_message_id(ML) is None

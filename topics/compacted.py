@@ -1,0 +1,179 @@
+"""The read side of topic compaction: messages of a managed ledger's compacted ledger.
+
+Readers and subscriptions with `read_compacted` branch by message id (Pulsar's rule): while their
+position is at or before `horizon(ml)` they read here — from the first compacted message at or
+after their position — then continue with the topic after the horizon.
+
+A compacted ledger holds kind-1 entries (managed_ledger.entry_format): each a batch of surviving
+messages in id order with their original ids, so entry first ids increase. `read(start)` finds
+the last entry whose first id <= start by binary search over entries, reading only the head of
+each probed entry (msgpack array header + first row), and caches those first ids and a few
+decoded entries per compacted ledger; sequential paging costs one decode per entry, no scan.
+Compacted ledgers are CLOSED and immutable, so their caches never go stale; a new run makes a new
+ledger (and the previous one is deleted): a read that finds its ledger gone reloads the state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import msgpack
+
+from bookie.api import LedgerClient
+from bookie.errors import NoSuchLedgerError, QuireError
+from bookie.types import LedgerSpec
+from managed_ledger.entry_format import KIND_COMPACTED, StoredMessage, decode_compacted, entry_kind
+from managed_ledger.metadata.api import CompactionState, MetadataStore, NotFoundError
+from managed_ledger.position import MessageId
+
+DECODED_ENTRIES_CACHED = 4  # per compacted ledger: enough for readers paging through it
+LEDGERS_CACHED = 256
+
+
+class CompactedViewError(QuireError):
+    """A compacted ledger's entry is not a compacted batch (a bug or a foreign ledger)."""
+
+
+def first_message_id(payload: bytes) -> MessageId | None:
+    """The id of the first message of a compacted entry, without decoding the rest."""
+    if entry_kind(payload) != KIND_COMPACTED:
+        raise CompactedViewError("not a compacted entry")
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+    unpacker.feed(memoryview(payload)[3:])
+    if unpacker.read_array_header() == 0:
+        return None
+    if unpacker.read_array_header() < 3:
+        raise CompactedViewError("compacted row too short")
+    return MessageId(unpacker.unpack(), unpacker.unpack(), unpacker.unpack())
+
+
+@dataclass
+class _LedgerCache:
+    spec: LedgerSpec
+    last_entry_id: int
+    first_ids: dict[int, MessageId | None] = field(default_factory=dict)
+    decoded: OrderedDict[int, list[StoredMessage]] = field(default_factory=OrderedDict)
+
+
+class CompactedView:
+    """Reads compacted ledgers. `state_ttl_s` > 0 caches each topic's compaction state that long
+    (0: one metadata read per call, always current)."""
+
+    def __init__(self, store: MetadataStore, client: LedgerClient, state_ttl_s: float = 0.0) -> None:
+        self._store = store
+        self._client = client
+        self._state_ttl_s = state_ttl_s
+        self._states: dict[str, tuple[float, CompactionState]] = {}
+        self._ledgers: OrderedDict[int, _LedgerCache] = OrderedDict()
+
+    # --- public surface ------------------------------------------------------------------------
+    async def horizon(self, ml_name: str) -> MessageId | None:
+        """The id of the last topic message the compacted view covers (None: never compacted)."""
+        state = await self._state(ml_name)
+        return MessageId(*state.horizon) if state.horizon is not None else None
+
+    async def read(self, ml_name: str, start: MessageId, max_messages: int) -> list[StoredMessage]:
+        """Compacted messages with id >= start in id order, at most max_messages."""
+        for attempt in range(2):
+            state = await self._state(ml_name, refresh=attempt > 0)
+            if state.compacted_ledger_id is None or max_messages <= 0:
+                return []
+            try:
+                return await self._read(state.compacted_ledger_id, start, max_messages)
+            except (NoSuchLedgerError, NotFoundError):
+                if attempt:  # a newer run replaced the ledger between our reads twice: give up
+                    raise
+                self._ledgers.pop(state.compacted_ledger_id, None)
+        raise AssertionError("unreachable")
+
+    async def last_message_id(self, ml_name: str) -> MessageId | None:
+        """The last message of the compacted view (None when empty or never compacted)."""
+        state = await self._state(ml_name)
+        if state.compacted_ledger_id is None:
+            return None
+        cache = await self._ledger(state.compacted_ledger_id)
+        if cache.last_entry_id < 0:
+            return None
+        messages = await self._entry(cache, cache.last_entry_id)
+        return messages[-1].message_id if messages else None
+
+    def invalidate(self, ml_name: str | None = None) -> None:
+        """Forget cached states (all, or one topic's); the topics service calls it after a trigger."""
+        if ml_name is None:
+            self._states.clear()
+        else:
+            self._states.pop(ml_name, None)
+
+    # --- internals -----------------------------------------------------------------------------
+    async def _state(self, ml_name: str, refresh: bool = False) -> CompactionState:
+        cached = self._states.get(ml_name)
+        now = time.monotonic()
+        if cached is not None and not refresh and now - cached[0] < self._state_ttl_s:
+            return cached[1]
+        state = await asyncio.to_thread(self._store.get_compaction, ml_name)
+        if self._state_ttl_s > 0:
+            self._states[ml_name] = (now, state)
+        return state
+
+    async def _ledger(self, ledger_id: int) -> _LedgerCache:
+        cache = self._ledgers.get(ledger_id)
+        if cache is None:
+            meta = await asyncio.to_thread(self._store.get_ledger, ledger_id)
+            spec = LedgerSpec(meta.ledger_id, tuple(meta.ensemble), meta.write_quorum, meta.ack_quorum)
+            cache = self._ledgers[ledger_id] = _LedgerCache(spec, meta.last_entry_id)
+            while len(self._ledgers) > LEDGERS_CACHED:
+                self._ledgers.popitem(last=False)
+        self._ledgers.move_to_end(ledger_id)
+        return cache
+
+    async def _first_id(self, cache: _LedgerCache, entry_id: int) -> MessageId | None:
+        if entry_id not in cache.first_ids:
+            if entry_id in cache.decoded:
+                msgs = cache.decoded[entry_id]
+                cache.first_ids[entry_id] = msgs[0].message_id if msgs else None
+            else:
+                (payload,) = await self._client.read_entries(cache.spec, entry_id, entry_id)
+                cache.first_ids[entry_id] = first_message_id(payload)
+        return cache.first_ids[entry_id]
+
+    async def _entry(self, cache: _LedgerCache, entry_id: int) -> list[StoredMessage]:
+        msgs = cache.decoded.get(entry_id)
+        if msgs is None:
+            (payload,) = await self._client.read_entries(cache.spec, entry_id, entry_id)
+            msgs = decode_compacted(payload)
+            cache.decoded[entry_id] = msgs
+            cache.first_ids[entry_id] = msgs[0].message_id if msgs else None
+            while len(cache.decoded) > DECODED_ENTRIES_CACHED:
+                cache.decoded.popitem(last=False)
+        cache.decoded.move_to_end(entry_id)
+        return msgs
+
+    async def _find_entry(self, cache: _LedgerCache, start: MessageId) -> int:
+        """The last entry whose first id <= start (0 when start precedes everything)."""
+        lo, hi, found = 0, cache.last_entry_id, 0
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            first = await self._first_id(cache, mid)
+            if first is None or first <= start:  # an empty entry never occurs; treat as "before"
+                found, lo = mid, mid + 1
+            else:
+                hi = mid - 1
+        return found
+
+    async def _read(self, ledger_id: int, start: MessageId, max_messages: int) -> list[StoredMessage]:
+        cache = await self._ledger(ledger_id)
+        if cache.last_entry_id < 0:
+            return []
+        out: list[StoredMessage] = []
+        entry_id = await self._find_entry(cache, start)
+        while entry_id <= cache.last_entry_id and len(out) < max_messages:
+            for m in await self._entry(cache, entry_id):
+                if m.message_id >= start:
+                    out.append(m)
+                    if len(out) >= max_messages:
+                        break
+            entry_id += 1
+        return out
