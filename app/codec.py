@@ -1,0 +1,238 @@
+"""The hot path's bodies: produce and ack parsed from raw bytes with orjson, messages written out
+as plain dicts for orjson.
+
+Why not pydantic here: a model per message costs about three times what orjson alone does
+(DESIGN.md §10), and produce/consume are the paths users measure. The envelope is checked by
+hand, every malformed part is a 422 that names where it is (`messages[3].value_encoding`), and
+limits are 413s that name the limit. Nothing is written unless the whole batch parses.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from app.errors import ApiError
+from managed_ledger.entry_format import Message, StoredMessage
+from managed_ledger.position import MessageId
+from topics import names
+from topics.api import Delivery, SeekTarget, StartPosition
+from topics.errors import InvalidArgumentError
+
+_MAX_INT64 = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Limits the edge enforces; every one is a setting and named in its error."""
+
+    max_message_size_bytes: int = 5 * 1024**2
+    max_batch_size_bytes: int = 5 * 1024**2
+    max_batch_messages: int = 10_000
+    max_wait_ms: int = 30_000
+    max_messages_per_read: int = 10_000
+
+
+def invalid(detail: str, **extra: Any) -> ApiError:
+    return ApiError(422, detail, title="Invalid request", **extra)
+
+
+def load_json(raw: bytes) -> Any:
+    if not raw:
+        raise invalid("request body is empty: expected a JSON object")
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise invalid(f"request body is not valid JSON: {exc}") from exc
+
+
+def _optional_int(m: dict[str, Any], name: str, where: str) -> int | None:
+    value = m.get(name)
+    if value is None:
+        return None
+    if type(value) is not int or not 0 <= value <= _MAX_INT64:
+        raise invalid(f"{where}.{name} must be an integer between 0 and {_MAX_INT64} or null")
+    return value
+
+
+def _value_bytes(m: dict[str, Any], where: str) -> bytes:
+    value = m.get("value")
+    encoding = m.get("value_encoding", "text")
+    if value is None:
+        if encoding not in ("text", "base64", None):
+            raise invalid(f"{where}.value_encoding must be 'text' or 'base64'")
+        return b""
+    if type(value) is not str:
+        raise invalid(f"{where}.value must be a string or null")
+    if encoding == "text" or encoding is None:
+        return value.encode()
+    if encoding == "base64":
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise invalid(f"{where}.value is not valid base64: {exc}") from exc
+    raise invalid(f"{where}.value_encoding must be 'text' or 'base64'")
+
+
+def _properties(m: dict[str, Any], where: str) -> dict[str, str] | None:
+    props = m.get("properties")
+    if props is None:
+        return None
+    if type(props) is not dict or not all(type(v) is str for v in props.values()):
+        raise invalid(f"{where}.properties must be an object of string values or null")
+    return props or None
+
+
+def _message(m: Any, i: int, limits: Limits) -> Message:
+    where = f"messages[{i}]"
+    if type(m) is not dict:
+        raise invalid(f"{where} must be an object")
+    key = m.get("key")
+    if key is not None and type(key) is not str:
+        raise invalid(f"{where}.key must be a string or null")
+    value = _value_bytes(m, where)
+    size = len(value) + (len(key.encode()) if key else 0)
+    if size > limits.max_message_size_bytes:
+        raise ApiError(
+            413,
+            f"{where} is {size} bytes, over the limit of {limits.max_message_size_bytes} "
+            "(setting max_message_size_bytes)",
+            title="Message too large",
+            limit=limits.max_message_size_bytes,
+        )
+    return Message(
+        value,
+        key,
+        _properties(m, where),
+        _optional_int(m, "event_time", where),
+        _optional_int(m, "sequence_id", where),
+    )
+
+
+def parse_produce(raw: bytes, limits: Limits) -> tuple[str | None, list[Message]]:
+    """Body of POST /messages -> (producer_name, messages), or ApiError (422/413)."""
+    if len(raw) > limits.max_batch_size_bytes * 2 + 65536:
+        # Even base64 and JSON quoting cannot make a batch within its limit this large.
+        raise _batch_too_large(len(raw), limits)
+    body = load_json(raw)
+    if type(body) is not dict:
+        raise invalid("request body must be a JSON object with a `messages` list")
+    producer = body.get("producer_name")
+    if producer is not None and type(producer) is not str:
+        raise invalid("producer_name must be a string or null")
+    items = body.get("messages")
+    if type(items) is not list or not items:
+        raise invalid("messages must be a non-empty list")
+    if len(items) > limits.max_batch_messages:
+        raise ApiError(
+            413,
+            f"batch has {len(items)} messages, over the limit of {limits.max_batch_messages} "
+            "(setting max_batch_messages)",
+            title="Batch too large",
+            limit=limits.max_batch_messages,
+        )
+    messages = [_message(m, i, limits) for i, m in enumerate(items)]
+    total = sum(len(m.value) + (len(m.key.encode()) if m.key else 0) for m in messages)
+    if total > limits.max_batch_size_bytes:
+        raise _batch_too_large(total, limits)
+    return producer, messages
+
+
+def _batch_too_large(size: int, limits: Limits) -> ApiError:
+    return ApiError(
+        413,
+        f"batch is {size} bytes, over the limit of {limits.max_batch_size_bytes} "
+        "(setting max_batch_size_bytes)",
+        title="Batch too large",
+        limit=limits.max_batch_size_bytes,
+    )
+
+
+def parse_message_id(text: Any, where: str) -> MessageId:
+    if type(text) is not str:
+        raise invalid(f"{where} must be a message id string 'ledger:entry:batch_index'")
+    try:
+        return MessageId.parse(text)
+    except ValueError as exc:
+        raise invalid(f"{where}: {exc}") from exc
+
+
+def parse_id_list(body: Any, name: str = "message_ids") -> list[MessageId]:
+    ids = body.get(name)
+    if type(ids) is not list or not ids:
+        raise invalid(f"{name} must be a non-empty list of message ids")
+    return [parse_message_id(t, f"{name}[{i}]") for i, t in enumerate(ids)]
+
+
+def parse_ack(raw: bytes) -> tuple[list[MessageId] | None, MessageId | None]:
+    """Body of POST /ack -> (ids, None) or (None, cumulative id)."""
+    body = load_json(raw)
+    if type(body) is not dict:
+        raise invalid("request body must be a JSON object")
+    has_ids, has_cumulative = body.get("message_ids") is not None, body.get("cumulative") is not None
+    if has_ids == has_cumulative:
+        raise invalid("give exactly one of `message_ids` and `cumulative`")
+    if has_cumulative:
+        return None, parse_message_id(body["cumulative"], "cumulative")
+    return parse_id_list(body), None
+
+
+def parse_start(text: str) -> StartPosition:
+    """A reader's `start`: earliest, latest, an id (inclusive), after:<id> (exclusive), or a
+    partitioned reader's `next` token (topics.names owns that grammar)."""
+    try:
+        return names.parse_start(text)
+    except InvalidArgumentError as exc:
+        raise invalid(f"start: {exc} (expected earliest, latest, an id or after:<id>)") from exc
+
+
+def parse_seek(body: Any) -> SeekTarget:
+    if type(body) is not dict:
+        raise invalid("request body must be a JSON object")
+    message_id, timestamp = body.get("message_id"), body.get("timestamp")
+    if (message_id is None) == (timestamp is None):
+        raise invalid("give exactly one of `message_id` and `timestamp`")
+    if timestamp is not None:
+        if type(timestamp) is not int or not 0 <= timestamp <= _MAX_INT64:
+            raise invalid("timestamp must be a non-negative integer (ms since the epoch)")
+        return timestamp
+    if message_id in ("earliest", "latest"):
+        return message_id  # type: ignore[no-any-return]
+    return parse_message_id(message_id, "message_id")
+
+
+def message_dict(m: StoredMessage, redelivery_count: int, force_base64: bool) -> dict[str, Any]:
+    """The API's message object; text when the payload is UTF-8 and base64 was not asked for."""
+    value = m.value
+    encoding = "text"
+    text: str | None = None
+    if not force_base64:
+        try:
+            text = value.decode()
+        except UnicodeDecodeError:
+            text = None
+    if text is None:
+        text = base64.b64encode(value).decode("ascii")
+        encoding = "base64"
+    return {
+        "message_id": str(m.message_id),
+        "key": m.key,
+        "value": text,
+        "value_encoding": encoding,
+        "properties": dict(m.properties) if m.properties else {},
+        "event_time": m.event_time,
+        "publish_time": m.publish_time,
+        "producer_name": m.producer_name,
+        "sequence_id": m.sequence_id,
+        "redelivery_count": redelivery_count,
+    }
+
+
+def deliveries_json(deliveries: list[Delivery], force_base64: bool) -> bytes:
+    return orjson.dumps(
+        {"messages": [message_dict(d.message, d.redelivery_count, force_base64) for d in deliveries]}
+    )

@@ -1,0 +1,96 @@
+"""The FastAPI application: `create_app(topics)` builds it around any `TopicsApi`.
+
+The app owns no domain state: `app.wiring` builds the real TopicService from settings (the one
+composition root), and tests pass a fake. The lifespan starts the service if it has a `start`
+coroutine and closes it at shutdown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from app import errors, schemas
+from app.codec import Limits
+from app.metrics import Metrics
+from app.routes.admin import admin_router
+from app.routes.data import data_router
+from app.routes.ops import ops_router
+from topics.api import TopicsApi
+
+VERSION = "0.1.0"
+
+TAGS = [
+    {"name": "data", "description": "Produce, durable pull subscriptions and non-durable readers"},
+    {"name": "admin", "description": "Pulsar admin v2: topics, stats, compaction, policies, tenants"},
+    {"name": "ops", "description": "Health, readiness and metrics"},
+]
+
+# Bodies the hot paths parse by hand: documented by these models, added to the components here.
+DOC_ONLY_MODELS = (
+    schemas.ProduceRequest,
+    schemas.AckRequest,
+    schemas.NackRequest,
+    schemas.SeekRequest,
+    schemas.Problem,
+)
+
+
+def create_app(topics: TopicsApi, *, limits: Limits | None = None, close_topics: bool = True) -> FastAPI:
+    limits = limits or Limits()
+    metrics = Metrics()
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        start = getattr(topics, "start", None)
+        if start is not None:
+            await start()
+        try:
+            yield
+        finally:
+            if close_topics:
+                await topics.close()
+
+    app = FastAPI(
+        title="Quire",
+        version=VERSION,
+        description="Ledger-based managed storage in the style of Apache Pulsar on BookKeeper.",
+        openapi_tags=TAGS,
+        separate_input_output_schemas=False,
+        lifespan=lifespan,
+    )
+    app.state.topics = topics
+    app.state.metrics = metrics
+    errors.install(app, metrics.error)
+    app.include_router(data_router(topics, limits, metrics))
+    app.include_router(admin_router(topics))
+    app.include_router(ops_router(topics, metrics))
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's spec plus the schemas of the bodies parsed by hand (see DOC_ONLY_MODELS)."""
+    if app.openapi_schema is not None:
+        return app.openapi_schema
+    spec = get_openapi(
+        title=app.title,
+        version=app.version,
+        description=app.description,
+        routes=app.routes,
+        tags=app.openapi_tags,
+        separate_input_output_schemas=False,
+    )
+    components = spec.setdefault("components", {}).setdefault("schemas", {})
+    for model in DOC_ONLY_MODELS:
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        for name, sub in schema.pop("$defs", {}).items():
+            components.setdefault(name, sub)
+        components.setdefault(model.__name__, schema)
+    spec["components"]["schemas"] = dict(sorted(components.items()))
+    app.openapi_schema = spec
+    return spec

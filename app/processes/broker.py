@@ -1,0 +1,29 @@
+"""`quire broker`: the FastAPI app on one uvicorn worker with uvloop, on settings host:port."""
+
+from __future__ import annotations
+
+import logging
+
+from app.settings import Settings
+
+
+def run(settings: Settings) -> None:
+    import uvicorn
+
+    from app.main import create_app
+    from app.wiring import bootstrap, limits_from
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = create_app(bootstrap(settings), limits=limits_from(settings))
+    # One worker: the broker owns each topic's managed ledger (a single writer per ledger).
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        loop="uvloop",
+        http="auto",  # httptools when installed, else h11
+        workers=1,
+        access_log=False,
+        log_level="info",
+        timeout_graceful_shutdown=5,
+    )

@@ -1,0 +1,165 @@
+"""`quire standalone`: a bookie, the compactor (when it exists) and the broker on one machine.
+
+Like `pulsar standalone`: every part runs as a child process of this supervisor, sharing one
+metadata store (SQLite under the data directory by default) and the settings. Start order:
+bookie, wait for its port; compactor; broker, wait for its port. Stop order is the reverse.
+
+Supervision policy: a child that dies is reported with its exit code and the whole standalone
+stops the others and exits 1 — restarting a bookie or broker behind the user's back would hide
+the fault, and `quire standalone` is for one machine where the user sees the console.
+SIGINT (Ctrl-C) and SIGTERM stop every child cleanly (SIGTERM by pid, SIGKILL after a bounded
+wait) and exit 0. Children are in their own sessions, so Ctrl-C reaches only this supervisor and
+the order holds; on Linux each child also gets SIGTERM if the supervisor itself is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+from app.settings import Settings
+
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0
+POLL_INTERVAL_S = 0.2
+
+
+@dataclass
+class Child:
+    name: str
+    proc: subprocess.Popen[bytes]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM when the supervisor dies (Linux prctl)."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _port_open(host: str, port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.2):
+        return True
+    return False
+
+
+def _say(message: str) -> None:
+    print(f"quire standalone: {message}", file=sys.stderr, flush=True)
+
+
+class Supervisor:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.children: list[Child] = []
+        self.stopping = False
+        data_dir = settings.data_dir.resolve()
+        self.env = {
+            **os.environ,
+            "QUIRE_DATA_DIR": str(data_dir),
+            "QUIRE_DATABASE_URL": settings.effective_database_url,
+            "QUIRE_BOOKIES": f'["{settings.bookie_host}:{settings.bookie_port}"]',
+            "QUIRE_BOOKIE_HOST": settings.bookie_host,
+            "QUIRE_BOOKIE_PORT": str(settings.bookie_port),
+            "QUIRE_HOST": settings.host,
+            "QUIRE_PORT": str(settings.port),
+        }
+        if not settings.bookies:
+            self.env.pop("QUIRE_BOOKIES")
+
+    def spawn(self, name: str, *args: str) -> Child:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", name, *args],
+            env=self.env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
+        child = Child(name, proc)
+        self.children.append(child)
+        _say(f"started {name} (pid {proc.pid})")
+        return child
+
+    def wait_for_port(self, child: Child, host: str, port: int) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not _port_open(host, port):
+            if self.stopping:
+                raise SystemExit(0)
+            if not child.alive():
+                raise SystemExit(self.fail(f"{child.name} exited with code {child.proc.returncode} at start"))
+            if time.monotonic() > deadline:
+                raise SystemExit(
+                    self.fail(f"{child.name} did not listen on {host}:{port} in {START_TIMEOUT_S}s")
+                )
+            time.sleep(POLL_INTERVAL_S)
+
+    def start(self) -> None:
+        s = self.settings
+        bookie_dir = s.data_dir.resolve() / "bookie"
+        bookie_dir.mkdir(parents=True, exist_ok=True)
+        bookie = self.spawn("bookie", "--data-dir", str(bookie_dir), "--port", str(s.bookie_port))
+        self.wait_for_port(bookie, s.bookie_host, s.bookie_port)
+        if importlib.util.find_spec("app.processes.compactor") is not None:
+            self.spawn("compactor")
+        broker = self.spawn("broker")
+        self.wait_for_port(broker, s.host, s.port)
+        _say(f"ready: http://{s.host}:{s.port} (data in {s.data_dir.resolve()})")
+
+    def watch(self) -> int:
+        """Block until a signal (0) or a child's death (1)."""
+        while not self.stopping:
+            for child in self.children:
+                if not child.alive():
+                    return self.fail(
+                        f"{child.name} (pid {child.proc.pid}) exited with code {child.proc.returncode}"
+                    )
+            time.sleep(POLL_INTERVAL_S)
+        return 0
+
+    def fail(self, reason: str) -> int:
+        _say(f"{reason}; stopping everything")
+        return 1
+
+    def stop_all(self) -> None:
+        for child in reversed(self.children):
+            if child.alive():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child.proc.pid, signal.SIGTERM)
+                try:
+                    child.proc.wait(timeout=STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    _say(f"{child.name} (pid {child.proc.pid}) did not stop in {STOP_TIMEOUT_S}s; killing it")
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(child.proc.pid, signal.SIGKILL)
+                    child.proc.wait(timeout=STOP_TIMEOUT_S)
+            _say(f"stopped {child.name} (exit code {child.proc.returncode})")
+
+    def on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.stopping = True
+
+
+def run(settings: Settings) -> None:
+    Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
+    supervisor = Supervisor(settings)
+    signal.signal(signal.SIGINT, supervisor.on_signal)
+    signal.signal(signal.SIGTERM, supervisor.on_signal)
+    code = 1
+    try:
+        supervisor.start()
+        code = supervisor.watch()
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    finally:
+        supervisor.stop_all()
+    raise SystemExit(code)

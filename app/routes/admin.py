@@ -1,0 +1,338 @@
+"""Admin plane in Pulsar's admin v2 grammar (API.md): topics, stats, compaction, policies,
+subscriptions, tenants and namespaces. Cold paths: pydantic models throughout.
+
+No `from __future__ import annotations` here: the policy routes are built in a loop, and FastAPI
+must see their body types as objects, not as names it cannot resolve at module level.
+"""
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Path
+from starlette.responses import Response
+
+from app import schemas
+from app.routes.common import NAME_PATTERN, Namespace, Subscription, Tenant, Topic, empty, full_name, problems
+from topics.api import PolicyName, TopicPolicies, TopicsApi
+
+PERSISTENT = "/admin/v2/persistent/{tenant}/{namespace}"
+
+
+def admin_router(topics: TopicsApi) -> APIRouter:
+    router = APIRouter(tags=["admin"])
+    _topic_routes(router, topics)
+    _stats_routes(router, topics)
+    _policy_routes(router, topics)
+    _subscription_routes(router, topics)
+    _tenant_routes(router, topics)
+    return router
+
+
+def _topic_routes(router: APIRouter, topics: TopicsApi) -> None:
+    @router.get(
+        PERSISTENT, operation_id="listTopics", summary="Topics of a namespace", responses=problems(404, 422)
+    )
+    async def list_topics(tenant: Tenant, namespace: Namespace) -> list[str]:
+        return await topics.list_topics(f"{tenant}/{namespace}")
+
+    @router.put(
+        PERSISTENT + "/{topic}",
+        operation_id="createTopic",
+        summary="Create a non-partitioned topic",
+        status_code=204,
+        response_model=None,
+        responses=problems(404, 409, 422),
+    )
+    async def create_topic(tenant: Tenant, namespace: Namespace, topic: Topic) -> Response:
+        await topics.create_topic(full_name(tenant, namespace, topic), 0)
+        return empty()
+
+    @router.delete(
+        PERSISTENT + "/{topic}",
+        operation_id="deleteTopic",
+        summary="Delete a topic: its ledgers, cursors and compacted ledger",
+        status_code=204,
+        response_model=None,
+        responses=problems(404, 409, 422),
+    )
+    async def delete_topic(
+        tenant: Tenant, namespace: Namespace, topic: Topic, force: bool = False
+    ) -> Response:
+        await topics.delete_topic(full_name(tenant, namespace, topic), force)
+        return empty()
+
+    @router.put(
+        PERSISTENT + "/{topic}/partitions",
+        operation_id="createPartitionedTopic",
+        summary="Create a partitioned topic of N partitions",
+        status_code=204,
+        response_model=None,
+        responses=problems(404, 409, 422),
+    )
+    async def create_partitioned(
+        tenant: Tenant,
+        namespace: Namespace,
+        topic: Topic,
+        partitions: Annotated[int, Body(ge=1, le=10_000, examples=[4])],
+    ) -> Response:
+        await topics.create_topic(full_name(tenant, namespace, topic), partitions)
+        return empty()
+
+    @router.get(
+        PERSISTENT + "/{topic}/partitions",
+        operation_id="getPartitions",
+        summary="Number of partitions (0: not partitioned)",
+        responses=problems(404, 422),
+    )
+    async def get_partitions(tenant: Tenant, namespace: Namespace, topic: Topic) -> schemas.Partitions:
+        return schemas.Partitions(partitions=await topics.get_partitions(full_name(tenant, namespace, topic)))
+
+    @router.put(
+        PERSISTENT + "/{topic}/unload",
+        operation_id="unloadTopic",
+        summary="Close the current ledger; the next write opens a new one",
+        status_code=204,
+        response_model=None,
+        responses=problems(404, 422),
+    )
+    async def unload(tenant: Tenant, namespace: Namespace, topic: Topic) -> Response:
+        await topics.unload(full_name(tenant, namespace, topic))
+        return empty()
+
+
+def _stats_routes(router: APIRouter, topics: TopicsApi) -> None:
+    @router.get(
+        PERSISTENT + "/{topic}/stats",
+        operation_id="getTopicStats",
+        summary="Counters, storage and backlog, per subscription and of the last compaction",
+        responses=problems(404, 422),
+    )
+    async def stats(tenant: Tenant, namespace: Namespace, topic: Topic) -> schemas.TopicStats:
+        return schemas.TopicStats.model_validate(await topics.stats(full_name(tenant, namespace, topic)))
+
+    @router.get(
+        PERSISTENT + "/{topic}/internalStats",
+        operation_id="getInternalStats",
+        summary="The managed ledger's ledgers, cursors and compacted ledger",
+        responses=problems(404, 422),
+    )
+    async def internal_stats(tenant: Tenant, namespace: Namespace, topic: Topic) -> schemas.InternalStats:
+        data = await topics.internal_stats(full_name(tenant, namespace, topic))
+        return schemas.InternalStats.model_validate(data)
+
+    @router.put(
+        PERSISTENT + "/{topic}/compaction",
+        operation_id="triggerCompaction",
+        summary="Start a compaction run (409 while one is running)",
+        status_code=204,
+        response_model=None,
+        responses=problems(404, 409, 422),
+    )
+    async def trigger_compaction(tenant: Tenant, namespace: Namespace, topic: Topic) -> Response:
+        await topics.trigger_compaction(full_name(tenant, namespace, topic))
+        return empty()
+
+    @router.get(
+        PERSISTENT + "/{topic}/compaction",
+        operation_id="getCompactionStatus",
+        summary="Status of the topic's last compaction run (kept across restarts)",
+        responses=problems(404, 422),
+    )
+    async def compaction_status(
+        tenant: Tenant, namespace: Namespace, topic: Topic
+    ) -> schemas.CompactionStatus:
+        data = await topics.compaction_status(full_name(tenant, namespace, topic))
+        return schemas.CompactionStatus.model_validate(data)
+
+
+def _retention(p: TopicPolicies) -> schemas.RetentionPolicy:
+    return schemas.RetentionPolicy(
+        retentionTimeInMinutes=p.retention_time_minutes, retentionSizeInMB=p.retention_size_mb
+    )
+
+
+def _rollover(p: TopicPolicies) -> schemas.RolloverPolicy:
+    return schemas.RolloverPolicy(
+        maxEntriesPerLedger=p.max_entries_per_ledger,
+        maxSizePerLedgerBytes=p.max_size_per_ledger_bytes,
+        minRolloverTimeMs=p.min_rollover_time_ms,
+        maxRolloverTimeMs=p.max_rollover_time_ms,
+    )
+
+
+def _policy_routes(router: APIRouter, topics: TopicsApi) -> None:
+    """GET (effective value), POST (set on the topic), DELETE (fall back) for each policy.
+
+    `set_policy` receives the API's value as is: the dict of Pulsar's field names for retention
+    and rolloverPolicy, an int for compactionThreshold, a bool for deduplicationEnabled.
+    """
+    _policy(router, topics, "retention", schemas.RetentionPolicy, _retention, "Retention")
+    _policy(router, topics, "rolloverPolicy", schemas.RolloverPolicy, _rollover, "RolloverPolicy")
+    _policy(
+        router,
+        topics,
+        "compactionThreshold",
+        Annotated[int, Body(ge=0, examples=[104857600], description="bytes of backlog; 0 = off")],
+        lambda p: p.compaction_threshold_bytes,
+        "CompactionThreshold",
+    )
+    _policy(
+        router,
+        topics,
+        "deduplicationEnabled",
+        Annotated[bool, Body(examples=[True])],
+        lambda p: p.deduplication_enabled,
+        "DeduplicationEnabled",
+    )
+
+
+def _policy(
+    router: APIRouter, topics: TopicsApi, name: PolicyName, body_type: Any, get: Any, op: str
+) -> None:
+    path = PERSISTENT + "/{topic}/" + name
+    response_type = body_type if isinstance(body_type, type) else body_type.__origin__
+
+    @router.get(
+        path,
+        operation_id=f"get{op}",
+        summary=f"Effective {name}",
+        response_model=response_type,
+        responses=problems(404, 422),
+    )
+    async def get_policy(tenant: Tenant, namespace: Namespace, topic: Topic) -> Any:
+        return get(await topics.get_policies(full_name(tenant, namespace, topic)))
+
+    @router.post(
+        path,
+        operation_id=f"set{op}",
+        summary=f"Set {name} on the topic",
+        status_code=204,
+        response_model=None,
+        responses=problems(404, 422),
+    )
+    async def set_policy(tenant: Tenant, namespace: Namespace, topic: Topic, value: body_type) -> Response:  # type: ignore[valid-type]
+        plain = value.model_dump() if hasattr(value, "model_dump") else value
+        await topics.set_policy(full_name(tenant, namespace, topic), name, plain)
+        return empty()
+
+    @router.delete(
+        path,
+        operation_id=f"remove{op}",
+        summary=f"Remove the topic's {name} (fall back to the namespace or the default)",
+        status_code=204,
+        response_model=None,
+        responses=problems(404, 422),
+    )
+    async def delete_policy(tenant: Tenant, namespace: Namespace, topic: Topic) -> Response:
+        await topics.delete_policy(full_name(tenant, namespace, topic), name)
+        return empty()
+
+
+def _subscription_routes(router: APIRouter, topics: TopicsApi) -> None:
+    @router.get(
+        PERSISTENT + "/{topic}/subscriptions",
+        operation_id="listSubscriptions",
+        summary="Names of the topic's subscriptions",
+        responses=problems(404, 422),
+    )
+    async def list_subscriptions(tenant: Tenant, namespace: Namespace, topic: Topic) -> list[str]:
+        return await topics.list_subscriptions(full_name(tenant, namespace, topic))
+
+    @router.delete(
+        PERSISTENT + "/{topic}/subscription/{subscription}",
+        operation_id="adminDeleteSubscription",
+        summary="Delete a subscription",
+        status_code=204,
+        response_model=None,
+        responses=problems(404, 422),
+    )
+    async def delete_subscription(
+        tenant: Tenant, namespace: Namespace, topic: Topic, subscription: Subscription
+    ) -> Response:
+        await topics.delete_subscription(full_name(tenant, namespace, topic), subscription)
+        return empty()
+
+    @router.post(
+        PERSISTENT + "/{topic}/subscription/{subscription}/resetcursor/{timestamp}",
+        operation_id="resetCursor",
+        summary="Reset the subscription to the first message published at or after `timestamp` (ms)",
+        status_code=204,
+        response_model=None,
+        responses=problems(404, 422),
+    )
+    async def reset_cursor(
+        tenant: Tenant,
+        namespace: Namespace,
+        topic: Topic,
+        subscription: Subscription,
+        timestamp: Annotated[int, Path(ge=0, le=2**63 - 1, examples=[1763700000000])],
+    ) -> Response:
+        await topics.reset_cursor(full_name(tenant, namespace, topic), subscription, timestamp)
+        return empty()
+
+
+TenantPath = Annotated[str, Path(pattern=NAME_PATTERN, examples=["public"])]
+
+
+def _tenant_routes(router: APIRouter, topics: TopicsApi) -> None:
+    @router.get("/admin/v2/tenants", operation_id="listTenants", summary="All tenants")
+    async def list_tenants() -> list[str]:
+        return await topics.list_tenants()
+
+    @router.get("/admin/v2/tenants/{tenant}", operation_id="getTenant", responses=problems(404, 422))
+    async def get_tenant(tenant: TenantPath) -> schemas.Tenant:
+        return schemas.Tenant(name=tenant, namespaces=await topics.list_namespaces(tenant))
+
+    @router.put(
+        "/admin/v2/tenants/{tenant}",
+        operation_id="createTenant",
+        status_code=204,
+        response_model=None,
+        responses=problems(409, 422),
+    )
+    async def create_tenant(tenant: TenantPath) -> Response:
+        await topics.create_tenant(tenant)
+        return empty()
+
+    @router.delete(
+        "/admin/v2/tenants/{tenant}",
+        operation_id="deleteTenant",
+        status_code=204,
+        response_model=None,
+        responses=problems(404, 409, 422),
+    )
+    async def delete_tenant(tenant: TenantPath) -> Response:
+        await topics.delete_tenant(tenant)
+        return empty()
+
+    @router.get("/admin/v2/namespaces/{tenant}", operation_id="listNamespaces", responses=problems(404, 422))
+    async def list_namespaces(tenant: TenantPath) -> list[str]:
+        return await topics.list_namespaces(tenant)
+
+    @router.get(
+        "/admin/v2/namespaces/{tenant}/{namespace}", operation_id="getNamespace", responses=problems(404, 422)
+    )
+    async def get_namespace(tenant: Tenant, namespace: Namespace) -> schemas.Namespace:
+        name = f"{tenant}/{namespace}"
+        return schemas.Namespace(name=name, topics=await topics.list_topics(name))
+
+    @router.put(
+        "/admin/v2/namespaces/{tenant}/{namespace}",
+        operation_id="createNamespace",
+        status_code=204,
+        response_model=None,
+        responses=problems(404, 409, 422),
+    )
+    async def create_namespace(tenant: Tenant, namespace: Namespace) -> Response:
+        await topics.create_namespace(f"{tenant}/{namespace}")
+        return empty()
+
+    @router.delete(
+        "/admin/v2/namespaces/{tenant}/{namespace}",
+        operation_id="deleteNamespace",
+        status_code=204,
+        response_model=None,
+        responses=problems(404, 409, 422),
+    )
+    async def delete_namespace(tenant: Tenant, namespace: Namespace) -> Response:
+        await topics.delete_namespace(f"{tenant}/{namespace}")
+        return empty()

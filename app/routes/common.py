@@ -1,0 +1,65 @@
+"""Shared pieces of the routers: name parameters, documented error responses, JSON responses."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import orjson
+from fastapi import Path
+from pydantic import BaseModel
+from starlette.responses import Response
+
+from app.errors import PROBLEM_MEDIA_TYPE
+
+# Pulsar's rule for tenant, namespace and topic names: letters, digits and `_ . = -`.
+NAME_PATTERN = r"^[A-Za-z0-9_=.\-]{1,128}$"
+
+Tenant = Annotated[str, Path(pattern=NAME_PATTERN, examples=["public"], description="tenant")]
+Namespace = Annotated[str, Path(pattern=NAME_PATTERN, examples=["default"], description="namespace")]
+Topic = Annotated[str, Path(pattern=NAME_PATTERN, examples=["prices"], description="topic")]
+Subscription = Annotated[str, Path(pattern=NAME_PATTERN, examples=["sub-a"], description="subscription")]
+
+_DESCRIPTIONS = {
+    400: "Bad query (e.g. a wait or page size past its cap; the detail names the cap)",
+    404: "Unknown tenant, namespace, topic, subscription or message",
+    409: "Conflict (already exists, compaction running, exclusive subscription busy)",
+    413: "A message or the batch is over its limit (`limit` names it)",
+    422: "Malformed body, parameter, name or message id",
+    503: "Storage or metadata store unavailable; retry",
+}
+
+
+def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for the given error statuses, each an RFC 9457 body."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for status in (*statuses, 503):
+        out[status] = {
+            "description": _DESCRIPTIONS[status],
+            "content": {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+        }
+    return out
+
+
+def json_body_doc(model: type[BaseModel]) -> dict[str, Any]:
+    """`openapi_extra` documenting a body the handler parses itself (hot path, no model)."""
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}},
+        }
+    }
+
+
+def json_response(content: Any, status_code: int = 200) -> Response:
+    return Response(orjson.dumps(content), status_code=status_code, media_type="application/json")
+
+
+NO_CONTENT = 204
+
+
+def empty() -> Response:
+    return Response(status_code=NO_CONTENT)
+
+
+def full_name(tenant: str, namespace: str, topic: str) -> str:
+    return f"{tenant}/{namespace}/{topic}"

@@ -1,0 +1,236 @@
+"""Pydantic models of the REST contract (API.md), for the OpenAPI spec and the cold paths.
+
+The hot paths (produce, receive, ack) do not run these models per request: `app.codec` parses
+and builds those bodies with orjson, and these models only document them. One model serves as
+both input and output schema (`separate_input_output_schemas=False`), so the generated client
+has one class per shape.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ValueEncoding = Literal["text", "base64"]
+
+MESSAGE_ID_EXAMPLE = "12:40:0"
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details; extra fields (e.g. `limit`) may follow."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(examples=["https://quire.dev/problems/message-too-large"])
+    title: str = Field(examples=["Message too large"])
+    status: int = Field(examples=[413])
+    detail: str = Field(examples=["message 0 is 6291456 bytes, over the limit of 5242880"])
+
+
+class ProduceMessage(BaseModel):
+    key: str | None = Field(None, examples=["AAPL"], description="absent or null: a key-less message")
+    value: str | None = Field(
+        None, examples=["189.20"], description="absent or empty: an empty payload (a tombstone for its key)"
+    )
+    value_encoding: ValueEncoding = Field("text", description="how `value` is written: text or base64")
+    properties: dict[str, str] | None = Field(None, examples=[{"src": "feed"}])
+    event_time: int | None = Field(None, ge=0, examples=[1763700000000], description="ms since the epoch")
+    sequence_id: int | None = Field(None, ge=0, examples=[17], description="for deduplication")
+
+
+class ProduceRequest(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "producer_name": "ticker-1",
+                    "messages": [
+                        {
+                            "key": "AAPL",
+                            "value": "189.20",
+                            "value_encoding": "text",
+                            "properties": {"src": "feed"},
+                            "event_time": 1763700000000,
+                            "sequence_id": 17,
+                        }
+                    ],
+                }
+            ]
+        }
+    )
+
+    producer_name: str | None = Field(None, examples=["ticker-1"])
+    messages: list[ProduceMessage] = Field(min_length=1)
+
+
+class ProduceResult(BaseModel):
+    message_id: str | None = Field(examples=[MESSAGE_ID_EXAMPLE], description="null for a duplicate")
+    duplicate: bool = False
+
+
+class ProduceResponse(BaseModel):
+    results: list[ProduceResult]
+
+
+class MessageOut(BaseModel):
+    message_id: str = Field(examples=[MESSAGE_ID_EXAMPLE])
+    key: str | None = Field(None, examples=["AAPL"])
+    value: str = Field(examples=["189.20"])
+    value_encoding: ValueEncoding = "text"
+    properties: dict[str, str] = Field(default_factory=dict, examples=[{"src": "feed"}])
+    event_time: int | None = Field(None, examples=[1763700000000])
+    publish_time: int = Field(examples=[1763700000123])
+    producer_name: str | None = Field(None, examples=["ticker-1"])
+    sequence_id: int | None = Field(None, examples=[17])
+    redelivery_count: int = 0
+
+
+class MessageList(BaseModel):
+    messages: list[MessageOut]
+
+
+class ReadPage(BaseModel):
+    messages: list[MessageOut]
+    next: str | None = Field(examples=["after:12:40:0"], description="pass back as `start`; null at the end")
+
+
+class LastMessageId(BaseModel):
+    message_id: str | None = Field(examples=[MESSAGE_ID_EXAMPLE])
+
+
+class SubscriptionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    initial_position: Literal["latest", "earliest"] = "latest"
+    type: Literal["shared", "exclusive"] = "shared"
+    read_compacted: bool = False
+    ack_timeout_ms: int | None = Field(None, gt=0, examples=[30000], description="default: the broker's")
+
+
+class AckRequest(BaseModel):
+    """Either `message_ids` (individual acks) or `cumulative` (everything up to that id)."""
+
+    message_ids: list[str] | None = Field(None, examples=[["12:40:0", "12:41:0"]])
+    cumulative: str | None = Field(None, examples=[MESSAGE_ID_EXAMPLE])
+
+
+class NackRequest(BaseModel):
+    message_ids: list[str] = Field(examples=[["12:40:0"]])
+
+
+class SeekRequest(BaseModel):
+    """Either `message_id` (an id, `earliest` or `latest`) or `timestamp` (publish time, ms)."""
+
+    message_id: str | None = Field(None, examples=["earliest"])
+    timestamp: int | None = Field(None, ge=0, examples=[1763700000000])
+
+
+class Partitions(BaseModel):
+    partitions: int = Field(examples=[4])
+
+
+class RetentionPolicy(BaseModel):
+    retentionTimeInMinutes: int = Field(ge=-1, examples=[60])
+    retentionSizeInMB: int = Field(ge=-1, examples=[-1])
+
+
+class RolloverPolicy(BaseModel):
+    maxEntriesPerLedger: int = Field(gt=0, examples=[50000])
+    maxSizePerLedgerBytes: int = Field(gt=0, examples=[2147483648])
+    minRolloverTimeMs: int = Field(ge=0, examples=[600000])
+    maxRolloverTimeMs: int = Field(gt=0, examples=[14400000])
+
+
+class CompactionStatus(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    status: Literal["NOT_RUN", "RUNNING", "SUCCESS", "ERROR"]
+    lastError: str = ""
+
+
+class SubscriptionStats(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(examples=["shared"])
+    msgBacklog: int
+    unackedMessages: int
+
+
+class CompactionStats(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    lastCompactionRemovedEventCount: int = 0
+    lastCompactionSucceedTimestamp: int = 0
+    lastCompactionFailedTimestamp: int = 0
+    lastCompactionDurationTimeInMills: int = 0
+
+
+class TopicStats(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    msgInCounter: int
+    bytesInCounter: int
+    storageSize: int
+    backlogSize: int
+    subscriptions: dict[str, SubscriptionStats]
+    compaction: CompactionStats
+
+
+class LedgerInfo(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    ledgerId: int
+    entries: int
+    size: int
+    timestamp: int
+
+
+class CursorStats(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    markDeletePosition: str
+    readPosition: str
+    individuallyDeletedMessages: str
+
+
+class CompactedLedgerInfo(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    ledgerId: int = -1
+    entries: int = -1
+    size: int = -1
+
+
+class InternalStats(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    entriesAddedCounter: int
+    numberOfEntries: int
+    totalSize: int
+    currentLedgerEntries: int
+    currentLedgerSize: int
+    lastConfirmedEntry: str
+    ledgers: list[LedgerInfo]
+    cursors: dict[str, CursorStats]
+    compactedLedger: CompactedLedgerInfo
+    compactionHorizon: str | None = None
+
+
+class Tenant(BaseModel):
+    name: str = Field(examples=["public"])
+    namespaces: list[str] = Field(examples=[["public/default"]])
+
+
+class Namespace(BaseModel):
+    name: str = Field(examples=["public/default"])
+    topics: list[str] = Field(examples=[["persistent://public/default/prices"]])
+
+
+class Health(BaseModel):
+    status: str = Field(examples=["ok"])
+
+
+class Readiness(BaseModel):
+    ready: bool
+    checks: dict[str, bool] = Field(examples=[{"metadata": True, "bookies": True}])
