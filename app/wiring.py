@@ -51,10 +51,10 @@ def bootstrap(settings: Settings) -> TopicsApi:
     # Imported here, not at module level: importing app.wiring must stay cheap and side-effect
     # free (the OpenAPI export and the unit tests never build the real stack).
     from managed_ledger.factory import ManagedLedgerFactory
-    from managed_ledger.metadata.sql import SqlMetadataStore
     from topics.service import TopicsConfig, TopicService
 
     from bookie.client import BookieClientConfig, BookieLedgerClient
+    from managed_ledger.metadata.sql import SqlMetadataStore
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     metadata = SqlMetadataStore(settings.effective_database_url)
