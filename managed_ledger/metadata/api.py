@@ -11,7 +11,8 @@ Calls are synchronous and short; async callers run them with `asyncio.to_thread`
 
 Rules both stores keep (tests/managed_ledger/test_metadata_contract.py checks them):
 - A created record comes back with version 1; a CAS write of version v stores and returns v + 1.
-  `put_compaction` / `put_dedup_snapshot` with version 0 create (BadVersionError if one exists).
+  `put_compaction` / `put_dedup_snapshot` with version 0 create (BadVersionError if one exists;
+  NotFoundError for a version > 0 when the row is gone).
 - A CAS on a row that is gone raises NotFoundError; so do get_ledger and every delete of a
   missing key. Creating an existing key raises AlreadyExistsError.
 - A cursor or dedup snapshot needs its managed ledger (NotFoundError), a namespace its tenant, a
@@ -50,6 +51,12 @@ class AlreadyExistsError(MetadataError):
 
 class NotEmptyError(MetadataError):
     """Deleting a tenant that still has namespaces, or a namespace that still has topics."""
+
+
+class MetadataUnavailableError(MetadataError):
+    """The database could not be reached, or a lock wait timed out; retrying may succeed."""
+
+    retriable = True
 
 
 class SchemaBehindError(MetadataError):

@@ -40,6 +40,14 @@ def _check_version(kind: str, key: object, stored_version: int | None, given: in
         raise BadVersionError(f"{kind} {key}: version {given} is stale (stored version {stored_version})")
 
 
+def _check_put_version(what: str, stored_version: int | None, given: int) -> None:
+    """The rule of the put_* methods: version 0 creates, anything else is a CAS update."""
+    if stored_version is None and given != 0:
+        raise NotFoundError(f"{what} not found (it was deleted)")
+    if (stored_version or 0) != given:
+        raise BadVersionError(f"{what}: version {given} is stale (stored version {stored_version})")
+
+
 class InMemoryMetadataStore:
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -177,12 +185,7 @@ class InMemoryMetadataStore:
             if name not in self._managed_ledgers:
                 raise NotFoundError(f"managed ledger {name} not found")
             stored = self._dedup.get(name)
-            stored_version = stored.version if stored is not None else 0
-            if stored_version != snapshot.version:
-                raise BadVersionError(
-                    f"dedup snapshot of {name}: version {snapshot.version} is stale "
-                    f"(stored version {stored_version})"
-                )
+            _check_put_version(f"dedup snapshot of {name}", _version(stored), snapshot.version)
             new = records.dedup(replace(snapshot, version=snapshot.version + 1))
             self._dedup[name] = new
             return new
@@ -283,12 +286,7 @@ class InMemoryMetadataStore:
     def put_compaction(self, state: CompactionState) -> CompactionState:
         with self._lock:
             stored = self._compactions.get(state.topic)
-            stored_version = stored.version if stored is not None else 0
-            if stored_version != state.version:
-                raise BadVersionError(
-                    f"compaction state of {state.topic}: version {state.version} is stale "
-                    f"(stored version {stored_version})"
-                )
+            _check_put_version(f"compaction state of {state.topic}", _version(stored), state.version)
             new = records.compaction(replace(state, version=state.version + 1))
             self._compactions[state.topic] = new
             return new

@@ -1,0 +1,62 @@
+"""Building the one SQLAlchemy Engine a store (or a migration run) uses.
+
+SQLite: the driver's own transaction handling is switched off (isolation_level None) and every
+transaction starts with an explicit BEGIN, as SQLAlchemy's pysqlite notes advise; otherwise
+pysqlite opens transactions lazily and a SELECT followed by an UPDATE is not one transaction, and
+DDL in a migration would not be transactional. Write transactions use BEGIN IMMEDIATE: they take
+the write lock up front and wait for it (busy_timeout) instead of failing half-way with
+SQLITE_BUSY when a reader upgrades. WAL lets readers run beside the writer; foreign keys are on
+for the cascades; check_same_thread is off because callers come from `asyncio.to_thread` workers.
+
+PostgreSQL: a normal pool with pre-ping, so a restarted server costs one failed checkout, not
+a failed call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.pool import StaticPool
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+WRITE_OPTION = "quire_write"  # execution option: this connection's transaction will write
+
+
+def is_sqlite(url: str) -> bool:
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def make_engine(url: str) -> Engine:
+    if is_sqlite(url):
+        return _sqlite_engine(url)
+    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+
+
+def _sqlite_engine(url: str) -> Engine:
+    database = make_url(url).database
+    in_memory = database in (None, "", ":memory:")
+    engine = create_engine(
+        url,
+        connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+        # An in-memory database lives in one connection: share it (tests only).
+        poolclass=StaticPool if in_memory else None,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # we send BEGIN ourselves, see module docstring
+        cur = dbapi_connection.cursor()
+        if not in_memory:
+            cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        write = conn.get_execution_options().get(WRITE_OPTION, True)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine

@@ -1,0 +1,148 @@
+"""SQLAlchemy 2 declarative models of the metadata store (schema at Alembic revision head).
+
+The migrations in `migrations/versions/` create this schema; they are written out by hand, not
+imported from here, so that an old revision keeps meaning what it meant. A test compares the
+migrated database against these models.
+
+Tables (every table a caller updates has `version`, the compare-and-set token):
+- ledgers: id from a sequence (PostgreSQL SEQUENCE `ledger_id_seq`, SQLite AUTOINCREMENT, so
+  an id is never handed out twice, even after a delete), ensemble JSON list, quorums, state,
+  last_entry_id, length_bytes, created/closed ms.
+- managed_ledgers: name, ordered ledger id list (JSON), properties (JSON).
+- cursors: (managed_ledger, name), mark-delete position, individually deleted ranges (JSON list of
+  [[l, e], [l, e]]), properties (JSON); dedup_snapshots: managed_ledger, position, sequences
+  (JSON). Both cascade on deleting their managed ledger.
+- tenants, namespaces (`tenant/ns`, FK tenant), topics (`tenant/ns/topic`, FK namespace).
+- policies: scope (`t/n` or `t/n/x`) -> JSON object.
+- compaction_states: one row per topic (or partition): compacted ledger, horizon
+  (ledger, entry, batch_index), last run's status, error, times and counters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, Sequence, String, Text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAME = String(1024)
+# JSONB on PostgreSQL (compact, comparable), JSON text elsewhere.
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+# SQLite only gives AUTOINCREMENT to a column typed exactly INTEGER PRIMARY KEY.
+LedgerIdType = BigInteger().with_variant(Integer(), "sqlite")
+
+LEDGER_ID_SEQUENCE = Sequence("ledger_id_seq", start=1)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class LedgerRow(Base):
+    __tablename__ = "ledgers"
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(LedgerIdType, LEDGER_ID_SEQUENCE, primary_key=True)
+    ensemble: Mapped[Any] = mapped_column(JSONType, nullable=False)
+    write_quorum: Mapped[int] = mapped_column(Integer, nullable=False)
+    ack_quorum: Mapped[int] = mapped_column(Integer, nullable=False)
+    state: Mapped[str] = mapped_column(String(16), nullable=False)
+    last_entry_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    length_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    created_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    closed_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class ManagedLedgerRow(Base):
+    __tablename__ = "managed_ledgers"
+
+    name: Mapped[str] = mapped_column(NAME, primary_key=True)
+    ledger_ids: Mapped[Any] = mapped_column(JSONType, nullable=False)
+    properties: Mapped[Any] = mapped_column(JSONType, nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class CursorRow(Base):
+    __tablename__ = "cursors"
+
+    managed_ledger: Mapped[str] = mapped_column(
+        NAME, ForeignKey("managed_ledgers.name", ondelete="CASCADE"), primary_key=True
+    )
+    name: Mapped[str] = mapped_column(NAME, primary_key=True)
+    mark_delete_ledger_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    mark_delete_entry_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    individually_deleted: Mapped[Any] = mapped_column(JSONType, nullable=False)
+    properties: Mapped[Any] = mapped_column(JSONType, nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class DedupSnapshotRow(Base):
+    __tablename__ = "dedup_snapshots"
+
+    managed_ledger: Mapped[str] = mapped_column(
+        NAME, ForeignKey("managed_ledgers.name", ondelete="CASCADE"), primary_key=True
+    )
+    position_ledger_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    position_entry_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    sequences: Mapped[Any] = mapped_column(JSONType, nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class TenantRow(Base):
+    __tablename__ = "tenants"
+
+    name: Mapped[str] = mapped_column(NAME, primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class NamespaceRow(Base):
+    __tablename__ = "namespaces"
+    __table_args__ = (Index("ix_namespaces_tenant", "tenant"),)  # revision 0002
+
+    name: Mapped[str] = mapped_column(NAME, primary_key=True)
+    tenant: Mapped[str] = mapped_column(NAME, ForeignKey("tenants.name"), nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class TopicRow(Base):
+    __tablename__ = "topics"
+    __table_args__ = (Index("ix_topics_namespace", "namespace"),)  # revision 0002
+
+    name: Mapped[str] = mapped_column(NAME, primary_key=True)
+    namespace: Mapped[str] = mapped_column(NAME, ForeignKey("namespaces.name"), nullable=False)
+    partitions: Mapped[int] = mapped_column(Integer, nullable=False)
+    created_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class PolicyRow(Base):
+    __tablename__ = "policies"
+
+    scope: Mapped[str] = mapped_column(NAME, primary_key=True)
+    policies: Mapped[Any] = mapped_column(JSONType, nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class CompactionStateRow(Base):
+    __tablename__ = "compaction_states"
+
+    topic: Mapped[str] = mapped_column(NAME, primary_key=True)
+    compacted_ledger_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    horizon_ledger_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    horizon_entry_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    horizon_batch_index: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    last_error: Mapped[str] = mapped_column(Text, nullable=False)
+    requested: Mapped[bool] = mapped_column(nullable=False)
+    started_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    ended_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    messages_in: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    messages_out: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    compacted_entries: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    compacted_size_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    last_succeeded_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    last_failed_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    run_ledger_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
