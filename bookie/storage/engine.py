@@ -1,0 +1,505 @@
+"""The bookie's storage engine: a log-structured journal with group commit and an on-disk index.
+
+Layout under `data_dir`: `journal/` holds the segment files (`records.py`), which are both the
+write-ahead log and the entry storage; `index/` holds one slot file per ledger and the
+checkpoint (`index.py`); `LOCK` keeps a second engine off the same directory.
+
+Write order, for every group of adds (group commit):
+1. adds, fences and deletes append their encoded records to the open group and wait on it;
+2. one flusher pwrites the whole group at the end of the current segment and fdatasyncs it, in
+   a thread, so the event loop keeps accepting adds into the next group meanwhile;
+3. only then are the index slots written and the ledger table updated;
+4. then every waiter of the group is resolved: an add is acknowledged only after the fsync that
+   covers it. A failed write or fsync stops the process (`exit_fn(70)`) instead.
+A segment is rolled at `journal_max_size_bytes`; each roll syncs the index and writes a
+checkpoint, so a restart replays at most about one segment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import google_crc32c
+
+from bookie.errors import (
+    BookieError,
+    ErrorCode,
+    FencedError,
+    NoSuchEntryError,
+    NoSuchLedgerError,
+    ReadOnlyError,
+)
+from bookie.storage.disk import DiskUsage, ReadOnlySwitch, disk_usage_fraction
+from bookie.storage.index import (
+    Checkpoint,
+    EntryIndex,
+    IndexDamagedError,
+    LedgerState,
+    encode_slot,
+    write_checkpoint,
+)
+from bookie.storage.journal import SegmentFiles
+from bookie.storage.records import (
+    ADD,
+    DELETE,
+    FENCE,
+    MAX_PAYLOAD_BYTES,
+    RECORD_BODY,
+    RECORD_PREFIX,
+    decode_record,
+    encode_marker,
+)
+from bookie.storage.recovery import SlotRuns, recover, sync_index_files
+
+log = logging.getLogger(__name__)
+
+EXIT_CODE_DISK_FAILURE = 70
+_MAX_SEGMENT_BYTES = 2**32 - 1  # record offsets are u32 in index slots
+
+_pack_body = RECORD_BODY.pack
+_pack_prefix = RECORD_PREFIX.pack
+_crc_value = google_crc32c.value
+_crc_extend = google_crc32c.extend
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    data_dir: Path
+    journal_max_size_bytes: int = 256 * 1024**2
+    disk_usage_high_water: float = 0.95
+    disk_usage_low_water: float = 0.90
+    disk_check_interval_s: float = 10.0
+    gc_interval_s: float = 60.0
+    gc_max_live_fraction: float = 0.5  # rewrite a sealed segment when less than this is live
+    index_max_open_files: int = 256
+
+    def __post_init__(self) -> None:
+        if not 4096 <= self.journal_max_size_bytes <= _MAX_SEGMENT_BYTES - MAX_PAYLOAD_BYTES:
+            raise ValueError("journal_max_size_bytes must be between 4 KiB and 4 GiB - 64 MiB")
+
+
+class _GroupFuture(asyncio.Future[None]):
+    """Shared by every waiter of a group: a waiter being cancelled must not cancel the others'
+    acknowledgement, so cancel() refuses (the cancelled task still stops when the group ends)."""
+
+    def cancel(self, msg: Any = None) -> bool:
+        return False
+
+
+class _Group:
+    """Records waiting for the next fsync, and the future their writers wait on."""
+
+    __slots__ = ("future", "ops", "parts", "size")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.future = _GroupFuture(loop=loop)
+        self.parts: list[bytes] = []
+        # (type, ledger, entry, lac, offset in group, record length) per record
+        self.ops: list[tuple[int, int, int, int, int, int]] = []
+        self.size = 0
+
+
+class LedgerStorage:
+    """Implements `bookie.storage_api.LedgerStorageApi`."""
+
+    def __init__(
+        self,
+        config: StorageConfig,
+        *,
+        disk_usage: DiskUsage = disk_usage_fraction,
+        exit_fn: Callable[[int], object] = os._exit,
+    ) -> None:
+        self.config = config
+        self._exit = exit_fn
+        self._switch = ReadOnlySwitch(config.disk_usage_high_water, config.disk_usage_low_water, disk_usage)
+        self.journal_dir = config.data_dir / "journal"
+        self.index_dir = config.data_dir / "index"
+        self._segments = SegmentFiles(self.journal_dir)
+        self._index = EntryIndex(self.index_dir, config.index_max_open_files)
+        self._ledgers: dict[int, LedgerState] = {}
+        self._inflight: dict[tuple[int, int], bytes] = {}
+        self._group: _Group | None = None
+        self._flush_task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._executor: ThreadPoolExecutor | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock_fd = -1
+        self._failed: BookieError | None = None
+        self._index_damaged = False
+        self._gc_running = False
+        self.checkpoint_segment = 0
+        self.gc_hook: Callable[[str], None] | None = None  # tests inject crashes between GC steps
+        self.counters = {"adds": 0, "groups": 0, "fsyncs": 0, "rolls": 0, "gc_runs": 0, "gc_segments": 0}
+        self.recovery_report: dict[str, object] = {}
+
+    # ---- life cycle -----------------------------------------------------------------------
+
+    @property
+    def read_only(self) -> bool:
+        return self._switch.read_only
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quire-journal")
+        self.journal_dir.mkdir(parents=True, exist_ok=True)
+        self.index_dir.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        try:
+            await self._loop.run_in_executor(self._executor, self._recover)
+        except OSError as exc:
+            self._release()
+            raise BookieError(ErrorCode.INTERNAL, f"cannot open storage: {exc}") from exc
+        self._group = _Group(self._loop)
+        self.check_disk()
+        self._tasks = [
+            self._loop.create_task(self._every(self.config.disk_check_interval_s, self._disk_tick)),
+            self._loop.create_task(self._every(self.config.gc_interval_s, self.collect_garbage)),
+        ]
+
+    def _lock(self) -> None:
+        self._lock_fd = os.open(self.config.data_dir / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+            raise BookieError(
+                ErrorCode.INTERNAL, f"{self.config.data_dir} is used by another bookie"
+            ) from exc
+
+    def _recover(self) -> None:
+        result = recover(self._segments, self._index)
+        self._ledgers = result.ledgers
+        if result.valid_end is None:
+            self._segments.open_current(max(result.last_segment, 1), None)
+        else:
+            self._segments.open_current(result.last_segment, result.valid_end)
+        self.recovery_report = {
+            "full_rebuild": result.full_rebuild,
+            "truncated_bytes": result.truncated_bytes,
+            "skipped": list(result.skipped),
+        }
+        self._checkpoint_sync(self._checkpoint_snapshot())
+
+    async def close(self) -> None:
+        """Wait for the open group, write a checkpoint, release every file."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []
+        if self._flush_task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._flush_task)
+        if self._failed is None and self._executor is not None and self._loop is not None:
+            with contextlib.suppress(OSError):
+                await self._loop.run_in_executor(
+                    self._executor, self._checkpoint_sync, self._checkpoint_snapshot()
+                )
+        self._release()
+
+    def abandon(self) -> None:
+        """Drop the engine as a crash would: no flush, no checkpoint (for tests of recovery)."""
+        for task in self._tasks:
+            task.cancel()
+        if self._flush_task is not None:
+            self._flush_task.cancel()
+        self._release()
+
+    def _release(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+        self._segments.close()
+        self._index.close()
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    async def _every(self, interval_s: float, action: Callable[[], Any]) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                result = action()
+                if asyncio.iscoroutine(result):
+                    await result
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("background storage task failed")
+
+    # ---- writes ---------------------------------------------------------------------------
+
+    async def add_entry(
+        self,
+        ledger_id: int,
+        entry_id: int,
+        last_add_confirmed: int,
+        payload: bytes,
+        *,
+        recovery: bool = False,
+    ) -> None:
+        if self._failed is not None:
+            raise self._failed
+        if self._switch.read_only:
+            raise ReadOnlyError()
+        st = self._ledgers.get(ledger_id)
+        if st is not None:
+            if st.fenced and not recovery:
+                raise FencedError(ledger_id)
+            if entry_id <= st.last_entry_id and self._stored_equal(ledger_id, entry_id, payload):
+                return
+        key = (ledger_id, entry_id)
+        pending = self._inflight.get(key)
+        if pending is not None:
+            if pending != payload:
+                raise BookieError(ErrorCode.BAD_REQUEST, f"ledger {ledger_id} entry {entry_id}: other bytes")
+            await self._waiting_group_of(key)
+            return
+        if entry_id < 0 or ledger_id < 0 or len(payload) > MAX_PAYLOAD_BYTES:
+            raise BookieError(ErrorCode.BAD_REQUEST, "bad ledger id, entry id or payload size")
+        group = self._group
+        assert group is not None, "storage not started"
+        body = _pack_body(ADD, 0, ledger_id, entry_id, last_add_confirmed)
+        length = 34 + len(payload)
+        group.parts += (_pack_prefix(len(payload), _crc_extend(_crc_value(body), payload)), body, payload)
+        group.ops.append((ADD, ledger_id, entry_id, last_add_confirmed, group.size, length))
+        group.size += length
+        self._inflight[key] = payload
+        if self._flush_task is None:
+            self._flush_task = asyncio.get_running_loop().create_task(self._flush_all())
+        await group.future
+
+    def _stored_equal(self, ledger_id: int, entry_id: int, payload: bytes) -> bool:
+        """A retried add: True if the same bytes are stored, BAD_REQUEST if other bytes are."""
+        stored = self._read_stored(ledger_id, entry_id)
+        if stored is None:
+            return False
+        if stored != payload:
+            raise BookieError(ErrorCode.BAD_REQUEST, f"ledger {ledger_id} entry {entry_id}: other bytes")
+        return True
+
+    async def _waiting_group_of(self, key: tuple[int, int]) -> None:
+        # The record is in the open group or in the one being synced: wait for both to be safe.
+        flush = self._flush_task
+        while key in self._inflight and flush is not None:
+            await asyncio.shield(flush)
+            flush = self._flush_task
+        if self._failed is not None:
+            raise self._failed
+
+    async def _marker(self, record_type: int, ledger_id: int) -> None:
+        if self._failed is not None:
+            raise self._failed
+        group = self._group
+        assert group is not None, "storage not started"
+        record = encode_marker(record_type, ledger_id)
+        group.parts.append(record)
+        group.ops.append((record_type, ledger_id, -1, -1, group.size, len(record)))
+        group.size += len(record)
+        if self._flush_task is None:
+            self._flush_task = asyncio.get_running_loop().create_task(self._flush_all())
+        await group.future
+
+    async def fence(self, ledger_id: int) -> int:
+        st = self._ledgers.get(ledger_id)
+        if st is None:
+            st = self._ledgers[ledger_id] = LedgerState()
+        st.fenced = True  # at once: no add that arrives after the fence request may succeed
+        await self._marker(FENCE, ledger_id)
+        st = self._ledgers.get(ledger_id, st)
+        return st.last_add_confirmed
+
+    async def delete_ledger(self, ledger_id: int) -> None:
+        if ledger_id not in self._ledgers and not any(k[0] == ledger_id for k in self._inflight):
+            return
+        await self._marker(DELETE, ledger_id)
+
+    async def _flush_all(self) -> None:
+        """The single flusher: write + fdatasync each group, then index it and acknowledge it."""
+        loop = asyncio.get_running_loop()
+        try:
+            while self._group is not None and self._group.ops and self._failed is None:
+                group, self._group = self._group, _Group(loop)
+                segment, base = self._segments.current_segment, self._segments.current_offset
+                try:
+                    await loop.run_in_executor(
+                        self._executor, self._segments.append_and_sync, b"".join(group.parts)
+                    )
+                    self._apply(group, segment, base)
+                except OSError as exc:
+                    self._fatal("journal write or fsync failed", exc)
+                    group.future.set_exception(self._failed or BookieError(ErrorCode.INTERNAL))
+                    break
+                self.counters["groups"] += 1
+                self.counters["fsyncs"] += 1
+                group.future.set_result(None)
+                if self._segments.current_offset >= self.config.journal_max_size_bytes:
+                    await self._roll()
+        finally:
+            self._flush_task = None
+            if self._failed is not None and self._group is not None and self._group.ops:
+                self._group.future.set_exception(self._failed)
+                self._group = _Group(loop)
+
+    def _apply(self, group: _Group, segment: int, base: int) -> None:
+        """Index a synced group and update the ledger table (write order step 3)."""
+        ledgers = self._ledgers
+        inflight = self._inflight
+        runs = SlotRuns(self._index)
+        adds = 0
+        for rtype, ledger_id, entry_id, lac, offset, length in group.ops:
+            if rtype == ADD:
+                st = ledgers.get(ledger_id)
+                if st is None:
+                    st = ledgers[ledger_id] = LedgerState()
+                if entry_id > st.last_entry_id:
+                    st.last_entry_id = entry_id
+                if lac > st.last_add_confirmed:
+                    st.last_add_confirmed = lac
+                runs.add(ledger_id, entry_id, encode_slot(segment, 0, base + offset, length))
+                inflight.pop((ledger_id, entry_id), None)
+                adds += 1
+            elif rtype == FENCE:
+                ledgers.setdefault(ledger_id, LedgerState()).fenced = True
+            else:
+                runs.flush(ledger_id)
+                ledgers.pop(ledger_id, None)
+                self._index.remove(ledger_id)
+        runs.flush_all()
+        self.counters["adds"] += adds
+
+    def _fatal(self, what: str, exc: BaseException) -> None:
+        log.critical("%s: %s; stopping rather than acknowledging unsynced data", what, exc)
+        self._failed = BookieError(ErrorCode.INTERNAL, f"storage failed: {what}: {exc}")
+        self._exit(EXIT_CODE_DISK_FAILURE)
+
+    async def _roll(self) -> None:
+        """Seal the current segment, start the next, and checkpoint the index at its start."""
+        assert self._loop is not None
+        next_segment = self._segments.current_segment + 1
+        try:
+            await self._loop.run_in_executor(self._executor, self._segments.open_current, next_segment, None)
+            self.counters["rolls"] += 1
+            await self._loop.run_in_executor(
+                self._executor, self._checkpoint_sync, self._checkpoint_snapshot()
+            )
+        except OSError as exc:
+            self._fatal("rolling the journal failed", exc)
+
+    def _checkpoint_snapshot(self) -> tuple[Checkpoint, set[int]]:
+        """Taken on the loop between groups: every record before this point is indexed."""
+        dirty, self._index.dirty = self._index.dirty, set()
+        ledgers = {ledger_id: replace(st) for ledger_id, st in self._ledgers.items()}
+        return Checkpoint(self._segments.current_segment, self._segments.current_offset, ledgers), dirty
+
+    def _checkpoint_sync(self, snapshot: tuple[Checkpoint, set[int]]) -> None:
+        checkpoint, dirty = snapshot
+        if self._index_damaged:
+            return  # never vouch for an index known to be damaged: the next start rebuilds it
+        sync_index_files(self._index, dirty)
+        write_checkpoint(self.index_dir, checkpoint)
+        self.checkpoint_segment = checkpoint.segment
+
+    # ---- reads ----------------------------------------------------------------------------
+
+    def _read_stored(self, ledger_id: int, entry_id: int) -> bytes | None:
+        """The stored payload, None if absent; raises BookieError(CORRUPT) on a bad checksum."""
+        try:
+            slot = self._index.lookup(ledger_id, entry_id)
+        except IndexDamagedError as exc:
+            self._mark_index_damaged(str(exc))
+            raise BookieError(ErrorCode.CORRUPT, str(exc)) from exc
+        if slot is None:
+            return None
+        data = self._segments.read(slot.segment, slot.generation, slot.offset, slot.length)
+        if len(data) < slot.length:
+            return None  # the slot outlived a truncated tail: that record is gone
+        rec = decode_record(data, 0)
+        if rec is None:
+            raise BookieError(ErrorCode.CORRUPT, f"ledger {ledger_id} entry {entry_id}: checksum mismatch")
+        if rec.type != ADD or rec.ledger_id != ledger_id or rec.entry_id != entry_id:
+            return None  # a stale slot (its record was cut off and the place reused)
+        return rec.payload
+
+    def _mark_index_damaged(self, why: str) -> None:
+        log.error("index damaged (%s): it will be rebuilt at the next start", why)
+        self._index_damaged = True
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.index_dir / "CHECKPOINT")
+
+    def read_entry(self, ledger_id: int, entry_id: int) -> bytes:
+        if ledger_id not in self._ledgers:
+            raise NoSuchLedgerError(ledger_id)
+        payload = self._read_stored(ledger_id, entry_id)
+        if payload is None:
+            raise NoSuchEntryError(ledger_id, entry_id)
+        return payload
+
+    def read_last_add_confirmed(self, ledger_id: int) -> int:
+        st = self._ledgers.get(ledger_id)
+        if st is None:
+            raise NoSuchLedgerError(ledger_id)
+        return st.last_add_confirmed
+
+    def last_entry_id(self, ledger_id: int) -> int:
+        st = self._ledgers.get(ledger_id)
+        if st is None:
+            raise NoSuchLedgerError(ledger_id)
+        return st.last_entry_id
+
+    def is_fenced(self, ledger_id: int) -> bool:
+        st = self._ledgers.get(ledger_id)
+        if st is None:
+            raise NoSuchLedgerError(ledger_id)
+        return st.fenced
+
+    # ---- disk, garbage collection, stats --------------------------------------------------
+
+    def check_disk(self) -> bool:
+        """Measure disk usage now and switch read-only on or off; returns read_only."""
+        before = self._switch.read_only
+        now = self._switch.update(self.config.data_dir)
+        if now != before:
+            log.warning(
+                "disk usage %.1f%%: bookie is now %s",
+                100 * self._switch.last_usage,
+                "read-only" if now else "writable",
+            )
+        return now
+
+    def _disk_tick(self) -> None:
+        self.check_disk()
+
+    async def collect_garbage(self) -> dict[str, int]:
+        """Reclaim the space of deleted ledgers in sealed segments (see `gc.py`)."""
+        from bookie.storage.gc import GarbageCollector
+
+        return await GarbageCollector(self).run()
+
+    def stats(self) -> dict[str, object]:
+        segments = self._segments.list()
+        size = 0
+        for segment, generation in segments:
+            with contextlib.suppress(FileNotFoundError):
+                size += self._segments.path(segment, generation).stat().st_size
+        return {
+            "ledgers": len(self._ledgers),
+            "journal_files": len(segments),
+            "journal_bytes": size,
+            "current_segment": self._segments.current_segment,
+            "read_only": self.read_only,
+            "disk_usage": self._switch.last_usage,
+            "failed": self._failed is not None,
+            **self.counters,
+        }
