@@ -24,6 +24,8 @@ class Settings(BaseSettings):
     bookie_port: int = Field(3181, ge=0, le=65535)
     bookies: list[str] = Field(default_factory=list, description="host:port of each bookie")
     database_url: str = ""  # default: SQLite file under data_dir
+    # Upgrade the metadata schema to head at start; off: refuse a schema that is behind.
+    auto_migrate: bool = True
 
     # --- bookie ------------------------------------------------------------------------------
     journal_max_size_bytes: int = Field(256 * 1024**2, gt=0)
