@@ -8,11 +8,18 @@ has one class per shape.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ValueEncoding = Literal["text", "base64"]
+
+class ValueEncoding(StrEnum):
+    """How a value is written in JSON. On reads, `text` means: text when the payload is UTF-8."""
+
+    text = "text"
+    base64 = "base64"
+
 
 MESSAGE_ID_EXAMPLE = "12:40:0"
 
@@ -33,7 +40,7 @@ class ProduceMessage(BaseModel):
     value: str | None = Field(
         None, examples=["189.20"], description="absent or empty: an empty payload (a tombstone for its key)"
     )
-    value_encoding: ValueEncoding = Field("text", description="how `value` is written: text or base64")
+    value_encoding: ValueEncoding = Field(ValueEncoding.text, description="how `value` is written")
     properties: dict[str, str] | None = Field(None, examples=[{"src": "feed"}])
     event_time: int | None = Field(None, ge=0, examples=[1763700000000], description="ms since the epoch")
     sequence_id: int | None = Field(None, ge=0, examples=[17], description="for deduplication")
@@ -77,7 +84,7 @@ class MessageOut(BaseModel):
     message_id: str = Field(examples=[MESSAGE_ID_EXAMPLE])
     key: str | None = Field(None, examples=["AAPL"])
     value: str = Field(examples=["189.20"])
-    value_encoding: ValueEncoding = "text"
+    value_encoding: ValueEncoding = ValueEncoding.text
     properties: dict[str, str] = Field(default_factory=dict, examples=[{"src": "feed"}])
     event_time: int | None = Field(None, examples=[1763700000000])
     publish_time: int = Field(examples=[1763700000123])

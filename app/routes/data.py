@@ -7,7 +7,7 @@ users measure. The models in `app.schemas` only document them.
 from __future__ import annotations
 
 import time
-from typing import Annotated, Literal
+from typing import Annotated
 
 import orjson
 from fastapi import APIRouter, Body, Path, Query, Request
@@ -42,8 +42,8 @@ from app.routes.common import (
 from topics.api import SubscriptionOptions, TopicsApi
 
 ValueEncodingQuery = Annotated[
-    Literal["text", "base64"] | None,
-    Query(description="`base64` forces base64 values; by default text when the payload is UTF-8"),
+    schemas.ValueEncoding,
+    Query(description="`base64` forces base64 values; `text` (default): text when the payload is UTF-8"),
 ]
 MaxMessages = Annotated[int, Query(ge=1, description="at most this many messages (capped by a setting)")]
 WaitMs = Annotated[int, Query(ge=0, description="long-poll up to this long for the first message (capped)")]
@@ -153,13 +153,13 @@ def _subscription_routes(router: APIRouter, topics: TopicsApi, limits: Limits, m
         max_messages: MaxMessages = 100,
         wait_ms: WaitMs = 0,
         consumer_id: Annotated[str | None, Query(max_length=200)] = None,
-        value_encoding: ValueEncodingQuery = None,
+        value_encoding: ValueEncodingQuery = schemas.ValueEncoding.text,
     ) -> Response:
         _check_caps(limits, max_messages, wait_ms)
         name = full_name(tenant, namespace, topic)
         deliveries = await topics.receive(name, subscription, max_messages, wait_ms, consumer_id)
         metrics.messages_out.inc(len(deliveries))
-        body = deliveries_json(deliveries, value_encoding == "base64")
+        body = deliveries_json(deliveries, value_encoding is schemas.ValueEncoding.base64)
         return Response(body, media_type="application/json")
 
     @router.post(
@@ -238,14 +238,14 @@ def _reader_routes(router: APIRouter, topics: TopicsApi, limits: Limits, metrics
         max_messages: MaxMessages = 100,
         read_compacted: bool = False,
         wait_ms: WaitMs = 0,
-        value_encoding: ValueEncodingQuery = None,
+        value_encoding: ValueEncodingQuery = schemas.ValueEncoding.text,
     ) -> Response:
         _check_caps(limits, max_messages, wait_ms)
         position = parse_start(start)
         name = full_name(tenant, namespace, topic)
         page = await topics.read(name, position, max_messages, read_compacted, wait_ms)
         metrics.messages_read.inc(len(page.messages))
-        force = value_encoding == "base64"
+        force = value_encoding is schemas.ValueEncoding.base64
         return Response(
             orjson.dumps({"messages": [message_dict(m, 0, force) for m in page.messages], "next": page.next}),
             media_type="application/json",
@@ -263,11 +263,11 @@ def _reader_routes(router: APIRouter, topics: TopicsApi, limits: Limits, metrics
         namespace: Namespace,
         topic: Topic,
         message_id: Annotated[str, Path(description="ledger:entry:batch_index", examples=["12:40:0"])],
-        value_encoding: ValueEncodingQuery = None,
+        value_encoding: ValueEncodingQuery = schemas.ValueEncoding.text,
     ) -> Response:
         mid = parse_message_id(message_id, "message_id")
         m = await topics.get_message(full_name(tenant, namespace, topic), mid)
-        return json_response(message_dict(m, 0, value_encoding == "base64"))
+        return json_response(message_dict(m, 0, value_encoding is schemas.ValueEncoding.base64))
 
     @router.get(
         "/last-message-id",

@@ -1,0 +1,79 @@
+""" Contains all the data models used in inputs/outputs """
+
+from .ack_request import AckRequest
+from .checks import Checks
+from .compacted_ledger_info import CompactedLedgerInfo
+from .compaction_stats import CompactionStats
+from .compaction_status import CompactionStatus
+from .compaction_status_status import CompactionStatusStatus
+from .cursor_stats import CursorStats
+from .cursors import Cursors
+from .health import Health
+from .internal_stats import InternalStats
+from .last_message_id import LastMessageId
+from .ledger_info import LedgerInfo
+from .message_list import MessageList
+from .message_out import MessageOut
+from .nack_request import NackRequest
+from .namespace import Namespace
+from .partitions import Partitions
+from .problem import Problem
+from .produce_message import ProduceMessage
+from .produce_message_properties_type_0 import ProduceMessagePropertiesType0
+from .produce_request import ProduceRequest
+from .produce_response import ProduceResponse
+from .produce_result import ProduceResult
+from .properties import Properties
+from .read_page import ReadPage
+from .readiness import Readiness
+from .retention_policy import RetentionPolicy
+from .rollover_policy import RolloverPolicy
+from .seek_request import SeekRequest
+from .subscription_request import SubscriptionRequest
+from .subscription_request_initial_position import SubscriptionRequestInitialPosition
+from .subscription_request_type import SubscriptionRequestType
+from .subscription_stats import SubscriptionStats
+from .subscriptions import Subscriptions
+from .tenant import Tenant
+from .topic_stats import TopicStats
+from .value_encoding import ValueEncoding
+
+__all__ = (
+    "AckRequest",
+    "Checks",
+    "CompactedLedgerInfo",
+    "CompactionStats",
+    "CompactionStatus",
+    "CompactionStatusStatus",
+    "Cursors",
+    "CursorStats",
+    "Health",
+    "InternalStats",
+    "LastMessageId",
+    "LedgerInfo",
+    "MessageList",
+    "MessageOut",
+    "NackRequest",
+    "Namespace",
+    "Partitions",
+    "Problem",
+    "ProduceMessage",
+    "ProduceMessagePropertiesType0",
+    "ProduceRequest",
+    "ProduceResponse",
+    "ProduceResult",
+    "Properties",
+    "Readiness",
+    "ReadPage",
+    "RetentionPolicy",
+    "RolloverPolicy",
+    "SeekRequest",
+    "SubscriptionRequest",
+    "SubscriptionRequestInitialPosition",
+    "SubscriptionRequestType",
+    "Subscriptions",
+    "SubscriptionStats",
+    "Tenant",
+    "TopicStats",
+    "ValueEncoding",
+)

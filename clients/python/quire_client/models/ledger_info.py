@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+
+
+
+
+
+
+T = TypeVar("T", bound="LedgerInfo")
+
+
+
+@_attrs_define
+class LedgerInfo:
+    """ 
+        Attributes:
+            entries (int):
+            ledger_id (int):
+            size (int):
+            timestamp (int):
+     """
+
+    entries: int
+    ledger_id: int
+    size: int
+    timestamp: int
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        entries = self.entries
+
+        ledger_id = self.ledger_id
+
+        size = self.size
+
+        timestamp = self.timestamp
+
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({
+            "entries": entries,
+            "ledgerId": ledger_id,
+            "size": size,
+            "timestamp": timestamp,
+        })
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        entries = d.pop("entries")
+
+        ledger_id = d.pop("ledgerId")
+
+        size = d.pop("size")
+
+        timestamp = d.pop("timestamp")
+
+        ledger_info = cls(
+            entries=entries,
+            ledger_id=ledger_id,
+            size=size,
+            timestamp=timestamp,
+        )
+
+
+        ledger_info.additional_properties = d
+        return ledger_info
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

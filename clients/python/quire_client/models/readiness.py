@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+from typing import cast
+
+if TYPE_CHECKING:
+  from ..models.checks import Checks
+
+
+
+
+
+T = TypeVar("T", bound="Readiness")
+
+
+
+@_attrs_define
+class Readiness:
+    """ 
+        Attributes:
+            checks (Checks):
+            ready (bool):
+     """
+
+    checks: Checks
+    ready: bool
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.checks import Checks # noqa: PLC0415
+        checks = self.checks.to_dict()
+
+        ready = self.ready
+
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({
+            "checks": checks,
+            "ready": ready,
+        })
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.checks import Checks # noqa: PLC0415
+        d = dict(src_dict)
+        checks = Checks.from_dict(d.pop("checks"))
+
+
+
+
+        ready = d.pop("ready")
+
+        readiness = cls(
+            checks=checks,
+            ready=ready,
+        )
+
+
+        readiness.additional_properties = d
+        return readiness
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
