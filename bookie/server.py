@@ -1,0 +1,343 @@
+"""The bookie's TCP server: the wire protocol (bookie.protocol) in front of a storage engine.
+
+One `_Connection` per client socket. Requests are pipelined: every frame read is started at once
+(adds, fences and deletes as tasks on the engine, reads answered inline from the engine's
+synchronous read path) and each reply is queued as its request completes, matched by request id,
+in whatever order they finish. Replies queued in one event-loop pass leave in one
+`transport.write`, so a group commit of 256 adds costs one send, not 256.
+
+Bad input never reaches the engine and never stops the server: a frame that cannot be framed
+(length out of bounds, CRC mismatch) gets a BAD_REQUEST reply and the connection is closed; a
+well-framed request that makes no sense (unknown op, bad version, short body) gets BAD_REQUEST
+and the connection stays usable. Only the one connection is affected either way.
+
+Backpressure: once `max_requests_in_flight` requests of a connection are running, the server
+stops reading from it (TCP pushes back on the client) and answers TOO_MANY_REQUESTS to any
+further request already read; it reads again when half of them are done. It also stops reading
+while the client does not drain its replies (the transport's write high-water mark).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import struct
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, cast
+
+from bookie.errors import BookieError, ErrorCode, NoSuchEntryError
+from bookie.protocol import (
+    ADD_BODY,
+    DEFAULT_MAX_FRAME_BYTES,
+    FLAG_RECOVERY,
+    I64,
+    LAST_ENTRY,
+    LEDGER,
+    LEDGER_ENTRY,
+    OP_BAD_VERSION,
+    OPS,
+    RANGE,
+    VERSION,
+    FrameDecoder,
+    FrameError,
+    Op,
+    encode_error,
+    encode_ok_add_reply,
+    encode_range_reply,
+    encode_reply,
+)
+from bookie.storage_api import LedgerStorageApi
+
+log = logging.getLogger("quire.bookie.server")
+
+_ADD = int(Op.ADD)
+_ADD_BODY_SIZE = ADD_BODY.size
+_unpack_add = ADD_BODY.unpack_from
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 3181
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    max_requests_in_flight: int = 10_000
+    max_read_reply_bytes: int = 4 * 1024 * 1024
+    max_read_reply_entries: int = 16_384
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, server: BookieServer) -> None:
+        self._server = server
+        self._storage = server.storage
+        self._config = server.config
+        self._max_in_flight = server.config.max_requests_in_flight
+        self._decoder = FrameDecoder(server.config.max_frame_bytes)
+        self._transport: asyncio.Transport | None = None
+        self._loop = asyncio.get_running_loop()
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
+        self._in_flight = 0
+        self._tasks: dict[asyncio.Future[Any], tuple[int, int, Callable[[Any], bytes] | None]] = {}
+        self._paused_in_flight = False
+        self._paused_writing = False
+        self.peer = "?"
+
+    # --- transport callbacks -------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, but they behave as one.
+        self._transport = cast(asyncio.Transport, transport)
+        self.peer = str(transport.get_extra_info("peername"))
+        self._server.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # Work in flight on the engine runs to its end (an add may already be in the journal);
+        # only its reply is dropped.
+        self._transport = None
+        self._out.clear()
+        self._server.connections.discard(self)
+
+    def pause_writing(self) -> None:
+        self._paused_writing = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._paused_writing = False
+        self._update_reading()
+
+    def data_received(self, data: bytes) -> None:
+        frames = self._decoder.feed(data)
+        self._server.requests += len(frames)
+        for op, flags, request_id, body in frames:
+            if op == _ADD:
+                self._add(flags, request_id, body)
+            else:
+                self._request(op, flags, request_id, body)
+        if self._decoder.error is not None:
+            self._fatal(self._decoder.error)
+
+    # --- requests --------------------------------------------------------------------------------
+    def _add(self, flags: int, request_id: int, body: bytes) -> None:
+        if self._in_flight >= self._max_in_flight:
+            self._queue_error(_ADD, request_id, ErrorCode.TOO_MANY_REQUESTS, "too many requests in flight")
+            return
+        if len(body) < _ADD_BODY_SIZE:
+            self._queue_error(_ADD, request_id, ErrorCode.BAD_REQUEST, "ADD body too short")
+            return
+        ledger_id, entry_id, lac = _unpack_add(body)
+        coro = self._storage.add_entry(
+            ledger_id, entry_id, lac, body[_ADD_BODY_SIZE:], recovery=bool(flags & FLAG_RECOVERY)
+        )
+        self._spawn(_ADD, request_id, coro, None)
+
+    def _spawn(
+        self, op: int, request_id: int, coro: Coroutine[Any, Any, Any], encode: Callable[[Any], bytes] | None
+    ) -> None:
+        task = self._loop.create_task(coro)
+        self._tasks[task] = (op, request_id, encode)
+        self._in_flight += 1
+        if self._in_flight >= self._max_in_flight:
+            self._paused_in_flight = True
+            self._update_reading()
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Future[Any]) -> None:
+        op, request_id, encode = self._tasks.pop(task)
+        self._in_flight -= 1
+        if self._paused_in_flight and self._in_flight <= self._max_in_flight // 2:
+            self._paused_in_flight = False
+            self._update_reading()
+        if self._transport is None:
+            return
+        if task.cancelled():
+            self._queue_error(op, request_id, ErrorCode.UNAVAILABLE, "bookie is shutting down")
+            return
+        exc = task.exception()
+        if exc is None:
+            if op == _ADD:
+                self._queue(encode_ok_add_reply(request_id))
+            else:
+                assert encode is not None
+                self._queue_parts(encode_reply(op, request_id, encode(task.result())))
+        else:
+            self._queue_exception(op, request_id, exc)
+
+    def _request(self, op: int, flags: int, request_id: int, body: bytes) -> None:
+        """Every op but ADD: reads are answered inline, fence/delete run as tasks."""
+        if op == OP_BAD_VERSION:
+            self._queue_error(0, request_id, ErrorCode.BAD_REQUEST, f"unsupported version, speak {VERSION}")
+            return
+        if op not in OPS:
+            self._queue_error(op, request_id, ErrorCode.BAD_REQUEST, f"unknown op {op}")
+            return
+        try:
+            if op in (Op.FENCE, Op.DELETE_LEDGER):
+                self._start_async(op, request_id, body)
+                return
+            self._queue_parts(self._answer(op, request_id, body))
+        except Exception as exc:  # one bad request must not end the connection
+            self._queue_exception(op, request_id, exc)
+
+    def _start_async(self, op: int, request_id: int, body: bytes) -> None:
+        if self._in_flight >= self._max_in_flight:
+            self._queue_error(op, request_id, ErrorCode.TOO_MANY_REQUESTS, "too many requests in flight")
+            return
+        (ledger_id,) = LEDGER.unpack(body)
+        if op == Op.FENCE:
+            self._spawn(op, request_id, self._storage.fence(ledger_id), I64.pack)
+        else:
+            self._spawn(op, request_id, self._storage.delete_ledger(ledger_id), _empty)
+
+    def _answer(self, op: int, request_id: int, body: bytes) -> list[bytes]:
+        storage = self._storage
+        if op == Op.READ:
+            ledger_id, entry_id = LEDGER_ENTRY.unpack(body)
+            return encode_reply(op, request_id, payload=storage.read_entry(ledger_id, entry_id))
+        if op == Op.READ_RANGE:
+            return encode_range_reply(request_id, self._read_range(body))
+        if op == Op.READ_LAC:
+            (ledger_id,) = LEDGER.unpack(body)
+            return encode_reply(op, request_id, I64.pack(storage.read_last_add_confirmed(ledger_id)))
+        if op == Op.LAST_ENTRY:
+            (ledger_id,) = LEDGER.unpack(body)
+            last = storage.last_entry_id(ledger_id)
+            lac = storage.read_last_add_confirmed(ledger_id)
+            return encode_reply(op, request_id, LAST_ENTRY.pack(last, lac))
+        assert op == Op.STATS, op
+        if body:
+            raise BookieError(ErrorCode.BAD_REQUEST, "STATS takes no body")
+        return encode_reply(op, request_id, json.dumps(self._server.stats(), default=str).encode())
+
+    def _read_range(self, body: bytes) -> list[bytes]:
+        """Entries first.. up to last, stopping at a missing one or at the reply's size bound."""
+        ledger_id, first, last, max_bytes = RANGE.unpack(body)
+        if first > last:
+            raise BookieError(ErrorCode.BAD_REQUEST, f"first {first} > last {last}")
+        budget = min(max_bytes, self._config.max_read_reply_bytes, self._config.max_frame_bytes - 64)
+        last = min(last, first + self._config.max_read_reply_entries - 1)
+        read = self._storage.read_entry
+        out: list[bytes] = []
+        size = 0
+        for entry_id in range(first, last + 1):
+            try:
+                payload = read(ledger_id, entry_id)
+            except NoSuchEntryError:
+                if not out:
+                    raise
+                break
+            size += 4 + len(payload)
+            if out and size > budget:
+                break
+            out.append(payload)
+        return out
+
+    # --- replies -------------------------------------------------------------------------------
+    def _queue(self, frame: bytes) -> None:
+        self._out.append(frame)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _queue_parts(self, parts: list[bytes]) -> None:
+        self._out.extend(parts)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _queue_error(self, op: int, request_id: int, code: ErrorCode, message: str) -> None:
+        self._server.errors += 1
+        self._queue_parts(encode_error(op, request_id, code, message))
+
+    def _queue_exception(self, op: int, request_id: int, exc: BaseException) -> None:
+        if isinstance(exc, BookieError):
+            self._queue_error(op, request_id, exc.code, exc.message)
+        elif isinstance(exc, (struct.error, ValueError, OverflowError)):
+            self._queue_error(op, request_id, ErrorCode.BAD_REQUEST, f"malformed {_op_name(op)} body: {exc}")
+        else:
+            log.error("%s request %d from %s failed", _op_name(op), request_id, self.peer, exc_info=exc)
+            self._queue_error(op, request_id, ErrorCode.INTERNAL, f"{type(exc).__name__}: {exc}")
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if self._transport is not None and self._out:
+            self._transport.write(b"".join(self._out))
+        self._out.clear()
+
+    def _fatal(self, error: FrameError) -> None:
+        """The stream lost its framing: say why, then close (queued replies go first)."""
+        self._server.bad_frames += 1
+        log.info("closing connection from %s: %s", self.peer, error)
+        self._queue_parts(encode_error(0, error.request_id, ErrorCode.BAD_REQUEST, str(error)))
+        self._flush()
+        if self._transport is not None:
+            self._transport.close()
+
+    def _update_reading(self) -> None:
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        if self._paused_in_flight or self._paused_writing:
+            if transport.is_reading():
+                transport.pause_reading()
+        elif not transport.is_reading():
+            transport.resume_reading()
+
+
+def _empty(_: object) -> bytes:
+    return b""
+
+
+def _op_name(op: int) -> str:
+    return Op(op).name if op in OPS else f"op {op}"
+
+
+class BookieServer:
+    """Serves one storage engine on one TCP port. `start` binds (port 0 picks a free port)."""
+
+    def __init__(self, storage: LedgerStorageApi, config: ServerConfig) -> None:
+        self.storage = storage
+        self.config = config
+        self.connections: set[_Connection] = set()
+        self.requests = 0
+        self.errors = 0
+        self.bad_frames = 0
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: _Connection(self), self.config.host, self.config.port, reuse_address=True
+        )
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None and self._server.sockets
+        return int(self._server.sockets[0].getsockname()[1])
+
+    def stats(self) -> dict[str, object]:
+        return {
+            **self.storage.stats(),
+            "server": {
+                "connections": len(self.connections),
+                "requests": self.requests,
+                "errors": self.errors,
+                "bad_frames": self.bad_frames,
+                "in_flight": sum(c._in_flight for c in self.connections),
+            },
+        }
+
+    async def close(self, drain_timeout_s: float = 10.0) -> None:
+        """Stop accepting, let requests in flight finish (bounded), close every connection."""
+        if self._server is not None:
+            self._server.close()
+        pending = [t for c in self.connections for t in c._tasks]
+        if pending:
+            await asyncio.wait(pending, timeout=drain_timeout_s)
+        for conn in list(self.connections):
+            conn._flush()
+            if conn._transport is not None:
+                conn._transport.close()
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
