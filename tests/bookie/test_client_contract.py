@@ -1,0 +1,168 @@
+"""The LedgerClient contract, run against every implementation: the in-memory client, the TCP
+client on one real `quire bookie` process (E=Qw=Qa=1), and on three processes striped 3/2/2."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Callable, Iterator
+
+import pytest
+
+from bookie.api import LedgerClient
+from bookie.client import BookieClientConfig, BookieLedgerClient
+from bookie.errors import BookieError, FencedError, NoSuchEntryError, NoSuchLedgerError
+from bookie.memory import InMemoryLedgerClient
+from bookie.types import LedgerSpec
+from tests.bookie.conftest import BookieProcess, start_bookie_process
+
+_ids = itertools.count(1)
+SpecFactory = Callable[[], LedgerSpec]
+
+
+@pytest.fixture(scope="module")
+def bookies(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[BookieProcess]]:
+    tmp = tmp_path_factory.mktemp("bookies")
+    procs: list[BookieProcess] = []
+    try:
+        for i in range(3):
+            procs.append(start_bookie_process(tmp, f"bookie{i}"))
+        yield procs
+    finally:
+        for p in procs:
+            p.stop()
+
+
+@pytest.fixture(params=["memory", "bookie", "bookies-3-2-2"])
+async def subject(request: pytest.FixtureRequest) -> AsyncIterator[tuple[LedgerClient, SpecFactory]]:
+    client: LedgerClient
+    if request.param == "memory":
+        client = InMemoryLedgerClient()
+        ensemble: tuple[str, ...] = ("memory:0",)
+        quorums = (1, 1)
+    else:
+        procs = request.getfixturevalue("bookies")
+        # Small chunks so that reads of a few hundred entries take several READ_RANGEs.
+        client = BookieLedgerClient(BookieClientConfig(read_chunk_entries=64, read_chunk_bytes=64 * 1024))
+        if request.param == "bookie":
+            ensemble, quorums = (procs[0].address,), (1, 1)
+        else:
+            ensemble, quorums = tuple(p.address for p in procs), (2, 2)
+
+    def make_spec() -> LedgerSpec:
+        return LedgerSpec(next(_ids), ensemble, *quorums)
+
+    try:
+        yield client, make_spec
+    finally:
+        await client.close()
+
+
+def payload(i: int) -> bytes:
+    return b"entry-%06d-" % i + bytes([i % 256]) * (i % 97)
+
+
+async def test_adds_in_flight_get_dense_ids_in_order(subject: tuple[LedgerClient, SpecFactory]) -> None:
+    client, make_spec = subject
+    spec = make_spec()
+    writer = await client.create_ledger(spec)
+    completed: list[int] = []
+
+    async def add(i: int) -> int:
+        entry_id = await writer.add_entry(payload(i))
+        completed.append(entry_id)
+        return entry_id
+
+    ids = await asyncio.gather(*(add(i) for i in range(500)))
+    assert ids == list(range(500))
+    assert completed == list(range(500))
+    assert writer.last_add_confirmed == 499
+    assert await client.read_entries(spec, 0, 499) == [payload(i) for i in range(500)]
+    assert await writer.close() == 499
+
+
+async def test_read_ranges(subject: tuple[LedgerClient, SpecFactory]) -> None:
+    client, make_spec = subject
+    spec = make_spec()
+    writer = await client.create_ledger(spec)
+    await asyncio.gather(*(writer.add_entry(payload(i)) for i in range(300)))
+    assert await client.read_entries(spec, 100, 299) == [payload(i) for i in range(100, 300)]
+    assert await client.read_entries(spec, 7, 7) == [payload(7)]
+    with pytest.raises(NoSuchEntryError):
+        await client.read_entries(spec, 250, 300)
+    with pytest.raises(NoSuchEntryError):
+        await client.read_entries(spec, 5, 4)
+
+
+async def test_large_and_empty_entries(subject: tuple[LedgerClient, SpecFactory]) -> None:
+    client, make_spec = subject
+    spec = make_spec()
+    writer = await client.create_ledger(spec)
+    big = [bytes([i]) * (300 * 1024) for i in range(6)]
+    await asyncio.gather(*(writer.add_entry(b) for b in [b"", *big, b""]))
+    assert await client.read_entries(spec, 0, 7) == [b"", *big, b""]
+
+
+async def test_last_add_confirmed(subject: tuple[LedgerClient, SpecFactory]) -> None:
+    client, make_spec = subject
+    spec = make_spec()
+    writer = await client.create_ledger(spec)
+    for i in range(5):
+        await writer.add_entry(payload(i))
+    assert writer.last_add_confirmed == 4
+    # The bookies learn the LAC from the next add (piggybacked), so they may lag by one.
+    assert 3 <= await client.read_last_add_confirmed(spec) <= 4
+    with pytest.raises(NoSuchLedgerError):
+        await client.read_last_add_confirmed(make_spec())
+
+
+async def test_recover_fences_the_old_writer(subject: tuple[LedgerClient, SpecFactory]) -> None:
+    client, make_spec = subject
+    spec = make_spec()
+    writer = await client.create_ledger(spec)
+    await asyncio.gather(*(writer.add_entry(payload(i)) for i in range(20)))
+    assert await client.recover(spec) == 19
+    with pytest.raises(FencedError):
+        await writer.add_entry(b"too late")
+    with pytest.raises(BookieError):
+        await writer.add_entry(b"and after")
+    assert await client.read_entries(spec, 0, 19) == [payload(i) for i in range(20)]
+    assert await client.recover(spec) == 19  # idempotent
+
+
+async def test_recover_unknown_ledger_is_empty(subject: tuple[LedgerClient, SpecFactory]) -> None:
+    client, make_spec = subject
+    assert await client.recover(make_spec()) == -1
+
+
+async def test_delete(subject: tuple[LedgerClient, SpecFactory]) -> None:
+    client, make_spec = subject
+    spec = make_spec()
+    writer = await client.create_ledger(spec)
+    await writer.add_entry(b"a")
+    await writer.close()
+    await client.delete_ledger(spec)
+    with pytest.raises(NoSuchLedgerError):
+        await client.read_entries(spec, 0, 0)
+    await client.delete_ledger(spec)  # idempotent
+    await client.delete_ledger(make_spec())  # never existed
+
+
+async def test_no_such_ledger_or_entry(subject: tuple[LedgerClient, SpecFactory]) -> None:
+    client, make_spec = subject
+    with pytest.raises(NoSuchLedgerError):
+        await client.read_entries(make_spec(), 0, 0)
+    spec = make_spec()
+    writer = await client.create_ledger(spec)
+    await writer.add_entry(b"only")
+    with pytest.raises(NoSuchEntryError):
+        await client.read_entries(spec, 1, 1)
+
+
+async def test_closed_writer_refuses_adds(subject: tuple[LedgerClient, SpecFactory]) -> None:
+    client, make_spec = subject
+    writer = await client.create_ledger(make_spec())
+    await writer.add_entry(b"x")
+    assert await writer.close() == 0
+    with pytest.raises(BookieError):
+        await writer.add_entry(b"y")
