@@ -37,8 +37,15 @@ class ReadPage:
     next: str | None  # "after:L:E:B", or None when nothing was read and the reader is at the end
 
 
-# "earliest" | "latest" | MessageId (inclusive) | ("after", MessageId) (exclusive)
-StartPosition = Literal["earliest", "latest"] | MessageId | tuple[Literal["after"], MessageId]
+# "earliest" | "latest" | MessageId (inclusive) | ("after", MessageId) (exclusive), or over a
+# partitioned topic ("after", one slot per partition: MessageId | None = from its beginning), the
+# form `topics.names.parse_start` makes of a partitioned reader's `next` token.
+StartPosition = (
+    Literal["earliest", "latest"]
+    | MessageId
+    | tuple[Literal["after"], MessageId]
+    | tuple[Literal["after"], tuple[MessageId | None, ...]]
+)
 SeekTarget = Literal["earliest", "latest"] | MessageId | int  # int = publish timestamp ms
 
 

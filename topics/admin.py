@@ -1,0 +1,393 @@
+"""The admin plane of the topics service: tenants, namespaces, topics, policies, stats,
+compaction triggers (Pulsar's admin v2 semantics; API.md). Built on `topics.base`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import replace
+from typing import Any
+
+from bookie.types import LedgerSpec
+from managed_ledger.metadata.api import (
+    AlreadyExistsError,
+    BadVersionError,
+    CompactionState,
+    CompactionStatus,
+    NotEmptyError,
+    NotFoundError,
+)
+from managed_ledger.position import MessageId, Position
+from topics import names, policies
+from topics.api import PolicyName, TopicPolicies
+from topics.base import OpenTopic, TopicsBase
+from topics.errors import (
+    CompactionConflictError,
+    InvalidArgumentError,
+    NamespaceExistsError,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    TenantExistsError,
+    TenantNotEmptyError,
+    TenantNotFoundError,
+    TopicBusyError,
+    TopicExistsError,
+    TopicNotFoundError,
+)
+
+log = logging.getLogger("quire.topics")
+_CAS_ATTEMPTS = 8
+
+
+class AdminPlane(TopicsBase):
+    _compaction_task: asyncio.Task[None] | None = None
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start background work: the compaction-threshold check (Pulsar's auto-compaction)."""
+        if self._compaction_task is None:
+            self._compaction_task = asyncio.create_task(self._compaction_loop(), name="quire-auto-compaction")
+
+    async def close(self) -> None:
+        task, self._compaction_task = self._compaction_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        topics, self._topics = list(self._topics.values()), {}
+        for t in topics:
+            t.notifier.notify()
+            for ml in t.mls:
+                await ml.close()
+
+    async def ready(self) -> dict[str, bool]:
+        try:
+            await self._call(self._store.list_tenants)
+            metadata = True
+        except Exception:  # any failure means: not ready
+            metadata = False
+        bookies = True
+        probe = getattr(self._client, "healthy", None)
+        if callable(probe):
+            try:
+                bookies = bool(await probe())
+            except Exception:
+                bookies = False
+        return {"metadata": metadata, "bookies": bookies}
+
+    # --- tenants and namespaces ----------------------------------------------------------------
+    async def list_tenants(self) -> list[str]:
+        return await self._call(self._store.list_tenants)
+
+    async def create_tenant(self, tenant: str) -> None:
+        names.validate_tenant(tenant)
+        try:
+            await self._call(self._store.create_tenant, tenant)
+        except AlreadyExistsError as exc:
+            raise TenantExistsError(f"tenant {tenant} already exists") from exc
+
+    async def delete_tenant(self, tenant: str) -> None:
+        names.validate_tenant(tenant)
+        try:
+            await self._call(self._store.delete_tenant, tenant)
+        except NotFoundError as exc:
+            raise TenantNotFoundError(tenant) from exc
+        except NotEmptyError as exc:
+            raise TenantNotEmptyError(f"tenant {tenant} still has namespaces; delete them first") from exc
+
+    async def list_namespaces(self, tenant: str) -> list[str]:
+        names.validate_tenant(tenant)
+        if tenant not in await self._call(self._store.list_tenants):
+            raise TenantNotFoundError(tenant)
+        return await self._call(self._store.list_namespaces, tenant)
+
+    async def create_namespace(self, namespace: str) -> None:
+        names.validate_namespace(namespace)
+        try:
+            await self._call(self._store.create_namespace, namespace)
+        except AlreadyExistsError as exc:
+            raise NamespaceExistsError(f"namespace {namespace} already exists") from exc
+        except NotFoundError as exc:
+            raise TenantNotFoundError(names.tenant_of(namespace)) from exc
+
+    async def delete_namespace(self, namespace: str) -> None:
+        names.validate_namespace(namespace)
+        try:
+            await self._call(self._store.delete_namespace, namespace)
+        except NotFoundError as exc:
+            raise NamespaceNotFoundError(namespace) from exc
+        except NotEmptyError as exc:
+            raise NamespaceNotEmptyError(
+                f"namespace {namespace} still has topics; delete them first"
+            ) from exc
+
+    async def _check_namespace(self, namespace: str) -> None:
+        names.validate_namespace(namespace)
+        if namespace not in await self._call(self._store.list_namespaces, names.tenant_of(namespace)):
+            raise NamespaceNotFoundError(namespace)
+
+    # --- topics --------------------------------------------------------------------------------
+    async def list_topics(self, namespace: str) -> list[str]:
+        await self._check_namespace(namespace)
+        return [
+            names.PERSISTENT_PREFIX + t.name for t in await self._call(self._store.list_topics, namespace)
+        ]
+
+    async def create_topic(self, topic: str, partitions: int = 0) -> None:
+        name = names.validate_topic(topic)
+        if not 0 <= partitions <= self._config.max_partitions:
+            raise InvalidArgumentError(
+                f"partitions must be between 0 and {self._config.max_partitions} (setting max_partitions)"
+            )
+        await self._check_namespace(names.namespace_of(name))
+        if await self._call(self._store.get_topic, name) is not None:
+            raise TopicExistsError(name)
+        try:
+            await self._create_topic_record(name, partitions, exist_ok=False)
+        except AlreadyExistsError as exc:
+            raise TopicExistsError(name) from exc
+
+    async def get_partitions(self, topic: str) -> int:
+        meta = await self._call(self._store.get_topic, names.validate_topic(topic))
+        if meta is None:
+            raise TopicNotFoundError(topic)
+        return meta.partitions
+
+    async def delete_topic(self, topic: str, force: bool = False) -> None:
+        """Its managed ledgers (ledgers and cursors), compacted ledgers, policies and record."""
+        t = await self._topic(topic)
+        subscriptions = sorted(t.mls[0].cursors)
+        if subscriptions and not force:
+            raise TopicBusyError(t.name, subscriptions)
+        self._topics.pop(t.name, None)
+        t.notifier.notify()
+        for ml in t.mls:
+            name = ml.name
+            await ml.close()
+            await self._factory.delete(name)
+            await self._delete_compacted_ledger(name)
+        with contextlib.suppress(NotFoundError):
+            await self._call(self._store.delete_topic, t.name)
+
+    async def _delete_compacted_ledger(self, ml_name: str) -> None:
+        state = await self._call(self._store.get_compaction, ml_name)
+        if state.compacted_ledger_id is None:
+            return
+        try:
+            meta = await self._call(self._store.get_ledger, state.compacted_ledger_id)
+        except NotFoundError:
+            return
+        # Metadata first, then the bookies (DESIGN.md §5): a crash in between leaks bytes, never
+        # leaves metadata pointing at nothing.
+        await self._call(self._store.delete_ledger, meta.ledger_id)
+        spec = LedgerSpec(meta.ledger_id, tuple(meta.ensemble), meta.write_quorum, meta.ack_quorum)
+        await self._client.delete_ledger(spec)
+
+    async def unload(self, topic: str) -> None:
+        t = await self._topic(topic)
+        for ml in t.mls:
+            await ml.rollover()
+
+    # --- stats ---------------------------------------------------------------------------------
+    async def stats(self, topic: str) -> dict[str, Any]:
+        t = await self._topic(topic)
+        storage = sum(ml.total_size_bytes for ml in t.mls)
+        subscriptions: dict[str, Any] = {}
+        max_backlog = 0
+        for name in sorted(t.mls[0].cursors):
+            sub = await self._subscription(t, name)
+            backlog = sub.backlog
+            max_backlog = max(max_backlog, backlog)
+            subscriptions[name] = {
+                "type": sub.options.type,
+                "msgBacklog": backlog,
+                "unackedMessages": sub.unacked,
+            }
+        entries = sum(_number_of_entries(ml.internal_stats()) for ml in t.mls)
+        states = [await self._call(self._store.get_compaction, ml.name) for ml in t.mls]
+        return {
+            "msgInCounter": t.msg_in,
+            "bytesInCounter": t.bytes_in,
+            "storageSize": storage,
+            # Bytes behind the slowest subscription, estimated at the average entry size.
+            "backlogSize": (storage * max_backlog // entries) if entries else 0,
+            "partitions": t.partitions,
+            "subscriptions": subscriptions,
+            "compaction": _compaction_stats(states),
+        }
+
+    async def internal_stats(self, topic: str) -> dict[str, Any]:
+        t = await self._topic(topic)
+        per_ledger = {
+            ml.name: await self._ledger_internal_stats(ml.name, ml.internal_stats()) for ml in t.mls
+        }
+        if t.partitions == 0:
+            return per_ledger[t.name]
+        return {"metadata": {"partitions": t.partitions}, "partitions": per_ledger}
+
+    async def _ledger_internal_stats(self, name: str, stats: dict[str, object]) -> dict[str, Any]:
+        state = await self._call(self._store.get_compaction, name)
+        out: dict[str, Any] = dict(stats)
+        if state.compacted_ledger_id is None:
+            out["compactedLedger"] = {"ledgerId": -1, "entries": -1, "size": -1}
+        else:
+            out["compactedLedger"] = {
+                "ledgerId": state.compacted_ledger_id,
+                "entries": state.compacted_entries,
+                "size": state.compacted_size_bytes,
+            }
+        out["compactionHorizon"] = str(MessageId(*state.horizon)) if state.horizon is not None else None
+        return out
+
+    # --- policies ------------------------------------------------------------------------------
+    async def get_policies(self, topic: str) -> TopicPolicies:
+        t = await self._topic(topic)
+        return await self._resolve_policies(t.name)
+
+    async def set_policy(self, topic: str, name: PolicyName, value: Any) -> None:
+        stored_value = policies.validate(name, value)
+        t = await self._topic(topic)
+        stored = await self._call(self._store.get_policies, t.name)
+        await self._call(self._store.set_policies, t.name, {**stored, name: stored_value})
+        await self._apply_policies(t)
+
+    async def delete_policy(self, topic: str, name: PolicyName) -> None:
+        policies.api_value(self._defaults, name)  # unknown names are an error
+        t = await self._topic(topic)
+        stored = await self._call(self._store.get_policies, t.name)
+        if name in stored:
+            await self._call(self._store.set_policies, t.name, {k: v for k, v in stored.items() if k != name})
+        await self._apply_policies(t)
+
+    async def set_namespace_policy(self, namespace: str, name: str, value: Any) -> None:
+        """A namespace-level policy: the fallback of every topic of the namespace."""
+        stored_value = policies.validate(name, value)
+        await self._check_namespace(namespace)
+        stored = await self._call(self._store.get_policies, namespace)
+        await self._call(self._store.set_policies, namespace, {**stored, name: stored_value})
+        for t in list(self._topics.values()):
+            if names.namespace_of(t.name) == namespace:
+                await self._apply_policies(t)
+
+    async def _apply_policies(self, t: OpenTopic) -> None:
+        t.policies = await self._resolve_policies(t.name)
+        config = policies.ledger_config(t.policies, self._config)
+        for ml in t.mls:
+            ml.update_config(config)
+
+    # --- compaction ----------------------------------------------------------------------------
+    async def trigger_compaction(self, topic: str) -> None:
+        t = await self._topic(topic)
+        for ml in t.mls:
+            await self._call(self._request_compaction, t.name, ml.name)
+        invalidate = getattr(self._compacted, "invalidate", None)
+        if callable(invalidate):
+            invalidate()
+
+    def _request_compaction(self, topic: str, ml_name: str) -> None:
+        """CAS the managed ledger's compaction state to requested (runs in a thread)."""
+        for _ in range(_CAS_ATTEMPTS):
+            state = self._store.get_compaction(ml_name)
+            if state.status == CompactionStatus.RUNNING:
+                raise CompactionConflictError(topic)
+            if state.requested:
+                return
+            try:
+                self._store.put_compaction(replace(state, requested=True))
+                return
+            except BadVersionError:
+                continue
+        raise CompactionConflictError(topic)
+
+    async def compaction_status(self, topic: str) -> dict[str, Any]:
+        t = await self._topic(topic)
+        states = [await self._call(self._store.get_compaction, ml.name) for ml in t.mls]
+        out = _status_dict(_overall(states))
+        if t.partitions:
+            out["partitions"] = {s.topic: _status_dict(s) for s in states}
+        return out
+
+    async def _compaction_loop(self) -> None:
+        interval_s = self._config.compaction_check_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self.check_compaction_thresholds()
+            except Exception:  # the loop must outlive one bad topic; the next tick retries
+                log.exception("auto-compaction check failed")
+
+    async def check_compaction_thresholds(self) -> list[str]:
+        """Request compaction of every open managed ledger whose bytes since its horizon exceed
+        its topic's compactionThreshold (0 = off). Returns the managed ledgers requested."""
+        requested = []
+        for t in list(self._topics.values()):
+            threshold = t.policies.compaction_threshold_bytes
+            if threshold <= 0:
+                continue
+            for ml in t.mls:
+                state = await self._call(self._store.get_compaction, ml.name)
+                if state.requested or state.status == CompactionStatus.RUNNING:
+                    continue
+                if _bytes_since_horizon(ml, state) > threshold:
+                    with contextlib.suppress(CompactionConflictError):
+                        await self._call(self._request_compaction, t.name, ml.name)
+                        requested.append(ml.name)
+        return requested
+
+
+def _number_of_entries(stats: dict[str, object]) -> int:
+    value = stats.get("numberOfEntries", 0)
+    return value if isinstance(value, int) else 0
+
+
+def _bytes_since_horizon(ml: Any, state: CompactionState) -> int:
+    """Bytes stored after the horizon, estimated at the average entry size (Pulsar measures the
+    compaction cursor's backlog the same way)."""
+    total: int = ml.total_size_bytes
+    last = ml.last_confirmed_position
+    if state.horizon is None or last is None:
+        return total
+    entries = _number_of_entries(ml.internal_stats())
+    if entries <= 0:
+        return 0
+    since: int = ml.count_entries(Position(state.horizon[0], state.horizon[1]), last)
+    return total * since // entries
+
+
+def _overall(states: list[CompactionState]) -> CompactionState:
+    """One status for a partitioned topic: RUNNING, else ERROR, else SUCCESS, else NOT_RUN."""
+    for status in (CompactionStatus.RUNNING, CompactionStatus.ERROR, CompactionStatus.SUCCESS):
+        for s in states:
+            if s.status == status:
+                return s
+    return states[0]
+
+
+def _status_dict(state: CompactionState) -> dict[str, Any]:
+    return {
+        "status": str(state.status),
+        "lastError": state.last_error,
+        "requested": state.requested,
+        "startedMs": state.started_ms,
+        "endedMs": state.ended_ms,
+        "messagesIn": state.messages_in,
+        "messagesOut": state.messages_out,
+        "horizon": str(MessageId(*state.horizon)) if state.horizon is not None else None,
+    }
+
+
+def _compaction_stats(states: list[CompactionState]) -> dict[str, Any]:
+    succeeded = [s.last_succeeded_ms for s in states if s.last_succeeded_ms]
+    failed = [s.last_failed_ms for s in states if s.last_failed_ms]
+    durations = [
+        s.ended_ms - s.started_ms
+        for s in states
+        if s.status == CompactionStatus.SUCCESS and s.ended_ms is not None and s.started_ms is not None
+    ]
+    return {
+        "lastCompactionRemovedEventCount": sum(max(0, s.messages_in - s.messages_out) for s in states),
+        "lastCompactionSucceedTimestamp": max(succeeded, default=0),
+        "lastCompactionFailedTimestamp": max(failed, default=0),
+        "lastCompactionDurationTimeInMills": max(durations, default=0),
+    }

@@ -1,0 +1,40 @@
+"""The topics layer's settings: a small frozen object app/wiring.py builds from `Settings`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsConfig:
+    # --- limits (errors name them) ------------------------------------------------------------
+    allow_auto_topic_creation: bool = True
+    max_message_size_bytes: int = 5 * 1024**2
+    max_batch_size_bytes: int = 5 * 1024**2
+    max_batch_messages: int = 10_000
+    max_wait_ms: int = 30_000
+    max_messages_per_read: int = 10_000
+    max_partitions: int = 1_024
+    # --- subscriptions ------------------------------------------------------------------------
+    default_ack_timeout_ms: int = 30_000
+    # Pulsar's maxUnackedMessagesPerSubscription: past it only redeliveries are handed out.
+    max_unacked_messages_per_subscription: int = 200_000
+    # An exclusive subscription's consumer that has not polled for this long loses it.
+    exclusive_consumer_idle_ms: int = 60_000
+    # --- policy defaults (the settings level of topic > namespace > settings) ------------------
+    retention_time_minutes: int = 0
+    retention_size_mb: int = 0
+    compaction_threshold_bytes: int = 0
+    deduplication_enabled: bool = False
+    max_entries_per_ledger: int = 50_000
+    max_size_per_ledger_bytes: int = 2 * 1024**3
+    min_rollover_time_ms: int = 10 * 60_000
+    max_rollover_time_ms: int = 240 * 60_000
+    keyless_compaction_policy: str = "drop"
+    # --- managed ledger placement (not policies) ----------------------------------------------
+    ensemble_size: int = 1
+    write_quorum: int = 1
+    ack_quorum: int = 1
+    cursor_flush_interval_ms: int = 1_000
+    # --- background work ----------------------------------------------------------------------
+    compaction_check_interval_ms: int = 5_000

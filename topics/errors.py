@@ -1,0 +1,214 @@
+"""Errors of the topics layer. Root: `TopicsError`; one class per case, each with a short `title`,
+a stable `code`, and the fields that help the caller (`limit`, `topic`, `subscription`, ...).
+
+The domain never raises HTTP errors; app/ maps these by class name. The intended statuses:
+
+| error                                                        | HTTP |
+|--------------------------------------------------------------|------|
+| InvalidArgumentError and its subclasses InvalidNameError,    | 422  |
+|   InvalidMessageIdError, InvalidPolicyError, WaitTooLongError|      |
+| TenantNotFoundError, NamespaceNotFoundError,                 | 404  |
+|   TopicNotFoundError, SubscriptionNotFoundError,             |      |
+|   MessageNotFoundError                                       |      |
+| TenantExistsError, NamespaceExistsError, TopicExistsError    | 409  |
+| TenantNotEmptyError, NamespaceNotEmptyError, TopicBusyError, | 409  |
+|   ConsumerBusyError, CompactionConflictError                 |      |
+| MessageTooLargeError, BatchTooLargeError                     | 413  |
+| StorageUnavailableError (retriable)                          | 503  |
+"""
+
+from __future__ import annotations
+
+from bookie.errors import QuireError
+
+
+class TopicsError(QuireError):
+    """Root of the topics layer's errors."""
+
+    title = "Topics error"
+    code = "topics-error"
+
+
+# --- bad input (422) --------------------------------------------------------------------------
+class InvalidArgumentError(TopicsError):
+    title = "Invalid argument"
+    code = "invalid-argument"
+
+
+class InvalidNameError(InvalidArgumentError):
+    title = "Invalid name"
+    code = "invalid-name"
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"invalid name {name!r}: {reason}")
+        self.name = name
+        self.reason = reason
+
+
+class InvalidMessageIdError(InvalidArgumentError):
+    title = "Invalid message id"
+    code = "invalid-message-id"
+
+
+class InvalidPolicyError(InvalidArgumentError):
+    title = "Invalid policy"
+    code = "invalid-policy"
+
+    def __init__(self, policy: str, reason: str) -> None:
+        super().__init__(f"invalid policy {policy}: {reason}")
+        self.policy = policy
+        self.reason = reason
+
+
+class WaitTooLongError(InvalidArgumentError):
+    title = "Wait too long"
+    code = "wait-too-long"
+
+    def __init__(self, wait_ms: int, limit: int) -> None:
+        super().__init__(f"wait_ms {wait_ms} is over the limit of {limit} ms (setting max_wait_ms)")
+        self.wait_ms = wait_ms
+        self.limit = limit
+
+
+# --- not found (404) --------------------------------------------------------------------------
+class TenantNotFoundError(TopicsError):
+    title = "Tenant not found"
+    code = "tenant-not-found"
+
+    def __init__(self, tenant: str) -> None:
+        super().__init__(f"tenant {tenant} does not exist")
+        self.tenant = tenant
+
+
+class NamespaceNotFoundError(TopicsError):
+    title = "Namespace not found"
+    code = "namespace-not-found"
+
+    def __init__(self, namespace: str) -> None:
+        super().__init__(f"namespace {namespace} does not exist")
+        self.namespace = namespace
+
+
+class TopicNotFoundError(TopicsError):
+    title = "Topic not found"
+    code = "topic-not-found"
+
+    def __init__(self, topic: str, why: str = "") -> None:
+        super().__init__(f"topic {topic} does not exist{': ' + why if why else ''}")
+        self.topic = topic
+
+
+class SubscriptionNotFoundError(TopicsError):
+    title = "Subscription not found"
+    code = "subscription-not-found"
+
+    def __init__(self, topic: str, subscription: str) -> None:
+        super().__init__(f"subscription {subscription} of topic {topic} does not exist")
+        self.topic = topic
+        self.subscription = subscription
+
+
+class MessageNotFoundError(TopicsError):
+    title = "Message not found"
+    code = "message-not-found"
+
+    def __init__(self, topic: str, message_id: str) -> None:
+        super().__init__(f"no message {message_id} in topic {topic} (never written, or trimmed)")
+        self.topic = topic
+        self.message_id = message_id
+
+
+# --- conflicts (409) --------------------------------------------------------------------------
+class TenantExistsError(TopicsError):
+    title = "Tenant already exists"
+    code = "tenant-exists"
+
+
+class NamespaceExistsError(TopicsError):
+    title = "Namespace already exists"
+    code = "namespace-exists"
+
+
+class TopicExistsError(TopicsError):
+    title = "Topic already exists"
+    code = "topic-exists"
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"topic {topic} already exists")
+        self.topic = topic
+
+
+class TenantNotEmptyError(TopicsError):
+    title = "Tenant not empty"
+    code = "tenant-not-empty"
+
+
+class NamespaceNotEmptyError(TopicsError):
+    title = "Namespace not empty"
+    code = "namespace-not-empty"
+
+
+class TopicBusyError(TopicsError):
+    """Deleting a topic that still has subscriptions, without force."""
+
+    title = "Topic has subscriptions"
+    code = "topic-busy"
+
+    def __init__(self, topic: str, subscriptions: list[str]) -> None:
+        super().__init__(
+            f"topic {topic} still has subscriptions {subscriptions}; delete them or pass force=true"
+        )
+        self.topic = topic
+        self.subscriptions = subscriptions
+
+
+class ConsumerBusyError(TopicsError):
+    title = "Exclusive subscription busy"
+    code = "consumer-busy"
+
+    def __init__(self, topic: str, subscription: str, owner: str) -> None:
+        super().__init__(
+            f"subscription {subscription} of topic {topic} is exclusive and consumer {owner!r} holds it"
+        )
+        self.topic = topic
+        self.subscription = subscription
+
+
+class CompactionConflictError(TopicsError):
+    title = "Compaction already running"
+    code = "compaction-running"
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"a compaction of topic {topic} is already running")
+        self.topic = topic
+
+
+# --- too large (413) --------------------------------------------------------------------------
+class MessageTooLargeError(TopicsError):
+    title = "Message too large"
+    code = "message-too-large"
+
+    def __init__(self, index: int, size: int, limit: int) -> None:
+        super().__init__(
+            f"messages[{index}] is {size} bytes, over the limit of {limit} (setting max_message_size_bytes)"
+        )
+        self.index = index
+        self.size = size
+        self.limit = limit
+
+
+class BatchTooLargeError(TopicsError):
+    title = "Batch too large"
+    code = "batch-too-large"
+
+    def __init__(self, what: str, size: int, limit: int) -> None:
+        super().__init__(f"batch is {size} {what}, over the limit of {limit}")
+        self.size = size
+        self.limit = limit
+
+
+# --- the storage below failed (503) -------------------------------------------------------------
+class StorageUnavailableError(TopicsError):
+    title = "Storage unavailable"
+    code = "storage-unavailable"
+    retriable = True

@@ -1,0 +1,316 @@
+"""`TopicService`: the topics API (topics/api.py) over the managed ledger.
+
+Data plane here; the admin plane is `topics.admin.AdminPlane`, the shared core `topics.base`.
+
+Produce: a request's batch is checked against the limits as a whole, dedup-filtered per managed
+ledger, encoded as one entry per managed ledger it touches and appended without a lock: appends
+of concurrent requests pipeline in the managed ledger (positions in call order), so nothing
+awaits between a batch's dedup check and its append call. A partitioned topic's batch is one
+entry per partition touched: atomic per partition, not across partitions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Literal
+
+from managed_ledger.api import Cursor
+from managed_ledger.entry_format import Message, StoredMessage, encode_batch_raw
+from managed_ledger.errors import EntryNotFoundError
+from managed_ledger.position import MessageId
+from topics import names
+from topics.admin import AdminPlane
+from topics.api import (
+    Delivery,
+    ProduceResult,
+    ReadPage,
+    SeekTarget,
+    StartPosition,
+    SubscriptionOptions,
+)
+from topics.base import Notifier, OpenTopic
+from topics.errors import (
+    BatchTooLargeError,
+    InvalidArgumentError,
+    MessageNotFoundError,
+    MessageTooLargeError,
+    StorageUnavailableError,
+    TopicsError,
+    WaitTooLongError,
+)
+from topics.readers import EARLIEST, after, decode_entry, latest, read_merged
+from topics.subscriptions import options_to_properties
+
+_DUPLICATE = ProduceResult(None, True)
+
+
+class TopicService(AdminPlane):
+    # --- produce -------------------------------------------------------------------------------
+    async def produce(
+        self, topic: str, producer_name: str | None, messages: list[Message]
+    ) -> list[ProduceResult]:
+        t = self._topics.get(topic) or await self._topic(topic, create=True)
+        size = self._check_batch(messages)
+        if not messages:
+            return []
+        now = self._clock.now_ms()
+        if t.router is None:
+            results = await self._append(t, 0, producer_name, messages, now)
+        else:
+            routes = t.router.route(messages)
+            parts = await asyncio.gather(
+                *(
+                    self._append(t, p, producer_name, [messages[i] for i in idxs], now)
+                    for p, idxs in routes.items()
+                )
+            )
+            results = [_DUPLICATE] * len(messages)
+            for idxs, part in zip(routes.values(), parts, strict=True):
+                for i, result in zip(idxs, part, strict=True):
+                    results[i] = result
+        t.msg_in += len(messages)
+        t.bytes_in += size
+        t.notifier.notify()
+        return results
+
+    def _check_batch(self, messages: Sequence[Message]) -> int:
+        """The batch's size in bytes (values and keys), or the error naming the broken limit."""
+        config = self._config
+        if len(messages) > config.max_batch_messages:
+            raise BatchTooLargeError("messages", len(messages), config.max_batch_messages)
+        limit = config.max_message_size_bytes
+        total = 0
+        for i, m in enumerate(messages):
+            size = len(m.value) + (len(m.key) if m.key else 0)
+            if size > limit:
+                raise MessageTooLargeError(i, size, limit)
+            total += size
+        if total > config.max_batch_size_bytes:
+            raise BatchTooLargeError("bytes", total, config.max_batch_size_bytes)
+        return total
+
+    async def _append(
+        self, t: OpenTopic, partition: int, producer: str | None, messages: list[Message], now: int
+    ) -> list[ProduceResult]:
+        """One entry of the batch's non-duplicates; results in batch order."""
+        ml = t.mls[partition]
+        duplicates: list[bool] | None = None
+        if producer is not None and t.policies.deduplication_enabled:
+            duplicates = ml.dedup_check(producer, [m.sequence_id for m in messages])
+        rows: list[list[object]] = []
+        highest: int | None = None
+        for i, m in enumerate(messages):
+            if duplicates is not None and duplicates[i]:
+                continue
+            props = m.properties
+            if props is not None and type(props) is not dict:
+                props = dict(props)
+            rows.append([m.key, m.value, props or None, m.event_time, m.sequence_id])
+            if m.sequence_id is not None and (highest is None or m.sequence_id > highest):
+                highest = m.sequence_id
+        if not rows:
+            return [_DUPLICATE] * len(messages)
+        payload = encode_batch_raw(now, producer, rows)
+        try:
+            position = await ml.append(payload, producer_name=producer, highest_sequence_id=highest)
+        except TopicsError:
+            raise
+        except Exception as exc:
+            raise StorageUnavailableError(f"append to {ml.name} failed: {exc}") from exc
+        lid, eid = position
+        results: list[ProduceResult] = []
+        batch_index = 0
+        for i in range(len(messages)):
+            if duplicates is not None and duplicates[i]:
+                results.append(_DUPLICATE)
+            else:
+                results.append(ProduceResult(MessageId(lid, eid, batch_index)))
+                batch_index += 1
+        return results
+
+    # --- limits --------------------------------------------------------------------------------
+    def _check_wait(self, wait_ms: int) -> float:
+        if wait_ms < 0:
+            raise InvalidArgumentError(f"wait_ms must be >= 0, got {wait_ms}")
+        if wait_ms > self._config.max_wait_ms:
+            raise WaitTooLongError(wait_ms, self._config.max_wait_ms)
+        return asyncio.get_running_loop().time() + wait_ms / 1000
+
+    def _check_max(self, max_messages: int) -> int:
+        if max_messages <= 0:
+            raise InvalidArgumentError(f"max_messages must be > 0, got {max_messages}")
+        return min(max_messages, self._config.max_messages_per_read)
+
+    # --- subscriptions -------------------------------------------------------------------------
+    async def create_subscription(self, topic: str, subscription: str, options: SubscriptionOptions) -> bool:
+        names.validate_subscription(subscription)
+        if options.ack_timeout_ms is not None and options.ack_timeout_ms <= 0:
+            raise InvalidArgumentError(f"ack_timeout_ms must be > 0, got {options.ack_timeout_ms}")
+        t = await self._topic(topic, create=True)
+        async with t.lock:
+            if subscription in t.mls[0].cursors:
+                return False
+            properties = options_to_properties(options)
+            # Partition 0 last: its cursor is what says the subscription exists.
+            for ml in reversed(t.mls):
+                cursor = await ml.open_cursor(subscription, options.initial_position)
+                await cursor.set_properties(properties)
+        return True
+
+    async def delete_subscription(self, topic: str, subscription: str) -> None:
+        t = await self._topic(topic)
+        await self._subscription(t, subscription)
+        async with t.lock:
+            t.subscriptions.pop(subscription, None)
+            for ml in t.mls:
+                if subscription in ml.cursors:
+                    await ml.delete_cursor(subscription)
+        t.notifier.notify()
+
+    async def list_subscriptions(self, topic: str) -> list[str]:
+        t = await self._topic(topic)
+        return sorted(t.mls[0].cursors)
+
+    async def receive(
+        self, topic: str, subscription: str, max_messages: int, wait_ms: int, consumer_id: str | None
+    ) -> list[Delivery]:
+        deadline = self._check_wait(wait_ms)
+        max_messages = self._check_max(max_messages)
+        t = await self._topic(topic)
+        sub = await self._subscription(t, subscription)
+        loop = asyncio.get_running_loop()
+        while True:
+            woken = t.notifier.arm()
+            async with sub.lock:
+                out = await sub.fill(max_messages, consumer_id)
+            remaining = deadline - loop.time()
+            if out or remaining <= 0:
+                return out
+            redelivery_ms = sub.next_redelivery_ms()
+            if redelivery_ms is not None:
+                remaining = min(remaining, redelivery_ms / 1000 + 0.001)
+            await Notifier.wait(woken, remaining)
+
+    async def ack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None:
+        sub = await self._subscription(await self._topic(topic), subscription)
+        async with sub.lock:
+            await sub.ack(message_ids)
+
+    async def ack_cumulative(self, topic: str, subscription: str, message_id: MessageId) -> None:
+        sub = await self._subscription(await self._topic(topic), subscription)
+        async with sub.lock:
+            await sub.ack_cumulative(message_id)
+
+    async def nack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None:
+        t = await self._topic(topic)
+        sub = await self._subscription(t, subscription)
+        async with sub.lock:
+            sub.nack(message_ids)
+        t.notifier.notify()
+
+    async def seek(self, topic: str, subscription: str, target: SeekTarget) -> None:
+        t = await self._topic(topic)
+        sub = await self._subscription(t, subscription)
+        async with sub.lock:
+            sub.clear()
+            if isinstance(target, MessageId):
+                partition = await self._partition_of(t, target)
+                if partition is None:
+                    raise MessageNotFoundError(t.name, str(target))
+                await sub.seek_to_message(partition, target)
+            elif isinstance(target, str):
+                await self._seek_end(t, sub.cursors, target)
+            else:
+                for cursor in sub.cursors:
+                    await cursor.reset_to_time(target)
+        t.notifier.notify()
+
+    async def _seek_end(
+        self, t: OpenTopic, cursors: Sequence[Cursor], target: Literal["earliest", "latest"]
+    ) -> None:
+        for ml, cursor in zip(t.mls, cursors, strict=True):
+            last = ml.last_confirmed_position
+            past_end = ml.next_position(last) if last is not None else None
+            position = (ml.first_position or past_end) if target == "earliest" else past_end
+            if position is not None:
+                await cursor.reset(position)
+
+    # --- readers -------------------------------------------------------------------------------
+    def _starts(self, t: OpenTopic, start: StartPosition) -> list[MessageId]:
+        """The inclusive start id of each managed ledger (see topics.readers)."""
+        n = len(t.mls)
+        if start == "earliest":
+            return [EARLIEST] * n
+        if start == "latest":
+            return [latest(ml) for ml in t.mls]
+        if isinstance(start, MessageId):
+            return [start] * n
+        if isinstance(start, tuple) and len(start) == 2 and start[0] == "after":
+            target = start[1]
+            if isinstance(target, MessageId):
+                return [after(target)] * n
+            if len(target) != n:
+                raise InvalidArgumentError(f"start names {len(target)} partitions; topic {t.name} has {n}")
+            return [EARLIEST if s is None else after(s) for s in target]
+        raise InvalidArgumentError(f"invalid start position {start!r}")
+
+    async def read(
+        self, topic: str, start: StartPosition, max_messages: int, read_compacted: bool, wait_ms: int
+    ) -> ReadPage:
+        deadline = self._check_wait(wait_ms)
+        max_messages = self._check_max(max_messages)
+        t = await self._topic(topic)
+        starts = self._starts(t, start)
+        loop = asyncio.get_running_loop()
+        while True:
+            woken = t.notifier.arm()
+            messages, slots = await read_merged(t.mls, self._compacted, starts, max_messages, read_compacted)
+            if messages:
+                return ReadPage(messages, names.format_next(slots))
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return ReadPage([], None)
+            await Notifier.wait(woken, remaining)
+
+    async def get_message(self, topic: str, message_id: MessageId) -> StoredMessage:
+        t = await self._topic(topic)
+        partition = await self._partition_of(t, message_id)
+        if partition is not None:
+            try:
+                payload = await t.mls[partition].read_entry(message_id.position)
+            except EntryNotFoundError:
+                pass
+            else:
+                messages = decode_entry(t.name, message_id.ledger_id, message_id.entry_id, payload)
+                if message_id.batch_index < len(messages):
+                    return messages[message_id.batch_index]
+        raise MessageNotFoundError(t.name, str(message_id))
+
+    async def last_message_id(self, topic: str, read_compacted: bool) -> MessageId | None:
+        t = await self._topic(topic)
+        found: list[MessageId] = []
+        for ml in t.mls:
+            last = await self._last_in_ledger(t, ml.name, t.mls.index(ml))
+            if read_compacted:
+                horizon = await self._compacted.horizon(ml.name)
+                if horizon is not None and (last is None or last <= horizon):
+                    last = await self._compacted.last_message_id(ml.name)
+            if last is not None:
+                found.append(last)
+        return max(found) if found else None
+
+    async def _last_in_ledger(self, t: OpenTopic, name: str, partition: int) -> MessageId | None:
+        ml = t.mls[partition]
+        last = ml.last_confirmed_position
+        if last is None:
+            return None
+        try:
+            payload = await ml.read_entry(last)
+        except EntryNotFoundError:
+            return None
+        count = len(decode_entry(name, last.ledger_id, last.entry_id, payload))
+        return MessageId(last.ledger_id, last.entry_id, max(0, count - 1))
+
+    async def reset_cursor(self, topic: str, subscription: str, timestamp_ms: int) -> None:
+        await self.seek(topic, subscription, timestamp_ms)

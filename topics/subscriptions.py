@@ -1,0 +1,340 @@
+"""A durable subscription's delivery state (Pulsar's dispatcher, pull-based over HTTP).
+
+One `Subscription` per subscription name of a topic, over one cursor per managed ledger (one for
+a plain topic, one per partition). The cursors are durable: mark-delete plus acked entries. The
+rest lives in memory and is rebuilt empty after a restart (unacked messages are then delivered
+again from the cursors, as in Pulsar):
+
+- `pending`: delivered, not acked, with the deadline of its ack timeout. Insertion order is
+  deadline order (one timeout per subscription, and a redelivery re-inserts at the end), so
+  expiring is popping from the front.
+- `redeliver`: a heap of ids (nacked or timed out) handed out before new messages, in id order
+  (an exclusive subscription's strict order).
+- `ready`: messages read from a cursor, not yet handed out (an entry holds a whole batch).
+- `entries`: per entry read, its batch size and the batch indexes acked so far; the entry is
+  acked on its cursor once every message of it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from managed_ledger.api import Cursor, InitialPosition, ManagedLedger
+from managed_ledger.clock import Clock
+from managed_ledger.entry_format import StoredMessage
+from managed_ledger.errors import EntryNotFoundError
+from managed_ledger.position import MessageId, Position
+from topics.api import Delivery, SubscriptionOptions, SubscriptionType
+from topics.errors import ConsumerBusyError
+from topics.readers import CompactedSource, after, decode_entry
+
+_ENTRIES_PER_READ = 256
+
+# Resolves the partition of a message id the subscription has no state for (ledger ids are
+# unique across the cluster, so an id names its managed ledger); None when no partition has it.
+PartitionLookup = Callable[[MessageId], Awaitable[int | None]]
+
+
+@dataclass(slots=True)
+class _Pending:
+    message: StoredMessage
+    partition: int
+    deadline_ms: int
+
+
+@dataclass(slots=True)
+class _EntryAcks:
+    partition: int
+    count: int
+    acked: set[int] = field(default_factory=set)
+
+
+def options_to_properties(options: SubscriptionOptions) -> dict[str, object]:
+    return {
+        "type": options.type,
+        "initial_position": options.initial_position,
+        "read_compacted": options.read_compacted,
+        "ack_timeout_ms": options.ack_timeout_ms,
+    }
+
+
+def options_from_properties(props: dict[str, object]) -> SubscriptionOptions:
+    sub_type: SubscriptionType = "exclusive" if props.get("type") == "exclusive" else "shared"
+    initial: InitialPosition = "earliest" if props.get("initial_position") == "earliest" else "latest"
+    timeout = props.get("ack_timeout_ms")
+    return SubscriptionOptions(
+        initial_position=initial,
+        type=sub_type,
+        read_compacted=props.get("read_compacted") is True,
+        ack_timeout_ms=timeout if isinstance(timeout, int) and timeout > 0 else None,
+    )
+
+
+class Subscription:
+    def __init__(
+        self,
+        name: str,
+        topic: str,
+        mls: list[ManagedLedger],
+        cursors: list[Cursor],
+        options: SubscriptionOptions,
+        *,
+        ack_timeout_ms: int,
+        max_unacked: int,
+        exclusive_idle_ms: int,
+        clock: Clock,
+        compacted: CompactedSource,
+        partition_of: PartitionLookup,
+    ) -> None:
+        self.name = name
+        self.topic = topic
+        self.mls = mls
+        self.cursors = cursors
+        self.options = options
+        self.ack_timeout_ms = ack_timeout_ms
+        self._max_unacked = max_unacked
+        self._exclusive_idle_ms = exclusive_idle_ms
+        self._clock = clock
+        self._compacted = compacted
+        self._partition_of = partition_of
+        self.lock = asyncio.Lock()  # one delivery or ack at a time
+        self.pending: dict[MessageId, _Pending] = {}
+        self._counts: dict[MessageId, int] = {}  # redelivery count of the last delivery
+        self._redeliver: list[MessageId] = []
+        self._redeliver_msgs: dict[MessageId, tuple[int, StoredMessage]] = {}
+        self._ready: deque[tuple[int, StoredMessage]] = deque()
+        self._entries: dict[Position, _EntryAcks] = {}
+        self._compacted_next: list[MessageId | None] = [None] * len(cursors)
+        self._owner: str | None = None
+        self._owner_seen_ms = 0
+        self._rr = 0
+
+    # --- delivery ------------------------------------------------------------------------------
+    async def fill(self, max_messages: int, consumer_id: str | None) -> list[Delivery]:
+        """Hand out up to max_messages: redeliveries first, then new messages. Caller holds the
+        subscription's lock, so concurrent consumers never get the same message."""
+        now = self._clock.now_ms()
+        if self.options.type == "exclusive":
+            self._claim(consumer_id or "", now)
+        self._expire(now)
+        out: list[Delivery] = []
+        while self._redeliver and len(out) < max_messages:
+            mid = heapq.heappop(self._redeliver)
+            item = self._redeliver_msgs.pop(mid, None)
+            if item is not None and not self._is_acked(item[0], mid):
+                out.append(self._deliver(item[0], item[1], now))
+        while len(out) < max_messages and len(self.pending) < self._max_unacked:
+            if not self._ready:
+                if not await self._read_more(max_messages - len(out)):
+                    break
+                continue
+            partition, message = self._ready.popleft()
+            if not self._is_acked(partition, message.message_id):
+                out.append(self._deliver(partition, message, now))
+        return out
+
+    def _deliver(self, partition: int, message: StoredMessage, now: int) -> Delivery:
+        mid = message.message_id
+        previous = self._counts.get(mid)
+        count = 0 if previous is None else previous + 1
+        self._counts[mid] = count
+        self.pending[mid] = _Pending(message, partition, now + self.ack_timeout_ms)
+        return Delivery(message, count)
+
+    def _claim(self, consumer: str, now: int) -> None:
+        owner = self._owner
+        if owner is not None and owner != consumer and now - self._owner_seen_ms <= self._exclusive_idle_ms:
+            raise ConsumerBusyError(self.topic, self.name, owner)
+        if owner is not None and owner != consumer:
+            # The previous consumer is gone: what it held unacked goes to the new one, in order.
+            for mid in list(self.pending):
+                self._to_redeliver(mid)
+        self._owner = consumer
+        self._owner_seen_ms = now
+
+    def _expire(self, now: int) -> None:
+        while self.pending:
+            mid, pending = next(iter(self.pending.items()))
+            if pending.deadline_ms > now:
+                return
+            self._to_redeliver(mid)
+
+    def _to_redeliver(self, mid: MessageId) -> None:
+        pending = self.pending.pop(mid, None)
+        if pending is not None:
+            heapq.heappush(self._redeliver, mid)
+            self._redeliver_msgs[mid] = (pending.partition, pending.message)
+
+    def next_redelivery_ms(self) -> int | None:
+        """Milliseconds until the earliest ack timeout; 0 when redeliveries wait now."""
+        if self._redeliver_msgs:
+            return 0
+        if not self.pending:
+            return None
+        first = next(iter(self.pending.values()))
+        return max(0, first.deadline_ms - self._clock.now_ms())
+
+    def _is_acked(self, partition: int, mid: MessageId) -> bool:
+        state = self._entries.get(mid.position)
+        if state is not None:
+            return mid.batch_index in state.acked
+        return self.cursors[partition].is_acked(mid.position)
+
+    async def _read_more(self, wanted: int) -> bool:
+        """Read entries from the next cursor with any; False when every cursor is at its end."""
+        n = len(self.cursors)
+        for i in range(n):
+            partition = (self._rr + i) % n
+            if await self._read_partition(partition, wanted):
+                self._rr = (partition + 1) % n
+                return True
+        return False
+
+    async def _read_partition(self, partition: int, wanted: int) -> bool:
+        if self.options.read_compacted:
+            progressed = await self._read_compacted(partition, wanted)
+            if progressed is not None:
+                return progressed
+        cursor = self.cursors[partition]
+        entries = await cursor.read_entries(min(wanted, _ENTRIES_PER_READ))
+        for pos, payload in entries:
+            messages = decode_entry(self.topic, pos.ledger_id, pos.entry_id, payload)
+            if not messages:
+                cursor.ack([pos])
+                continue
+            state = self._entries.get(pos)
+            if state is None:
+                state = self._entries[pos] = _EntryAcks(partition, len(messages))
+            self._ready.extend(
+                (partition, m) for m in messages if m.message_id.batch_index not in state.acked
+            )
+        return bool(entries)
+
+    async def _read_compacted(self, partition: int, wanted: int) -> bool | None:
+        """Pulsar's branch rule for a subscription; None when the cursor is past the horizon."""
+        ml, cursor = self.mls[partition], self.cursors[partition]
+        horizon = await self._compacted.horizon(ml.name)
+        read_position = cursor.read_position
+        if horizon is None or read_position > horizon.position:
+            self._compacted_next[partition] = None
+            return None
+        start = self._compacted_next[partition] or MessageId(
+            read_position.ledger_id, read_position.entry_id, 0
+        )
+        messages = await self._compacted.read(ml.name, start, wanted)
+        for m in messages:
+            state = self._entries.get(m.message_id.position)
+            if state is None:
+                # A compacted entry's survivors stand for their entry: acking them acks it.
+                state = self._entries[m.message_id.position] = _EntryAcks(partition, 0)
+            state.count += 1
+            self._ready.append((partition, m))
+        if len(messages) < wanted:
+            # The view is read up to the horizon: the topic continues right after it.
+            cursor.rewind(ml.next_position(horizon.position))
+            self._compacted_next[partition] = None
+        else:
+            self._compacted_next[partition] = after(messages[-1].message_id)
+        return True
+
+    # --- acks ----------------------------------------------------------------------------------
+    async def ack(self, ids: list[MessageId]) -> None:
+        to_ack: dict[int, list[Position]] = {}
+        for mid in ids:
+            partition = self._forget(mid)
+            state = await self._entry_state(mid, partition)
+            if state is None or mid.batch_index >= state.count:
+                continue
+            state.acked.add(mid.batch_index)
+            if len(state.acked) >= state.count:
+                del self._entries[mid.position]
+                to_ack.setdefault(state.partition, []).append(mid.position)
+        for partition, positions in to_ack.items():
+            self.cursors[partition].ack(positions)
+
+    def _forget(self, mid: MessageId) -> int | None:
+        """Drop a message from the in-memory queues; its partition when they knew it."""
+        self._counts.pop(mid, None)
+        pending = self.pending.pop(mid, None)
+        if pending is not None:
+            return pending.partition
+        item = self._redeliver_msgs.pop(mid, None)
+        return item[0] if item is not None else None
+
+    async def _entry_state(self, mid: MessageId, partition: int | None) -> _EntryAcks | None:
+        """The entry's ack state, loaded (its batch size read) when this session never read it."""
+        state = self._entries.get(mid.position)
+        if state is not None:
+            return state
+        if partition is None:
+            partition = await self._partition_of(mid)
+            if partition is None:
+                return None
+        if self.cursors[partition].is_acked(mid.position):
+            return None
+        try:
+            payload = await self.mls[partition].read_entry(mid.position)
+        except EntryNotFoundError:
+            return None
+        count = len(decode_entry(self.topic, mid.ledger_id, mid.entry_id, payload))
+        state = self._entries[mid.position] = _EntryAcks(partition, count)
+        return state
+
+    async def ack_cumulative(self, mid: MessageId) -> None:
+        """Every message up to and including `mid` (of its partition) is acked."""
+        partition = self._forget(mid)
+        state = await self._entry_state(mid, partition)
+        if state is None:
+            return
+        partition = state.partition
+        cursor, pos = self.cursors[partition], mid.position
+        if mid.batch_index >= state.count - 1:
+            self._entries.pop(pos, None)
+            cursor.ack_cumulative(pos)
+        else:
+            state.acked.update(range(mid.batch_index + 1))
+            # Entry E-1 of the same ledger (or L:-1, "before entry 0 of L") and all before it.
+            cursor.ack_cumulative(Position(pos.ledger_id, pos.entry_id - 1))
+        for other in [m for m, p in self.pending.items() if p.partition == partition and m <= mid]:
+            self._forget(other)
+        for other in [m for m, (p, _) in self._redeliver_msgs.items() if p == partition and m <= mid]:
+            self._forget(other)
+        for position in [p for p, s in self._entries.items() if s.partition == partition and p < pos]:
+            del self._entries[position]
+
+    def nack(self, ids: list[MessageId]) -> None:
+        for mid in ids:
+            self._to_redeliver(mid)
+
+    # --- seeks ---------------------------------------------------------------------------------
+    def clear(self) -> None:
+        """Forget all delivery state (a seek moved the cursors)."""
+        self.pending.clear()
+        self._counts.clear()
+        self._redeliver.clear()
+        self._redeliver_msgs.clear()
+        self._ready.clear()
+        self._entries.clear()
+        self._compacted_next = [None] * len(self.cursors)
+
+    async def seek_to_message(self, partition: int, mid: MessageId) -> None:
+        """Reset one partition's cursor to `mid` (inclusive): earlier messages of its batch count
+        as acked so they are not delivered again."""
+        await self.cursors[partition].reset(mid.position)
+        if mid.batch_index > 0:
+            state = await self._entry_state(mid, partition)
+            if state is not None:
+                state.acked.update(range(min(mid.batch_index, state.count)))
+
+    # --- stats ---------------------------------------------------------------------------------
+    @property
+    def backlog(self) -> int:
+        return sum(c.backlog for c in self.cursors)
+
+    @property
+    def unacked(self) -> int:
+        return len(self.pending)
