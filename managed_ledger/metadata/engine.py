@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.pool import StaticPool
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+PG_CONNECT_TIMEOUT_S = 10
 WRITE_OPTION = "quire_write"  # execution option: this connection's transaction will write
 
 
@@ -31,7 +32,9 @@ def is_sqlite(url: str) -> bool:
 def make_engine(url: str) -> Engine:
     if is_sqlite(url):
         return _sqlite_engine(url)
-    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+    # A bounded connect: an unreachable server is an error the caller sees, not a hang.
+    connect_args = {"connect_timeout": PG_CONNECT_TIMEOUT_S} if url.startswith("postgresql+psycopg") else {}
+    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10, connect_args=connect_args)
 
 
 def _sqlite_engine(url: str) -> Engine:

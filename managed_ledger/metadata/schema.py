@@ -19,7 +19,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util.exc import CommandError
 from sqlalchemy import Engine, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 from managed_ledger.metadata.api import MetadataError, MetadataUnavailableError, SchemaBehindError
 from managed_ledger.metadata.engine import make_engine
@@ -70,8 +70,10 @@ def current_revision(url_or_engine: str | Engine) -> str | None:
     try:
         with _engine(url_or_engine) as engine, engine.connect() as conn:
             return MigrationContext.configure(conn).get_current_revision()
+    except OperationalError as exc:
+        raise MetadataUnavailableError(f"metadata database unavailable: {exc.orig}") from exc
     except DBAPIError as exc:
-        raise MetadataUnavailableError(f"metadata database unreachable: {exc}") from exc
+        raise MetadataError(f"metadata database error: {exc.orig}") from exc
 
 
 def _check_known(current: str | None) -> None:
@@ -94,10 +96,10 @@ def upgrade_to_head(url_or_engine: str | Engine, revision: str = "head") -> None
             command.upgrade(cfg, revision)
     except CommandError as exc:
         raise MetadataError(f"metadata schema upgrade to {revision} failed: {exc}") from exc
+    except OperationalError as exc:
+        raise MetadataUnavailableError(f"metadata database unavailable: {exc.orig}") from exc
     except DBAPIError as exc:
-        if exc.connection_invalidated or "connect" in str(exc.orig).lower():
-            raise MetadataUnavailableError(f"metadata database unreachable: {exc}") from exc
-        raise MetadataError(f"metadata schema upgrade to {revision} failed: {exc}") from exc
+        raise MetadataError(f"metadata schema upgrade to {revision} failed: {exc.orig}") from exc
 
 
 def check_schema(url_or_engine: str | Engine) -> None:
