@@ -1,0 +1,183 @@
+"""A durable cursor (Pulsar's ManagedCursorImpl): mark-delete plus acked ranges beyond it.
+
+State in memory: `mark_delete_position` (every entry at or before it is acked), the individually
+acked ranges after it (`AckedRanges`) and the read position (not persisted: after a restart
+reads start right after mark-delete, and unacked entries are delivered again).
+
+Durability without a SQL write per ack: an ack only changes memory and marks the cursor dirty;
+the managed ledger flushes all dirty cursors of the managed ledger in one `update_cursors`
+transaction every `cursor_flush_interval_ms` and on close. `flush()` forces one and returns once
+the state as of the call is stored, so a caller may report those acks as durable. Seeks
+(`reset`, `reset_to_time`) flush at once: they are the only way a cursor moves back, and a crash
+must not undo them into a later position.
+
+Stored form (`CursorMetadata`): mark_delete (ledger, entry); individually_deleted as closed
+ranges ((ledger, entry), (ledger, entry)), sorted and disjoint; properties as given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from managed_ledger.metadata.api import CursorMetadata
+from managed_ledger.position import Position
+from managed_ledger.ranges import AckedRanges
+
+if TYPE_CHECKING:
+    from managed_ledger.ledger import ManagedLedger
+
+
+class ManagedCursor:
+    def __init__(self, ml: ManagedLedger, meta: CursorMetadata) -> None:
+        self._ml = ml
+        self._meta = meta
+        self._name = meta.name
+        self._mark_delete = Position(*meta.mark_delete)
+        self._acked = AckedRanges(ml.next_position)
+        for first, last in meta.individually_deleted:
+            self._acked.add_range(Position(*first), Position(*last))
+        self._properties: dict[str, object] = dict(meta.properties)
+        self._read_position = ml.next_position(self._mark_delete)
+        self._changes = 0  # bumped on every change; a flush cleans only what it saw
+        self._flushed_changes = 0
+        self.persisted_mark_delete = self._mark_delete
+
+    # --- state ---------------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def mark_delete_position(self) -> Position:
+        return self._mark_delete
+
+    @property
+    def read_position(self) -> Position:
+        if self._read_position <= self._mark_delete:
+            self._read_position = self._ml.next_position(self._mark_delete)
+        return self._read_position
+
+    @property
+    def properties(self) -> dict[str, object]:
+        return dict(self._properties)
+
+    @property
+    def dirty(self) -> bool:
+        return self._changes != self._flushed_changes
+
+    @property
+    def backlog(self) -> int:
+        last = self._ml.last_confirmed_position
+        if last is None:
+            return 0
+        ledgers = self._ml.ledger_list
+        acked = sum(ledgers.count_between(Position(f.ledger_id, f.entry_id - 1), la) for f, la in self._acked)
+        return max(0, ledgers.count_between(self._mark_delete, last) - acked)
+
+    def individually_deleted_ranges(self) -> list[tuple[Position, Position]]:
+        return list(self._acked)
+
+    def is_acked(self, position: Position) -> bool:
+        return position <= self._mark_delete or self._acked.contains(position)
+
+    # --- reads ---------------------------------------------------------------------------------
+    async def read_entries(self, max_entries: int) -> list[tuple[Position, bytes]]:
+        out: list[tuple[Position, bytes]] = []
+        while len(out) < max_entries:
+            batch = await self._ml.read_entries(self.read_position, max_entries - len(out))
+            if not batch:
+                break
+            self._read_position = self._ml.next_position(batch[-1][0])
+            out.extend((p, data) for p, data in batch if not self._acked.contains(p))
+        return out
+
+    def rewind(self, position: Position | None = None) -> None:
+        nxt = self._ml.next_position(self._mark_delete)
+        self._read_position = nxt if position is None or position < nxt else position
+
+    # --- acks ----------------------------------------------------------------------------------
+    def ack(self, positions: Iterable[Position]) -> None:
+        changed = False
+        for position in positions:
+            if position > self._mark_delete and self._ml.ledger_list.contains(position):
+                changed |= self._acked.add(position)
+        if changed:
+            self._advance_mark_delete()
+            self._changed()
+
+    def ack_cumulative(self, position: Position) -> None:
+        last = self._ml.last_confirmed_position
+        if last is not None and position > last:
+            position = last
+        if position <= self._mark_delete:
+            return
+        self._mark_delete = position
+        self._acked.drop_up_to(position)
+        self._advance_mark_delete()
+        self._changed()
+
+    def _advance_mark_delete(self) -> None:
+        while True:
+            last = self._acked.pop_first_if_starts_at(self._ml.next_position(self._mark_delete))
+            if last is None:
+                return
+            self._mark_delete = last
+
+    def _changed(self) -> None:
+        self._changes += 1
+        self._ml.cursor_changed(self)
+
+    # --- seeks ---------------------------------------------------------------------------------
+    async def reset(self, position: Position) -> None:
+        self._mark_delete = Position(position.ledger_id, position.entry_id - 1)
+        self._acked.clear()
+        self._read_position = position
+        self._changed()
+        await self.flush()
+
+    async def reset_to_time(self, timestamp_ms: int) -> None:
+        position = await self._ml.find_position_by_publish_time(timestamp_ms)
+        if position is None:
+            last = self._ml.last_confirmed_position
+            position = (
+                self._ml.next_position(last)
+                if last is not None
+                else self._ml.next_position(self._mark_delete)
+            )
+        await self.reset(position)
+
+    # --- persistence ---------------------------------------------------------------------------
+    async def flush(self) -> None:
+        await self._ml.flush_cursors()
+
+    async def set_properties(self, properties: dict[str, object]) -> None:
+        self._properties = dict(properties)
+        self._changed()
+        await self.flush()
+
+    def snapshot(self) -> tuple[CursorMetadata, int]:
+        """The record to store now and the change count it covers."""
+        meta = replace(
+            self._meta,
+            mark_delete=(self._mark_delete.ledger_id, self._mark_delete.entry_id),
+            individually_deleted=tuple(
+                ((f.ledger_id, f.entry_id), (la.ledger_id, la.entry_id)) for f, la in self._acked
+            ),
+            properties=dict(self._properties),
+        )
+        return meta, self._changes
+
+    def flushed(self, stored: CursorMetadata, changes: int) -> None:
+        self._meta = stored
+        self._flushed_changes = max(self._flushed_changes, changes)
+        self.persisted_mark_delete = Position(*stored.mark_delete)
+
+    def stats(self) -> dict[str, object]:
+        ranges = ",".join(f"({f.ledger_id}:{f.entry_id - 1}..{la}]" for f, la in self._acked)
+        return {
+            "markDeletePosition": str(self._mark_delete),
+            "readPosition": str(self.read_position),
+            "individuallyDeletedMessages": f"[{ranges}]",
+        }

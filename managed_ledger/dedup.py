@@ -1,0 +1,57 @@
+"""Producer deduplication, by Pulsar's MessageDeduplication rule.
+
+Per producer two numbers: the highest sequence id *pushed* (accepted for writing, maybe not yet
+durable) and the highest *persisted* (durable). A message whose sequence id is <= the highest
+pushed one is a duplicate and is not written. When a write fails, pushed falls back to
+persisted, so the producer's retry of the lost messages is accepted again.
+
+The persisted map survives restarts as a snapshot in the metadata store (`DedupSnapshot`:
+the map as of a position, that entry included), taken every N entries or T ms and on close. On
+open the managed ledger replays the entries after the snapshot position and raises each
+producer's number to the highest sequence id found, so a producer retrying after a crash never
+creates a duplicate. Replaying an entry twice is harmless (max is idempotent), which lets the
+snapshot position be the last confirmed entry at the moment it is taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+
+class Deduplication:
+    def __init__(self, persisted: Mapping[str, int] | None = None) -> None:
+        self.persisted: dict[str, int] = dict(persisted or {})
+        self.pushed: dict[str, int] = dict(self.persisted)
+        self.entries_since_snapshot = 0
+        self.last_snapshot_ms = 0
+        self.snapshot_version = 0  # version of the stored DedupSnapshot (0 = none yet)
+
+    def check(self, producer_name: str, sequence_ids: Sequence[int | None]) -> list[bool]:
+        """True per duplicate message; marks the others pushed (earlier ids of the same batch
+        count: a batch [5, 5] keeps the first 5 only)."""
+        highest = self.pushed.get(producer_name, -1)
+        out: list[bool] = []
+        for seq in sequence_ids:
+            if seq is None:
+                out.append(False)
+            elif seq <= highest:
+                out.append(True)
+            else:
+                highest = seq
+                out.append(False)
+        if highest >= 0:
+            self.pushed[producer_name] = highest
+        return out
+
+    def record_persisted(self, producer_name: str, sequence_id: int) -> None:
+        if sequence_id > self.persisted.get(producer_name, -1):
+            self.persisted[producer_name] = sequence_id
+        if sequence_id > self.pushed.get(producer_name, -1):
+            self.pushed[producer_name] = sequence_id
+
+    def write_failed(self) -> None:
+        """Pulsar's resetHighestSequenceIdPushed: forget what was pushed but never persisted."""
+        self.pushed = dict(self.persisted)
+
+    def highest_persisted(self, producer_name: str) -> int | None:
+        return self.persisted.get(producer_name)

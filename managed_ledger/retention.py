@@ -1,0 +1,140 @@
+"""Which ledgers retention lets the trimmer delete (Pulsar's internalTrimLedgers rule).
+
+Candidates are the closed ledgers wholly at or before the slowest durable cursor's persisted
+mark-delete position (with no durable cursor, every closed ledger), never the last ledger of the
+list (the current one). Oldest first, a candidate is deleted while it is past the retention
+time or the data that would remain is still at or over the retention size; the first one that
+is neither stops the walk, so what remains is always a suffix of the list.
+
+-1 means unlimited for either limit; 0 with 0 means "delete as soon as consumed" (Pulsar's
+default). Non-durable readers are not cursors here, so they never hold data.
+
+Deletion order (`remove_ledgers`): the ledger list loses the ids and records them under the
+`deleting` property in one compare-and-set, then the bookie ledgers are deleted, then their
+metadata, then the property is cleared. A crash anywhere leaves the ids in `deleting`, and the
+next open finishes the job: no reference to a deleted ledger and no bookie ledger without a way
+to find it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from bookie.errors import BookieError
+from bookie.types import LedgerSpec
+from managed_ledger.api import RetentionPolicy
+from managed_ledger.errors import ManagedLedgerWriteError
+from managed_ledger.metadata.api import LedgerMetadata, NotFoundError
+from managed_ledger.position import Position
+from managed_ledger.ranges import LedgerInfo
+
+if TYPE_CHECKING:
+    from managed_ledger.ledger import ManagedLedger
+
+MB = 1024 * 1024
+
+
+def ledgers_to_delete(
+    ledgers: Sequence[LedgerInfo],
+    slowest_mark_delete: Position | None,
+    policy: RetentionPolicy,
+    now_ms: int,
+) -> list[int]:
+    """Ids of the ledgers to delete, oldest first. `ledgers` is the whole list in order."""
+    if policy.time_minutes < 0 and policy.size_mb < 0:
+        return []
+    total_size = sum(info.size_bytes for info in ledgers)
+    retention_ms = policy.time_minutes * 60_000
+    out: list[int] = []
+    size_to_delete = 0
+    for info in ledgers[:-1]:  # the current (last) ledger is never deleted
+        if info.timestamp_ms == 0:
+            break  # still open
+        consumed = slowest_mark_delete is None or info.last_position <= slowest_mark_delete
+        if not consumed:
+            break
+        expired = policy.time_minutes >= 0 and now_ms - info.timestamp_ms >= retention_ms
+        over_size = policy.size_mb >= 0 and total_size - size_to_delete >= policy.size_mb * MB
+        if not (expired or over_size):
+            break
+        out.append(info.ledger_id)
+        size_to_delete += info.size_bytes
+    return out
+
+
+def spec_of(meta: LedgerMetadata) -> LedgerSpec:
+    return LedgerSpec(meta.ledger_id, tuple(meta.ensemble), meta.write_quorum, meta.ack_quorum)
+
+
+DELETING = "deleting"  # ManagedLedgerMetadata property: ledger ids removed but not yet deleted
+
+
+def deleting_ids(properties: Mapping[str, str]) -> list[int]:
+    text = properties.get(DELETING, "")
+    return [int(x) for x in text.split(",") if x]
+
+
+def _with_deleting(properties: Mapping[str, str], ids: Sequence[int]) -> dict[str, str]:
+    out = dict(properties)
+    if ids:
+        out[DELETING] = ",".join(str(i) for i in sorted(set(ids)))
+    else:
+        out.pop(DELETING, None)
+    return out
+
+
+async def trim(ml: ManagedLedger) -> None:
+    """Delete the ledgers retention allows, following the persisted cursors."""
+    async with ml.trim_lock:
+        if ml.is_fenced:
+            return
+        ids = ledgers_to_delete(
+            list(ml.ledger_list), ml.slowest_durable_mark_delete(), ml.config.retention, ml.clock.now_ms()
+        )
+        if not ids:
+            return
+        if ml.config.dedup_enabled:
+            # The dedup replay after a restart starts at the snapshot: cover what we delete.
+            await ml.snapshot_dedup()
+        await remove_ledgers(ml, ids)
+
+
+async def remove_ledgers(ml: ManagedLedger, ids: Sequence[int]) -> None:
+    """Take ids out of the list and record them as `deleting` (one CAS), then delete them."""
+    async with ml.meta_lock:
+        meta = ml.meta
+        updated = replace(
+            meta,
+            ledger_ids=tuple(i for i in meta.ledger_ids if i not in ids),
+            properties=_with_deleting(meta.properties, [*deleting_ids(meta.properties), *ids]),
+        )
+        ml.meta = await ml.call_store(ml.store.update_managed_ledger, updated)
+    for ledger_id in ids:
+        ml.ledger_list.remove(ledger_id)
+    await finish_deletions(ml)
+
+
+async def finish_deletions(ml: ManagedLedger) -> None:
+    """Delete every ledger listed under `deleting`: bookie ledger, then its metadata; then clear
+    the property. Idempotent, so a crash at any step is repaired by running it again."""
+    ids = deleting_ids(ml.meta.properties)
+    if not ids:
+        return
+    for ledger_id in ids:
+        try:
+            meta = await ml.call_store(ml.store.get_ledger, ledger_id)
+        except NotFoundError:
+            continue  # metadata goes last: its bookie ledger is already deleted
+        try:
+            await ml.client.delete_ledger(spec_of(meta))
+        except BookieError as exc:
+            raise ManagedLedgerWriteError(f"{ml.name}: cannot delete ledger {ledger_id}: {exc}") from exc
+        with contextlib.suppress(NotFoundError):
+            await ml.call_store(ml.store.delete_ledger, ledger_id)
+    async with ml.meta_lock:
+        remaining = [i for i in deleting_ids(ml.meta.properties) if i not in ids]
+        updated = replace(ml.meta, properties=_with_deleting(ml.meta.properties, remaining))
+        ml.meta = await ml.call_store(ml.store.update_managed_ledger, updated)
