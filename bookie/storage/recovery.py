@@ -153,6 +153,9 @@ def recover(segments: SegmentFiles, index: EntryIndex) -> Recovered:
     ):
         log.warning("an index file failed its checks: rebuilding the index from the log")
         checkpoint = None
+    if checkpoint is not None and not _checkpoint_within_log(segments, checkpoint.segment, checkpoint.offset):
+        log.warning("the index checkpoint points past the end of the log: rebuilding the index")
+        checkpoint = None
     resolve_generations(segments, index, use_index=checkpoint is not None)
     if checkpoint is None:
         if segments.list():
@@ -169,6 +172,15 @@ def recover(segments: SegmentFiles, index: EntryIndex) -> Recovered:
         if ledger_id not in ledgers:
             index.remove(ledger_id)  # its DELETE was applied but the file outlived a crash
     return result
+
+
+def _checkpoint_within_log(segments: SegmentFiles, segment: int, offset: int) -> bool:
+    """False when the log was cut below the checkpoint (damage): what the index vouches for is gone."""
+    try:
+        size = segments.path(segment, 0).stat().st_size
+    except FileNotFoundError:
+        return False  # the checkpoint's segment is created before the checkpoint and never collected
+    return size >= offset
 
 
 def _replay(

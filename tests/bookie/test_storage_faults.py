@@ -1,0 +1,213 @@
+"""Fault table for the storage engine: real files torn, garbled or removed, then a restart.
+
+Each row damages the data directory of an engine that wrote entries 0..9 of ledger 1 and states
+which entries must survive. After every recovery the engine must start, never serve a damaged
+entry, accept new adds, and keep them across another restart.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bookie.errors import BookieError, NoSuchEntryError, NoSuchLedgerError
+from bookie.storage.engine import LedgerStorage, StorageConfig
+from bookie.storage.records import RECORD_HEADER_SIZE, SEGMENT_HEADER_SIZE
+
+PAYLOAD_BYTES = 1000
+RECORD_BYTES = RECORD_HEADER_SIZE + PAYLOAD_BYTES
+ENTRIES = 10
+
+
+def payload(entry_id: int) -> bytes:
+    return bytes([entry_id % 251]) * PAYLOAD_BYTES
+
+
+async def open_storage(path: Path, journal_max_size_bytes: int = 1 << 20) -> LedgerStorage:
+    config = StorageConfig(
+        path, journal_max_size_bytes=journal_max_size_bytes, disk_check_interval_s=3600, gc_interval_s=3600
+    )
+    storage = LedgerStorage(config, disk_usage=lambda _p: 0.1)
+    await storage.start()
+    return storage
+
+
+def only_segment(path: Path) -> Path:
+    files = sorted((path / "journal").glob("*.log"))
+    assert len(files) == 1, files
+    return files[0]
+
+
+def record_end(k: int) -> int:
+    """Offset just past entry k's record in the first segment."""
+    return SEGMENT_HEADER_SIZE + (k + 1) * RECORD_BYTES
+
+
+def truncate_to(size: int) -> Callable[[Path], None]:
+    def damage(path: Path) -> None:
+        os.truncate(only_segment(path), size)
+
+    return damage
+
+
+def append(data: bytes) -> Callable[[Path], None]:
+    def damage(path: Path) -> None:
+        with open(only_segment(path), "ab") as f:
+            f.write(data)
+
+    return damage
+
+
+def zero_page(offset: int) -> Callable[[Path], None]:
+    def damage(path: Path) -> None:
+        with open(only_segment(path), "r+b") as f:
+            f.seek(offset)
+            f.write(bytes(4096))
+
+    return damage
+
+
+def overwrite(file: Path, offset: int, data: bytes) -> None:
+    with open(file, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+
+
+def remove_index(path: Path) -> None:
+    for file in (path / "index").iterdir():
+        file.unlink()
+
+
+def garble_index_file(path: Path) -> None:
+    with open(path / "index" / f"{1:016x}.idx", "r+b") as f:
+        f.write(b"garbage!")
+
+
+def truncate_index_file(path: Path) -> None:
+    os.truncate(path / "index" / f"{1:016x}.idx", 40)
+
+
+def garble_checkpoint(path: Path) -> None:
+    with open(path / "index" / "CHECKPOINT", "r+b") as f:
+        f.seek(14)
+        f.write(b"\xff\xff")
+
+
+def remove_checkpoint(path: Path) -> None:
+    (path / "index" / "CHECKPOINT").unlink()
+
+
+ALL = list(range(ENTRIES))
+# Records end at 16 + 1034 * (k + 1); the page [4096, 8192) cuts entry 3's record (3118..4152).
+FAULTS: list[tuple[str, bool, Callable[[Path], None], list[int]]] = [
+    # name, crashed (no close), damage, entries that survive
+    ("empty journal file", True, truncate_to(0), []),
+    ("header only", True, truncate_to(SEGMENT_HEADER_SIZE), []),
+    ("torn segment header", True, truncate_to(7), []),
+    ("torn length", True, truncate_to(record_end(8) + 2), ALL[:9]),
+    ("torn record header", True, truncate_to(record_end(8) + 20), ALL[:9]),
+    ("torn payload", True, truncate_to(record_end(8) + RECORD_HEADER_SIZE + 500), ALL[:9]),
+    ("garbage tail", True, append(os.urandom(3000)), ALL),
+    ("zero tail", True, append(bytes(8192)), ALL),
+    ("zeroed page in the middle", True, zero_page(4096), ALL[:3]),
+    ("torn payload after clean close", False, truncate_to(record_end(6) + 100), ALL[:7]),
+    ("missing index", False, remove_index, ALL),
+    ("missing index after crash", True, remove_index, ALL),
+    ("damaged index file", False, garble_index_file, ALL),
+    ("truncated index file", False, truncate_index_file, ALL),
+    ("damaged checkpoint", False, garble_checkpoint, ALL),
+    ("missing checkpoint", False, remove_checkpoint, ALL),
+]
+
+
+@pytest.mark.parametrize(("name", "crashed", "damage", "survivors"), FAULTS, ids=[row[0] for row in FAULTS])
+async def test_fault_table(
+    tmp_path: Path, name: str, crashed: bool, damage: Callable[[Path], None], survivors: list[int]
+) -> None:
+    storage = await open_storage(tmp_path)
+    for entry_id in range(ENTRIES):
+        await storage.add_entry(1, entry_id, entry_id - 1, payload(entry_id))
+    if crashed:
+        storage.abandon()
+    else:
+        await storage.close()
+    damage(tmp_path)
+
+    storage = await open_storage(tmp_path)
+    try:
+        assert_survivors(storage, survivors)
+        # The log continues: new adds land after the recovered end and survive a crash.
+        next_id = survivors[-1] + 1 if survivors else 0
+        await storage.add_entry(1, next_id, next_id - 1, payload(next_id))
+        await storage.add_entry(2, 0, -1, b"other ledger")
+    finally:
+        storage.abandon()
+    storage = await open_storage(tmp_path)
+    try:
+        assert_survivors(storage, [*survivors, next_id])
+        assert storage.read_entry(2, 0) == b"other ledger"
+    finally:
+        await storage.close()
+
+
+def assert_survivors(storage: LedgerStorage, survivors: list[int]) -> None:
+    for entry_id in range(ENTRIES + 1):
+        if entry_id in survivors:
+            assert storage.read_entry(1, entry_id) == payload(entry_id)
+        else:
+            with pytest.raises((NoSuchEntryError, NoSuchLedgerError)):
+                storage.read_entry(1, entry_id)
+    if survivors:
+        assert storage.last_entry_id(1) == survivors[-1]
+        assert storage.read_last_add_confirmed(1) == survivors[-1] - 1
+
+
+async def test_damage_in_a_sealed_segment_skips_only_that_segment(tmp_path: Path) -> None:
+    storage = await open_storage(tmp_path, journal_max_size_bytes=4096)
+    for entry_id in range(12):  # 4 records per segment: entries 0-3, 4-7, 8-11
+        await storage.add_entry(1, entry_id, entry_id - 1, payload(entry_id))
+    storage.abandon()
+    (tmp_path / "index" / "CHECKPOINT").unlink()  # force a replay of every segment
+    second = sorted((tmp_path / "journal").glob("*.log"))[1]
+    overwrite(second, record_end(0) + 40, b"\x00garbled\x00")  # inside entry 5's record
+    storage = await open_storage(tmp_path, journal_max_size_bytes=4096)
+    try:
+        assert storage.recovery_report["skipped"]
+        assert storage.read_entry(1, 4) == payload(4)  # before the damage in segment 2
+        for entry_id in (5, 6, 7):  # garbled, or after it in the same segment
+            with pytest.raises((NoSuchEntryError, BookieError)):
+                storage.read_entry(1, entry_id)
+        for entry_id in [*range(4), *range(8, 12)]:  # the other segments are intact
+            assert storage.read_entry(1, entry_id) == payload(entry_id)
+    finally:
+        await storage.close()
+
+
+async def test_corrupt_record_is_never_served(tmp_path: Path) -> None:
+    storage = await open_storage(tmp_path)
+    for entry_id in range(3):
+        await storage.add_entry(1, entry_id, entry_id - 1, payload(entry_id))
+    await storage.close()
+    # Flip one payload byte of entry 1 in place: the index still points at it.
+    overwrite(only_segment(tmp_path), record_end(0) + RECORD_HEADER_SIZE + 10, b"\xee")
+    storage = await open_storage(tmp_path)
+    try:
+        assert storage.read_entry(1, 0) == payload(0)
+        with pytest.raises(BookieError) as info:
+            storage.read_entry(1, 1)
+        assert info.value.code.name == "CORRUPT"
+        assert storage.read_entry(1, 2) == payload(2)
+    finally:
+        await storage.close()
+
+
+async def test_second_engine_on_the_same_directory_is_refused(tmp_path: Path) -> None:
+    storage = await open_storage(tmp_path)
+    try:
+        with pytest.raises(BookieError):
+            await open_storage(tmp_path)
+    finally:
+        await storage.close()
