@@ -237,7 +237,14 @@ class MetadataStore(Protocol):
         """Policies set on a scope: a topic `t/n/x` or a namespace `t/n`. Missing -> {}."""
         ...
 
-    def set_policies(self, scope: str, policies: dict[str, Any]) -> None: ...
+    def set_policies(self, scope: str, policies: dict[str, Any]) -> None:
+        """Replace every policy of the scope (last writer wins: prefer update_policies)."""
+        ...
+
+    def update_policies(self, scope: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge `changes` into the scope's policies atomically (a value None removes that key);
+        concurrent updates of different keys never lose each other. Returns the result."""
+        ...
 
     # --- compaction -------------------------------------------------------------------------
     def get_compaction(self, topic: str) -> CompactionState:

@@ -9,6 +9,7 @@ atomic, as one SQL transaction is; nothing survives the process.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -277,6 +278,12 @@ class InMemoryMetadataStore:
     def set_policies(self, scope: str, policies: dict[str, Any]) -> None:
         with self._lock:
             self._policies[scope] = records.freeze(records.thaw(policies))
+
+    def update_policies(self, scope: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            merged = records.merge_policies(records.thaw(self._policies.get(scope, {})), changes)
+            self._policies[scope] = records.freeze(merged)
+            return records.thaw(merged)  # type: ignore[no-any-return]
 
     # --- compaction -------------------------------------------------------------------------
     def get_compaction(self, topic: str) -> CompactionState:

@@ -122,6 +122,17 @@ def topic(rec: TopicMetadata) -> TopicMetadata:
     return replace(rec, partitions=int(rec.partitions))
 
 
+def merge_policies(current: dict[str, Any], changes: Mapping[str, Any]) -> dict[str, Any]:
+    """`current` with `changes` applied: a None value removes its key."""
+    merged = dict(current)
+    for key, value in changes.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = thaw(value)
+    return merged
+
+
 def split_namespace(namespace: str) -> tuple[str, str]:
     """`tenant/namespace` -> (tenant, namespace); ValueError on anything else."""
     parts = namespace.split("/")

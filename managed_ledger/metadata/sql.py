@@ -16,7 +16,7 @@ and acks.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -54,6 +54,12 @@ from managed_ledger.metadata.rows import (
     TENANTS,
     TOPICS,
 )
+
+POLICY_UPDATE_ATTEMPTS = 20
+
+
+class _PolicyRace(BadVersionError):
+    """Two first writers of a scope's policies raced on the insert; the loser retries."""
 
 
 class SqlMetadataStore:
@@ -366,6 +372,31 @@ class SqlMetadataStore:
         )
         with self._write() as conn:
             conn.execute(stmt)
+
+    def update_policies(self, scope: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Read-merge-CAS, retried when another writer got in between (never a lost update)."""
+        for _ in range(POLICY_UPDATE_ATTEMPTS):
+            try:
+                merged = self._try_update_policies(scope, changes)
+            except _PolicyRace:
+                continue
+            if merged is not None:
+                return merged
+        raise BadVersionError(f"policies of {scope}: still contended after {POLICY_UPDATE_ATTEMPTS} attempts")
+
+    def _try_update_policies(self, scope: str, changes: Mapping[str, Any]) -> dict[str, Any] | None:
+        """One attempt; None when another writer moved the version on since our read."""
+        with self._write(_PolicyRace()) as conn:
+            where = POLICIES.c.scope == scope
+            row = conn.execute(select(POLICIES.c.policies, POLICIES.c.version).where(where)).first()
+            merged = records.merge_policies(dict(row[0]) if row else {}, changes)
+            if row is None:
+                conn.execute(insert(POLICIES).values(scope=scope, policies=merged, version=1))
+                return merged
+            stmt = update(POLICIES).where(where, POLICIES.c.version == row[1])
+            if conn.execute(stmt.values(policies=merged, version=row[1] + 1)).rowcount == 1:
+                return merged
+        return None
 
     # --- compaction -------------------------------------------------------------------------
     def get_compaction(self, topic: str) -> CompactionState:

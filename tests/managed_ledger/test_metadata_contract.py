@@ -413,3 +413,27 @@ def test_records_are_deep_immutable_and_plain(store: MetadataStore) -> None:
     assert pickle.loads(pickle.dumps(cursor)) == cursor
     assert copy.deepcopy(cursor) == cursor
     assert store.list_cursors("ml") == [cursor]
+
+
+def test_update_policies_merges_and_removes(store: MetadataStore) -> None:
+    assert store.update_policies("public/default/t", {"a": 1, "b": {"x": [1]}}) == {"a": 1, "b": {"x": [1]}}
+    assert store.update_policies("public/default/t", {"a": None, "c": True}) == {"b": {"x": [1]}, "c": True}
+    assert store.get_policies("public/default/t") == {"b": {"x": [1]}, "c": True}
+    assert store.update_policies("public/default/empty", {"gone": None}) == {}
+
+
+def test_concurrent_update_policies_of_different_keys_lose_nothing(opener: Opener) -> None:
+    stores = [opener(), opener()]
+    barrier = threading.Barrier(4)
+
+    def writer(s: MetadataStore, prefix: str) -> None:
+        barrier.wait(timeout=10)
+        for i in range(10):
+            s.update_policies("public/default", {f"{prefix}{i}": i})
+
+    threads = [threading.Thread(target=writer, args=(stores[n % 2], f"w{n}-")) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert stores[0].get_policies("public/default") == {f"w{n}-{i}": i for n in range(4) for i in range(10)}
