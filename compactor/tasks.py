@@ -1,0 +1,268 @@
+"""What Spark tasks run on the executors: read ledger ranges from the bookies, decode, pre-aggregate.
+
+This module imports no PySpark (only PyArrow, msgpack and Quire's bookie client), so executors
+need nothing but the zip of Quire's packages the driver ships. Functions here are closed over
+plain values (`TaskPlan`) and pickled to the executors with the job.
+
+Read stage (`read_partition`, one task per few ledger ranges): each task reads its ranges in big
+chunks through its own ledger client inside `asyncio.run`, decodes each entry with one msgpack
+call, and keeps the newest message per key seen in its ranges (the map-side half of the
+latest-per-key aggregation: ranges are read in id order, so the last one seen wins). Per message
+that is a dict store; rows are encoded only for each task's survivors. Output rows (READ_SCHEMA):
+
+    key        string   the message key; null for key-less messages and the task's stats row
+    solo       string   null for keyed rows; unique per key-less message / stats row, so that
+                        grouping by (key, solo) keeps them apart
+    ledger, entry, batch_index   the message id (-1, -1, -1 for the stats row)
+    tombstone  bool     the newest value is empty (the key is deleted); true for the stats row
+    payload    binary   the message as one kind-1 row (msgpack), null for tombstones and stats
+    messages   int64    input messages this row accounts for: 0, or the task's total (stats row)
+
+Pack stage (`pack_partition`, after the global sort by id): consecutive survivors are joined
+into compacted entries without decoding them (kind-1 header + msgpack array header + rows), at
+most `max_messages` rows and about `max_bytes` each. Output rows (PACK_SCHEMA): payload, count,
+messages_in (non-zero only on each partition's last row).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+import pyarrow as pa
+
+from bookie.api import LedgerClient
+from bookie.errors import NoSuchLedgerError
+from bookie.types import LedgerSpec
+from managed_ledger.entry_format import KIND_COMPACTED, KIND_TOPIC, MAGIC, VERSION
+
+ClientFactory = Callable[[], LedgerClient]
+
+RANGE_SCHEMA = pa.schema(
+    [
+        ("ledger_id", pa.int64()),
+        ("ensemble", pa.string()),  # comma-separated host:port
+        ("write_quorum", pa.int32()),
+        ("ack_quorum", pa.int32()),
+        ("first_entry_id", pa.int64()),
+        ("last_entry_id", pa.int64()),
+        ("compacted", pa.bool_()),
+        ("entries_per_read", pa.int64()),
+    ]
+)
+READ_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("solo", pa.string()),
+        ("ledger", pa.int64()),
+        ("entry", pa.int64()),
+        ("batch_index", pa.int32()),
+        ("tombstone", pa.bool_()),
+        ("payload", pa.binary()),
+        ("messages", pa.int64()),
+    ]
+)
+PACK_SCHEMA = pa.schema([("payload", pa.binary()), ("count", pa.int64()), ("messages_in", pa.int64())])
+# the same schemas as Spark DDL, for mapInArrow's return type
+READ_DDL = (
+    "key string, solo string, ledger long, entry long, batch_index int, tombstone boolean, "
+    "payload binary, messages long"
+)
+PACK_DDL = "payload binary, count long, messages_in long"
+OUTPUT_ROWS_PER_BATCH = 8_192
+_COMPACTED_HEADER = bytes((MAGIC, VERSION, KIND_COMPACTED))
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPlan:
+    """Plain values a task needs besides its ranges (pickled with the task's function)."""
+
+    old_horizon: tuple[int, int, int] | None
+    new_horizon: tuple[int, int, int] | None
+    keep_keyless: bool
+    client_factory: ClientFactory
+
+
+class _Latest:
+    """The newest message per key among what one task read, plus key-less ones and a count."""
+
+    def __init__(self, keep_keyless: bool) -> None:
+        self.by_key: dict[str, tuple[int, int, int, int, Any, list[Any]]] = {}
+        self.keyless: list[tuple[int, int, int, int, Any, list[Any]]] = []
+        self.keep_keyless = keep_keyless
+        self.messages = 0
+
+    def add_topic_rows(
+        self, lid: int, eid: int, pt: int, prod: Any, rows: list[Any], lo: int, hi: int
+    ) -> None:
+        """Rows lo..hi-1 of a topic batch (row = [key, value, properties, event_time, seq])."""
+        by_key = self.by_key
+        self.messages += hi - lo
+        for i in range(lo, hi):
+            row = rows[i]
+            key = row[0]
+            if key is None:
+                if self.keep_keyless:
+                    self.keyless.append((lid, eid, i, pt, prod, row))
+            else:
+                by_key[key] = (lid, eid, i, pt, prod, row)
+
+    def add_compacted_rows(self, rows: list[Any]) -> None:
+        """Rows of a compacted batch: [ledger, entry, batch_index, publish_time, producer, key, ...]."""
+        self.messages += len(rows)
+        for r in rows:
+            item = (r[0], r[1], r[2], r[3], r[4], r[5:])
+            if r[5] is None:
+                if self.keep_keyless:
+                    self.keyless.append(item)
+            else:
+                self.by_key[r[5]] = item
+
+
+def _window(plan: TaskPlan, lid: int, eid: int, n: int) -> tuple[int, int]:
+    """Rows of entry (lid, eid) inside (old, new horizon]; horizons fall on entry ends, but a
+    plan never relies on it."""
+    lo, hi = 0, n
+    old, new = plan.old_horizon, plan.new_horizon
+    if old is not None and (lid, eid) == (old[0], old[1]):
+        lo = old[2] + 1
+    if new is not None and (lid, eid) == (new[0], new[1]):
+        hi = min(n, new[2] + 1)
+    return lo, hi
+
+
+async def _read_range(client: LedgerClient, plan: TaskPlan, r: dict[str, Any], latest: _Latest) -> None:
+    spec = LedgerSpec(r["ledger_id"], tuple(r["ensemble"].split(",")), r["write_quorum"], r["ack_quorum"])
+    lid, compacted, step = spec.ledger_id, r["compacted"], max(1, r["entries_per_read"])
+    unpackb = msgpack.unpackb
+    first, last = r["first_entry_id"], r["last_entry_id"]
+    pending: asyncio.Future[list[bytes]] | None = asyncio.ensure_future(
+        client.read_entries(spec, first, min(first + step - 1, last))
+    )
+    while pending is not None:
+        try:
+            payloads = await pending
+        except NoSuchLedgerError:
+            if compacted:
+                raise
+            return  # trimmed by retention while we read: its data is gone from the view too
+        start = first
+        first += len(payloads)
+        # ask for the next chunk before decoding this one, so the bookie works meanwhile
+        nxt = min(first + step - 1, last)
+        pending = asyncio.ensure_future(client.read_entries(spec, first, nxt)) if first <= last else None
+        for eid, payload in enumerate(payloads, start=start):
+            if payload[0] != MAGIC or payload[1] != VERSION:
+                raise ValueError(f"entry {lid}:{eid} is not a Quire entry of version {VERSION}")
+            body = unpackb(memoryview(payload)[3:], raw=False, strict_map_key=False)
+            if payload[2] == KIND_TOPIC:
+                lo, hi = _window(plan, lid, eid, len(body[2]))
+                latest.add_topic_rows(lid, eid, body[0], body[1], body[2], lo, hi)
+            else:
+                latest.add_compacted_rows(body)
+
+
+async def _read_all(plan: TaskPlan, ranges: list[dict[str, Any]]) -> _Latest:
+    latest = _Latest(plan.keep_keyless)
+    client = plan.client_factory()
+    try:
+        # the previous compacted ledger first: its ids are all below the topic's new messages, so
+        # "last seen wins" holds even when a topic ledger's id is below the compacted ledger's
+        for r in sorted(ranges, key=lambda r: (not r["compacted"], r["ledger_id"], r["first_entry_id"])):
+            await _read_range(client, plan, r, latest)
+    finally:
+        await client.close()
+    return latest
+
+
+def _rows(latest: _Latest, stats_solo: str) -> Iterator[tuple[Any, ...]]:
+    """(key, solo, ledger, entry, batch_index, tombstone, payload, messages) per output row."""
+    packb = msgpack.packb
+    yield (None, stats_solo, -1, -1, -1, True, None, latest.messages)
+    for key, (lid, eid, i, pt, prod, row) in latest.by_key.items():
+        if len(row[1]) == 0:
+            yield (key, None, lid, eid, i, True, None, 0)
+        else:
+            yield (key, None, lid, eid, i, False, packb([lid, eid, i, pt, prod, *row], use_bin_type=True), 0)
+    for lid, eid, i, pt, prod, row in latest.keyless:
+        payload = packb([lid, eid, i, pt, prod, *row], use_bin_type=True)
+        yield (None, f"{lid}:{eid}:{i}", lid, eid, i, False, payload, 0)
+
+
+def _batches(rows: Iterator[tuple[Any, ...]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    chunk: list[tuple[Any, ...]] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= OUTPUT_ROWS_PER_BATCH:
+            yield _to_batch(chunk, schema)
+            chunk = []
+    if chunk:
+        yield _to_batch(chunk, schema)
+
+
+def _to_batch(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.RecordBatch:
+    columns = list(zip(*rows, strict=True))
+    return pa.RecordBatch.from_arrays(
+        [pa.array(col, type=f.type) for col, f in zip(columns, schema, strict=True)], schema=schema
+    )
+
+
+def read_partition(plan: TaskPlan) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The read stage's function for `DataFrame.mapInArrow` (RANGE_SCHEMA -> READ_SCHEMA)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        ranges = [r for b in batches for r in b.to_pylist()]
+        if not ranges:
+            return
+        latest = asyncio.run(_read_all(plan, ranges))
+        first = min(ranges, key=lambda r: (r["ledger_id"], r["first_entry_id"]))
+        stats_solo = f"stats:{first['ledger_id']}:{first['first_entry_id']}"  # ranges never overlap
+        yield from _batches(_rows(latest, stats_solo), READ_SCHEMA)
+
+    return run
+
+
+def array_header(n: int) -> bytes:
+    """MessagePack array header for n items (fixarray, array 16 or array 32)."""
+    if n < 16:
+        return bytes((0x90 | n,))
+    if n < 1 << 16:
+        return b"\xdc" + struct.pack(">H", n)
+    return b"\xdd" + struct.pack(">I", n)
+
+
+def pack_partition(
+    max_messages: int, max_bytes: int
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The pack stage's function for `mapInArrow` (sorted survivors -> PACK_SCHEMA)."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows: list[bytes] = []
+        size = messages_in = 0
+        out: list[tuple[Any, ...]] = []
+        for b in batches:
+            payloads = b.column("payload").to_pylist()
+            tombstones = b.column("tombstone").to_pylist()
+            counts = b.column("messages").to_pylist()
+            for payload, tombstone, n in zip(payloads, tombstones, counts, strict=True):
+                messages_in += n
+                if tombstone or payload is None:
+                    continue
+                if rows and (len(rows) >= max_messages or size + len(payload) > max_bytes):
+                    out.append((_COMPACTED_HEADER + array_header(len(rows)) + b"".join(rows), len(rows), 0))
+                    rows, size = [], 0
+                rows.append(payload)
+                size += len(payload)
+            if len(out) >= 4:
+                yield _to_batch(out, PACK_SCHEMA)
+                out = []
+        if rows:
+            out.append((_COMPACTED_HEADER + array_header(len(rows)) + b"".join(rows), len(rows), 0))
+        out.append((None, 0, messages_in))
+        yield _to_batch(out, PACK_SCHEMA)
+
+    return run
