@@ -3,8 +3,8 @@
 Candidates are the closed ledgers wholly at or before the slowest durable cursor's persisted
 mark-delete position (with no durable cursor, every closed ledger), never the last ledger of the
 list (the current one). Oldest first, a candidate is deleted while it is past the retention
-time or the data that would remain is still at or over the retention size; the first one that
-is neither stops the walk, so what remains is always a suffix of the list.
+time or the data that would remain without it is still at least the retention size; the first
+one that is neither stops the walk, so what remains is always a suffix of the list.
 
 -1 means unlimited for either limit; 0 with 0 means "delete as soon as consumed" (Pulsar's
 default). Non-durable readers are not cursors here, so they never hold data.
@@ -57,7 +57,9 @@ def ledgers_to_delete(
         if not consumed:
             break
         expired = policy.time_minutes >= 0 and now_ms - info.timestamp_ms >= retention_ms
-        over_size = policy.size_mb >= 0 and total_size - size_to_delete >= policy.size_mb * MB
+        # Retention size is what must remain: delete only if at least that much is left after.
+        remaining = total_size - size_to_delete - info.size_bytes
+        over_size = policy.size_mb >= 0 and remaining >= policy.size_mb * MB
         if not (expired or over_size):
             break
         out.append(info.ledger_id)

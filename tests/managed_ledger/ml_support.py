@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from bookie.api import LedgerClient
 from bookie.memory import InMemoryLedgerClient
@@ -50,3 +51,25 @@ class Env:
 
     def factory(self) -> ManagedLedgerFactory:
         return ManagedLedgerFactory(self.client, self.store, self.bookies, clock=self.clock, timers=False)
+
+
+class CountingStore:
+    """Wraps a store and counts the calls of each method (the in-memory store has no SQL)."""
+
+    def __init__(self, inner: MetadataStore) -> None:
+        self.inner = inner
+        self.calls: dict[str, int] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.inner, name)
+        if not callable(attr):
+            return attr
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return attr(*args, **kwargs)
+
+        return counted
+
+    def total(self) -> int:
+        return sum(self.calls.values())
