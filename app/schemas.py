@@ -115,6 +115,11 @@ class SubscriptionRequest(BaseModel):
     ack_timeout_ms: int | None = Field(None, gt=0, examples=[30000], description="default: the broker's")
 
 
+class SubscriptionCreated(BaseModel):
+    subscription: str = Field(examples=["sub-a"])
+    created: bool = Field(description="false: it was already there (and is unchanged)")
+
+
 class AckRequest(BaseModel):
     """Either `message_ids` (individual acks) or `cumulative` (everything up to that id)."""
 

@@ -8,11 +8,10 @@ built; the service connects in its `start()` (run by the app's lifespan) or on f
 
 from __future__ import annotations
 
-from typing import Any
-
 from app.codec import Limits
 from app.settings import Settings
 from topics.api import TopicsApi
+from topics.config import TopicsConfig
 
 
 def limits_from(settings: Settings) -> Limits:
@@ -25,20 +24,24 @@ def limits_from(settings: Settings) -> Limits:
     )
 
 
-def managed_ledger_config(settings: Settings) -> Any:
-    from managed_ledger.api import ManagedLedgerConfig, RetentionPolicy, RolloverPolicy
-
-    return ManagedLedgerConfig(
-        rollover=RolloverPolicy(
-            max_entries=settings.max_entries_per_ledger,
-            max_size_bytes=settings.max_size_per_ledger_bytes,
-            max_rollover_time_ms=settings.max_rollover_time_ms,
-            min_rollover_time_ms=settings.min_rollover_time_ms,
-        ),
-        retention=RetentionPolicy(
-            time_minutes=settings.retention_time_minutes, size_mb=settings.retention_size_mb
-        ),
-        dedup_enabled=settings.deduplication_enabled,
+def topics_config(settings: Settings) -> TopicsConfig:
+    return TopicsConfig(
+        allow_auto_topic_creation=settings.allow_auto_topic_creation,
+        max_message_size_bytes=settings.max_message_size_bytes,
+        max_batch_size_bytes=settings.max_batch_size_bytes,
+        max_batch_messages=settings.max_batch_messages,
+        max_wait_ms=settings.max_wait_ms,
+        max_messages_per_read=settings.max_messages_per_read,
+        default_ack_timeout_ms=settings.default_ack_timeout_ms,
+        retention_time_minutes=settings.retention_time_minutes,
+        retention_size_mb=settings.retention_size_mb,
+        compaction_threshold_bytes=settings.compaction_threshold_bytes,
+        deduplication_enabled=settings.deduplication_enabled,
+        max_entries_per_ledger=settings.max_entries_per_ledger,
+        max_size_per_ledger_bytes=settings.max_size_per_ledger_bytes,
+        min_rollover_time_ms=settings.min_rollover_time_ms,
+        max_rollover_time_ms=settings.max_rollover_time_ms,
+        keyless_compaction_policy=settings.keyless_compaction_policy,
         ensemble_size=settings.ensemble_size,
         write_quorum=settings.write_quorum,
         ack_quorum=settings.ack_quorum,
@@ -47,26 +50,20 @@ def managed_ledger_config(settings: Settings) -> Any:
 
 
 def bootstrap(settings: Settings) -> TopicsApi:
-    """The real TopicService over PostgreSQL/SQLite metadata and the bookies in the settings."""
+    """The real TopicService over the SQL metadata store and the bookies in the settings.
+
+    Opening the metadata store upgrades its schema to head (or, with auto_migrate off, refuses a
+    schema that is behind); the bookie client connects lazily on first use.
+    """
     # Imported here, not at module level: importing app.wiring must stay cheap and side-effect
     # free (the OpenAPI export and the unit tests never build the real stack).
-    from managed_ledger.factory import ManagedLedgerFactory
-    from topics.service import TopicsConfig, TopicService
-
     from bookie.client import BookieClientConfig, BookieLedgerClient
+    from managed_ledger.factory import ManagedLedgerFactory
     from managed_ledger.metadata.sql import SqlMetadataStore
+    from topics.service import TopicService
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    metadata = SqlMetadataStore(settings.effective_database_url)
-    ledgers = BookieLedgerClient(BookieClientConfig(max_frame_bytes=settings.bookie_max_frame_bytes))
-    factory = ManagedLedgerFactory(metadata, ledgers, bookies=settings.effective_bookies)
-    config = TopicsConfig(
-        managed_ledger=managed_ledger_config(settings),
-        allow_auto_topic_creation=settings.allow_auto_topic_creation,
-        max_message_size_bytes=settings.max_message_size_bytes,
-        max_wait_ms=settings.max_wait_ms,
-        default_ack_timeout_ms=settings.default_ack_timeout_ms,
-        compaction_threshold_bytes=settings.compaction_threshold_bytes,
-    )
-    service: TopicsApi = TopicService(metadata, factory, config)
-    return service
+    store = SqlMetadataStore(settings.effective_database_url, auto_upgrade=settings.auto_migrate)
+    client = BookieLedgerClient(BookieClientConfig(max_frame_bytes=settings.bookie_max_frame_bytes))
+    factory = ManagedLedgerFactory(client, store, settings.effective_bookies)
+    return TopicService(store, factory, client, topics_config(settings))

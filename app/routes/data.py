@@ -104,10 +104,9 @@ def _subscription_routes(router: APIRouter, topics: TopicsApi, limits: Limits, m
         "/subscriptions/{subscription}",
         operation_id="createSubscription",
         summary="Create a durable subscription (201), or find it there already (200)",
-        response_model=None,
+        response_model=schemas.SubscriptionCreated,
         responses={
-            201: {"description": "Created"},
-            200: {"description": "Already there"},
+            200: {"description": "Already there", "model": schemas.SubscriptionCreated},
             **problems(404, 422),
         },
         status_code=201,
@@ -122,7 +121,7 @@ def _subscription_routes(router: APIRouter, topics: TopicsApi, limits: Limits, m
         b = body or schemas.SubscriptionRequest()
         options = SubscriptionOptions(b.initial_position, b.type, b.read_compacted, b.ack_timeout_ms)
         created = await topics.create_subscription(full_name(tenant, namespace, topic), subscription, options)
-        return Response(status_code=201 if created else 200)
+        return json_response({"subscription": subscription, "created": created}, 201 if created else 200)
 
     @router.delete(
         "/subscriptions/{subscription}",

@@ -29,6 +29,7 @@ from .readiness import Readiness
 from .retention_policy import RetentionPolicy
 from .rollover_policy import RolloverPolicy
 from .seek_request import SeekRequest
+from .subscription_created import SubscriptionCreated
 from .subscription_request import SubscriptionRequest
 from .subscription_request_initial_position import SubscriptionRequestInitialPosition
 from .subscription_request_type import SubscriptionRequestType
@@ -68,6 +69,7 @@ __all__ = (
     "RetentionPolicy",
     "RolloverPolicy",
     "SeekRequest",
+    "SubscriptionCreated",
     "SubscriptionRequest",
     "SubscriptionRequestInitialPosition",
     "SubscriptionRequestType",
