@@ -109,6 +109,11 @@ class Subscription:
         self._ready: deque[tuple[int, StoredMessage]] = deque()
         self._entries: dict[Position, _EntryAcks] = {}
         self._compacted_next: list[MessageId | None] = [None] * len(cursors)
+        # Per partition: compacted messages delivered and not yet acked, and the horizon once the
+        # view was read to it. When both say "done", everything up to the horizon is acked:
+        # what compaction removed is never delivered, so nobody would ack it one by one.
+        self._compacted_unacked: list[set[MessageId]] = [set() for _ in cursors]
+        self._compacted_end: list[Position | None] = [None] * len(cursors)
         self._owner: str | None = None
         self._owner_seen_ms = 0
         self._rr = 0
@@ -233,10 +238,13 @@ class Subscription:
                 state = self._entries[m.message_id.position] = _EntryAcks(partition, 0)
             state.count += 1
             self._ready.append((partition, m))
+            self._compacted_unacked[partition].add(m.message_id)
         if len(messages) < wanted:
             # The view is read up to the horizon: the topic continues right after it.
             cursor.rewind(ml.next_position(horizon.position))
             self._compacted_next[partition] = None
+            self._compacted_end[partition] = horizon.position
+            self._finish_compacted(partition)
         else:
             self._compacted_next[partition] = after(messages[-1].message_id)
         return True
@@ -255,6 +263,16 @@ class Subscription:
                 to_ack.setdefault(state.partition, []).append(mid.position)
         for partition, positions in to_ack.items():
             self.cursors[partition].ack(positions)
+        if self.options.read_compacted:
+            for partition, unacked in enumerate(self._compacted_unacked):
+                unacked.difference_update(ids)
+                self._finish_compacted(partition)
+
+    def _finish_compacted(self, partition: int) -> None:
+        end = self._compacted_end[partition]
+        if end is not None and not self._compacted_unacked[partition]:
+            self._compacted_end[partition] = None
+            self.cursors[partition].ack_cumulative(end)
 
     def _forget(self, mid: MessageId) -> int | None:
         """Drop a message from the in-memory queues; its partition when they knew it."""
@@ -305,6 +323,9 @@ class Subscription:
             self._forget(other)
         for position in [p for p, s in self._entries.items() if s.partition == partition and p < pos]:
             del self._entries[position]
+        unacked = self._compacted_unacked[partition]
+        unacked.difference_update([m for m in unacked if m <= mid])
+        self._finish_compacted(partition)
 
     def nack(self, ids: list[MessageId]) -> None:
         for mid in ids:
@@ -320,6 +341,8 @@ class Subscription:
         self._ready.clear()
         self._entries.clear()
         self._compacted_next = [None] * len(self.cursors)
+        self._compacted_unacked = [set() for _ in self.cursors]
+        self._compacted_end = [None] * len(self.cursors)
 
     async def seek_to_message(self, partition: int, mid: MessageId) -> None:
         """Reset one partition's cursor to `mid` (inclusive): earlier messages of its batch count

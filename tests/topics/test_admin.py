@@ -1,0 +1,169 @@
+"""Admin plane: tenants, namespaces, topics, delete/unload, stats, policies, compaction."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from managed_ledger.entry_format import Message
+from managed_ledger.metadata.api import CompactionStatus
+from tests.topics.conftest import Env
+from topics.api import SubscriptionOptions
+from topics.errors import (
+    CompactionConflictError,
+    InvalidArgumentError,
+    InvalidNameError,
+    InvalidPolicyError,
+    NamespaceExistsError,
+    NamespaceNotEmptyError,
+    NamespaceNotFoundError,
+    SubscriptionNotFoundError,
+    TenantExistsError,
+    TenantNotEmptyError,
+    TenantNotFoundError,
+    TopicBusyError,
+    TopicExistsError,
+    TopicNotFoundError,
+)
+from topics.service import TopicService
+
+T = "public/default/admin"
+
+
+async def test_tenants_and_namespaces(svc: TopicService) -> None:
+    assert await svc.list_tenants() == ["public"]
+    assert await svc.list_namespaces("public") == ["public/default"]
+    await svc.create_tenant("acme")
+    with pytest.raises(TenantExistsError):
+        await svc.create_tenant("acme")
+    with pytest.raises(InvalidNameError):
+        await svc.create_tenant("ac me")
+    with pytest.raises(TenantNotFoundError):
+        await svc.create_namespace("ghost/ns")
+    await svc.create_namespace("acme/prod")
+    with pytest.raises(NamespaceExistsError):
+        await svc.create_namespace("acme/prod")
+    await svc.produce("acme/prod/t", None, [Message(b"x")])
+    assert await svc.list_topics("acme/prod") == ["persistent://acme/prod/t"]
+    with pytest.raises(TenantNotEmptyError):
+        await svc.delete_tenant("acme")
+    with pytest.raises(NamespaceNotEmptyError):
+        await svc.delete_namespace("acme/prod")
+    await svc.delete_topic("acme/prod/t")
+    await svc.delete_namespace("acme/prod")
+    await svc.delete_tenant("acme")
+    assert await svc.list_tenants() == ["public"]
+    with pytest.raises(NamespaceNotFoundError):
+        await svc.list_topics("public/nope")
+    with pytest.raises(TenantNotFoundError):
+        await svc.list_namespaces("nope")
+
+
+async def test_create_get_partitions_and_delete(svc: TopicService, env: Env) -> None:
+    await svc.create_topic(T)
+    with pytest.raises(TopicExistsError):
+        await svc.create_topic(T)
+    with pytest.raises(InvalidArgumentError):
+        await svc.create_topic("public/default/many", 10**6)
+    assert await svc.get_partitions(T) == 0
+    with pytest.raises(TopicNotFoundError):
+        await svc.get_partitions("public/default/none")
+    await svc.produce(T, None, [Message(b"a")])
+    await svc.create_subscription(T, "s", SubscriptionOptions())
+    with pytest.raises(TopicBusyError):
+        await svc.delete_topic(T)
+    ledgers_before = set(env.client.ledgers)
+    assert ledgers_before
+    await svc.delete_topic(T, force=True)
+    assert not set(env.client.ledgers) & ledgers_before  # the bookies' ledgers are gone too
+    with pytest.raises(TopicNotFoundError):
+        await svc.stats(T)
+    await svc.produce(T, None, [Message(b"fresh")])  # auto-created anew, empty of the old
+    page = await svc.read(T, "earliest", 10, False, 0)
+    assert [m.value for m in page.messages] == [b"fresh"]
+    with pytest.raises(SubscriptionNotFoundError):
+        await svc.receive(T, "s", 1, 0, None)
+
+
+async def test_unload_rolls_the_ledger(svc: TopicService) -> None:
+    (first,) = await svc.produce(T, None, [Message(b"a")])
+    await svc.unload(T)
+    (second,) = await svc.produce(T, None, [Message(b"b")])
+    assert first.message_id is not None and second.message_id is not None
+    assert second.message_id.ledger_id > first.message_id.ledger_id
+    internal = await svc.internal_stats(T)
+    assert [lg["ledgerId"] for lg in internal["ledgers"]] == [
+        first.message_id.ledger_id,
+        second.message_id.ledger_id,
+    ]
+
+
+async def test_stats_shape(svc: TopicService) -> None:
+    await svc.create_subscription(T, "s", SubscriptionOptions(initial_position="earliest"))
+    await svc.produce(T, None, [Message(b"12345"), Message(b"678", "k")])
+    await svc.receive(T, "s", 1, 0, None)
+    stats = await svc.stats(T)
+    assert stats["msgInCounter"] == 2 and stats["bytesInCounter"] == 9
+    assert stats["storageSize"] > 0 and stats["backlogSize"] == stats["storageSize"]
+    assert stats["subscriptions"] == {"s": {"type": "shared", "msgBacklog": 1, "unackedMessages": 1}}
+    assert stats["compaction"] == {
+        "lastCompactionRemovedEventCount": 0,
+        "lastCompactionSucceedTimestamp": 0,
+        "lastCompactionFailedTimestamp": 0,
+        "lastCompactionDurationTimeInMills": 0,
+    }
+    internal = await svc.internal_stats(T)
+    assert internal["compactedLedger"] == {"ledgerId": -1, "entries": -1, "size": -1}
+    assert internal["compactionHorizon"] is None
+    assert internal["entriesAddedCounter"] == 1 and "s" in internal["cursors"]
+
+
+async def test_policies_resolve_topic_over_namespace_over_settings(svc: TopicService, env: Env) -> None:
+    await svc.create_topic(T)
+    base = await svc.get_policies(T)
+    assert base.retention_time_minutes == 0 and base.compaction_threshold_bytes == 0
+    await svc.set_namespace_policy("public/default", "retention", {"retentionTimeInMinutes": 60})
+    await svc.set_policy(T, "retention", {"retentionSizeInMB": 5})
+    await svc.set_policy(T, "rolloverPolicy", {"maxEntriesPerLedger": 2, "minRolloverTimeMs": 0})
+    effective = await svc.get_policies(T)
+    assert (effective.retention_time_minutes, effective.retention_size_mb) == (60, 5)
+    assert effective.max_entries_per_ledger == 2
+    for _ in range(3):
+        await svc.produce(T, None, [Message(b"x")])
+    assert len((await svc.internal_stats(T))["ledgers"]) == 2  # the open ledger took the new limit
+    await svc.delete_policy(T, "retention")
+    effective = await svc.get_policies(T)
+    assert (effective.retention_time_minutes, effective.retention_size_mb) == (60, 0)
+    for name, bad in [
+        ("retention", {"retentionTimeInMinutes": -2}),
+        ("retention", {"nope": 1}),
+        ("compactionThreshold", True),
+        ("compactionThreshold", -1),
+        ("deduplicationEnabled", "yes"),
+        ("rolloverPolicy", {"minRolloverTimeMs": 10, "maxRolloverTimeMs": 5}),
+    ]:
+        with pytest.raises(InvalidPolicyError):
+            await svc.set_policy(T, name, bad)  # type: ignore[arg-type]
+
+
+async def test_trigger_compaction_and_conflict(svc: TopicService, env: Env) -> None:
+    await svc.create_topic(T)
+    assert (await svc.compaction_status(T))["status"] == "NOT_RUN"
+    await svc.trigger_compaction(T)
+    await svc.trigger_compaction(T)  # already requested: still fine
+    state = env.store.get_compaction(T)
+    assert state.requested
+    env.store.put_compaction(replace(state, status=CompactionStatus.RUNNING))
+    with pytest.raises(CompactionConflictError):
+        await svc.trigger_compaction(T)
+    assert (await svc.compaction_status(T))["status"] == "RUNNING"
+
+
+async def test_auto_compaction_threshold(svc: TopicService, env: Env) -> None:
+    await svc.produce(T, None, [Message(b"x" * 100)])
+    assert await svc.check_compaction_thresholds() == []  # threshold 0: off
+    await svc.set_policy(T, "compactionThreshold", 50)
+    assert await svc.check_compaction_thresholds() == [T]
+    assert env.store.get_compaction(T).requested
+    assert await svc.check_compaction_thresholds() == []  # already requested
