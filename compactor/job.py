@@ -135,7 +135,11 @@ class SparkEngine:
                 messages_in += row["messages_in"]
                 if row["payload"] is not None:
                     await sink(bytes(row["payload"]), row["count"])
-        except (asyncio.CancelledError, SparkJobError):
+        except asyncio.CancelledError:
+            if self._session is not None:  # stop the job's tasks, not just our wait for them
+                self._session.sparkContext.cancelAllJobs()
+            raise
+        except SparkJobError:
             raise
         except Exception as exc:
             if type(exc).__module__.startswith(("pyspark", "py4j")):

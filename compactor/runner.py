@@ -35,6 +35,7 @@ from managed_ledger.position import MessageId
 
 log = logging.getLogger(__name__)
 DIED = "compactor died"
+CANCELLED = "compaction cancelled: the compactor stopped"
 
 
 class CompactionEngine(Protocol):
@@ -87,6 +88,10 @@ class CompactionRunner:
         policy = keyless_policy or self.config.keyless_policy
         try:
             state = await self._compact(state, policy)
+        except asyncio.CancelledError:
+            # the service is stopping: clean up like a failure (shielded, so it completes)
+            await asyncio.shield(self._fail(ml_name, CompactionError(CANCELLED)))
+            raise
         except Exception as exc:
             await self._fail(ml_name, exc)
             if isinstance(exc, CompactionError):

@@ -64,6 +64,10 @@ def _work() -> Path:
     return _work_dir
 
 
+def _master_is_loopback(master: str) -> bool:
+    return master.startswith("local") or any(h in master for h in ("//127.0.0.1:", "//localhost:"))
+
+
 def _defaults(config: CompactorConfig, work: Path) -> dict[str, str]:
     java_opts = f"-Dlog4j2.configurationFile=file:{work / 'conf' / 'log4j2.properties'}"
     return {
@@ -76,7 +80,8 @@ def _defaults(config: CompactorConfig, work: Path) -> dict[str, str]:
         "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
         "spark.python.worker.reuse": "true",
         "spark.local.dir": str(work / "local"),
-        "spark.driver.host": "127.0.0.1" if config.spark_master.startswith("local") else "",
+        # a master on this machine (local[*], or a test's standalone cluster) talks over loopback
+        "spark.driver.host": "127.0.0.1" if _master_is_loopback(config.spark_master) else "",
         "spark.sql.execution.arrow.maxRecordsPerBatch": "10000",
     }
 

@@ -1,0 +1,60 @@
+"""`quire compactor`: the compaction service on a warm Spark session.
+
+Builds the metadata store (schema upgraded at open, as every process does), the bookie client and
+the compactor's config from the settings, then polls for requested runs until SIGTERM/SIGINT; a
+run in progress finishes before the process exits (kill -9 leaves a RUNNING state that the next
+start turns into ERROR, deleting the half-written ledger).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from typing import cast
+
+from app.settings import Settings
+from compactor.config import CompactorConfig, KeylessPolicy
+
+
+def compactor_config(settings: Settings) -> CompactorConfig:
+    policy = settings.keyless_compaction_policy if settings.keyless_compaction_policy == "keep" else "drop"
+    return CompactorConfig(
+        bookies=tuple(settings.effective_bookies[: settings.ensemble_size]),
+        write_quorum=settings.write_quorum,
+        ack_quorum=settings.ack_quorum,
+        keyless_policy=cast(KeylessPolicy, policy),
+        spark_master=settings.spark_master,
+        poll_interval_ms=settings.compaction_poll_interval_ms,
+        threshold_bytes=settings.compaction_threshold_bytes,
+    )
+
+
+async def serve(settings: Settings) -> None:
+    from bookie.client import BookieClientConfig, BookieLedgerClient
+    from compactor.job import SparkEngine
+    from compactor.service import CompactionService
+    from compactor.spark import stop_session
+    from managed_ledger.metadata.sql import SqlMetadataStore
+
+    config = compactor_config(settings)
+    store = SqlMetadataStore(settings.effective_database_url, auto_upgrade=settings.auto_migrate)
+    client = BookieLedgerClient(BookieClientConfig(max_frame_bytes=settings.bookie_max_frame_bytes))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    service = CompactionService(store, client, config, SparkEngine(config))
+    logging.getLogger("quire.compactor").info("compactor up: spark master %s", config.spark_master)
+    try:
+        await service.serve(stop)
+    finally:
+        await client.close()
+        store.close()
+        await asyncio.to_thread(stop_session)
+
+
+def run(settings: Settings) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    asyncio.run(serve(settings))

@@ -1,0 +1,106 @@
+"""The compaction service: polls the metadata store for requested runs and runs them one at a time.
+
+Requests come from the admin trigger (`PUT .../compaction` sets `requested` on the managed
+ledger's CompactionState) and from the topics service's threshold check, which sets the same
+flag. On start, states left RUNNING by a compactor that died become ERROR ("compactor died") and
+their half-written ledgers are deleted. Runs are serial: Spark already uses every core for one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import cast
+
+from bookie.api import LedgerClient
+from compactor.config import CompactorConfig, KeylessPolicy
+from compactor.errors import CompactionError
+from compactor.runner import CompactionEngine, CompactionRunner
+from managed_ledger.metadata.api import CompactionState, CompactionStatus, MetadataStore
+from topics.names import namespace_of, partition_index
+
+log = logging.getLogger("quire.compactor")
+KEYLESS_POLICY = "keylessCompactionPolicy"  # the policy's name in topics.policies
+
+
+def keyless_policy_for(store: MetadataStore, ml_name: str, default: KeylessPolicy) -> KeylessPolicy:
+    """The topic's key-less policy (topic over namespace over the compactor's default)."""
+    partition = partition_index(ml_name)
+    topic = partition[0] if partition is not None else ml_name
+    for scope in (topic, namespace_of(topic)):
+        value = store.get_policies(scope).get(KEYLESS_POLICY)
+        if value in ("drop", "keep"):
+            return cast(KeylessPolicy, value)
+    return default
+
+
+class CompactionService:
+    def __init__(
+        self, store: MetadataStore, client: LedgerClient, config: CompactorConfig, engine: CompactionEngine
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.engine = engine
+        self.runner = CompactionRunner(store, client, config, engine)
+
+    async def start(self) -> None:
+        """Clean up after a compactor that died, then warm the engine (the Spark session)."""
+        for ml_name in await self.runner.recover_dead_runs():
+            log.warning("compaction of %s was RUNNING when its compactor died: marked ERROR", ml_name)
+        warm_up = getattr(self.engine, "warm_up", None)
+        if warm_up is not None:
+            await asyncio.to_thread(warm_up)
+
+    async def requested(self) -> list[str]:
+        states = await asyncio.to_thread(self.store.list_compactions)
+        return sorted(s.topic for s in states if s.requested and s.status != CompactionStatus.RUNNING)
+
+    async def run_one(self, ml_name: str) -> CompactionState | None:
+        """One run; a failure is recorded in the store (ERROR + reason) and logged, not raised."""
+        policy = await asyncio.to_thread(keyless_policy_for, self.store, ml_name, self.config.keyless_policy)
+        log.info("compacting %s (key-less messages: %s)", ml_name, policy)
+        try:
+            state = await self.runner.run(ml_name, policy)
+        except CompactionError as exc:
+            log.warning("compaction of %s failed: %s", ml_name, exc)
+            return None
+        log.info(
+            "compacted %s: %d messages in, %d out, horizon %s",
+            ml_name,
+            state.messages_in,
+            state.messages_out,
+            state.horizon,
+        )
+        return state
+
+    async def poll_once(self) -> list[str]:
+        """Run every requested compaction now; returns the managed ledgers it ran."""
+        ran = []
+        for ml_name in await self.requested():
+            await self.run_one(ml_name)
+            ran.append(ml_name)
+        return ran
+
+    async def serve(self, stop: asyncio.Event) -> None:
+        """Poll until `stop` is set. A run in progress is cancelled: it records ERROR
+        ("compaction cancelled") and deletes its ledger; the previous view stays."""
+        polling = asyncio.create_task(self._poll_until(stop))
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({polling, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not polling.done():
+            polling.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await polling
+
+    async def _poll_until(self, stop: asyncio.Event) -> None:
+        await self.start()
+        interval_s = self.config.poll_interval_ms / 1000
+        while not stop.is_set():
+            try:
+                await self.poll_once()
+            except Exception:  # the store or a bookie is down: keep polling
+                log.exception("compaction poll failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=interval_s)
