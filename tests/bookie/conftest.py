@@ -5,7 +5,6 @@ in a thread of its own so that blocking raw-socket tests can talk to it) and rea
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -60,10 +59,6 @@ def memory_bookie() -> Iterator[ThreadBookie]:
         bookie.stop()
 
 
-def engine_available() -> bool:
-    return importlib.util.find_spec("bookie.storage.engine") is not None
-
-
 class BookieProcess:
     """A real `quire bookie` process; restartable on the same data dir and port."""
 
@@ -110,8 +105,6 @@ class BookieProcess:
 def start_bookie_process(
     tmp_path: Path, name: str = "bookie", env: dict[str, str] | None = None
 ) -> BookieProcess:
-    if not engine_available():
-        pytest.skip("bookie.storage.engine has not landed yet")
     return BookieProcess(tmp_path / name, tmp_path / f"{name}.log", env).start()
 
 
