@@ -199,6 +199,11 @@ def install(app: FastAPI, on_error: Any = None) -> None:
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 400:
+            # FastAPI's own 400 is a body it could not parse (not JSON): a malformed body, 422
+            # like every other malformed body here.
+            count(422)
+            return problem(422, f"malformed request body: {exc.detail}", "Invalid request")
         count(exc.status_code)
         return problem(exc.status_code, str(exc.detail))
 

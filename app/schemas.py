@@ -185,6 +185,7 @@ class TopicStats(BaseModel):
     bytesInCounter: int
     storageSize: int
     backlogSize: int
+    partitions: int = Field(0, description="number of partitions; 0: not partitioned")
     subscriptions: dict[str, SubscriptionStats]
     compaction: CompactionStats
 
@@ -227,6 +228,18 @@ class InternalStats(BaseModel):
     cursors: dict[str, CursorStats]
     compactedLedger: CompactedLedgerInfo
     compactionHorizon: str | None = None
+
+
+class PartitionedMetadata(BaseModel):
+    partitions: int = Field(examples=[4])
+
+
+class PartitionedInternalStats(BaseModel):
+    """A partitioned topic's internalStats, as Pulsar's partitioned-internalStats: one entry per
+    partition's managed ledger, keyed by the partition's name."""
+
+    metadata: PartitionedMetadata
+    partitions: dict[str, InternalStats]
 
 
 class Tenant(BaseModel):

@@ -115,8 +115,12 @@ def _stats_routes(router: APIRouter, topics: TopicsApi) -> None:
         summary="The managed ledger's ledgers, cursors and compacted ledger",
         responses=problems(404, 422),
     )
-    async def internal_stats(tenant: Tenant, namespace: Namespace, topic: Topic) -> schemas.InternalStats:
+    async def internal_stats(
+        tenant: Tenant, namespace: Namespace, topic: Topic
+    ) -> schemas.InternalStats | schemas.PartitionedInternalStats:
         data = await topics.internal_stats(full_name(tenant, namespace, topic))
+        if "metadata" in data:
+            return schemas.PartitionedInternalStats.model_validate(data)
         return schemas.InternalStats.model_validate(data)
 
     @router.put(

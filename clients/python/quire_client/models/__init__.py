@@ -16,7 +16,7 @@ from .message_list import MessageList
 from .message_out import MessageOut
 from .nack_request import NackRequest
 from .namespace import Namespace
-from .partitions import Partitions
+from .partitioned_metadata import PartitionedMetadata
 from .problem import Problem
 from .produce_message import ProduceMessage
 from .produce_message_properties_type_0 import ProduceMessagePropertiesType0
@@ -56,7 +56,7 @@ __all__ = (
     "MessageOut",
     "NackRequest",
     "Namespace",
-    "Partitions",
+    "PartitionedMetadata",
     "Problem",
     "ProduceMessage",
     "ProduceMessagePropertiesType0",

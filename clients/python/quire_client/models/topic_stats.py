@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..types import UNSET, Unset
 from typing import cast
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ class TopicStats:
             msg_in_counter (int):
             storage_size (int):
             subscriptions (Subscriptions):
+            partitions (int | Unset): number of partitions; 0: not partitioned Default: 0.
      """
 
     backlog_size: int
@@ -40,6 +42,7 @@ class TopicStats:
     msg_in_counter: int
     storage_size: int
     subscriptions: Subscriptions
+    partitions: int | Unset = 0
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -61,6 +64,8 @@ class TopicStats:
 
         subscriptions = self.subscriptions.to_dict()
 
+        partitions = self.partitions
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -72,6 +77,8 @@ class TopicStats:
             "storageSize": storage_size,
             "subscriptions": subscriptions,
         })
+        if partitions is not UNSET:
+            field_dict["partitions"] = partitions
 
         return field_dict
 
@@ -100,6 +107,8 @@ class TopicStats:
 
 
 
+        partitions = d.pop("partitions", UNSET)
+
         topic_stats = cls(
             backlog_size=backlog_size,
             bytes_in_counter=bytes_in_counter,
@@ -107,6 +116,7 @@ class TopicStats:
             msg_in_counter=msg_in_counter,
             storage_size=storage_size,
             subscriptions=subscriptions,
+            partitions=partitions,
         )
 
 

@@ -8,7 +8,6 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
-from ...models.internal_stats import InternalStats
 from ...models.problem import Problem
 from typing import cast
 
@@ -36,14 +35,7 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> InternalStats | Problem | None:
-    if response.status_code == 200:
-        response_200 = InternalStats.from_dict(response.json())
-
-
-
-        return response_200
-
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | None:
     if response.status_code == 404:
         response_404 = Problem.from_dict(response.json())
 
@@ -71,7 +63,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[InternalStats | Problem]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -87,7 +79,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[InternalStats | Problem]:
+) -> Response[Problem]:
     """ The managed ledger's ledgers, cursors and compacted ledger
 
     Args:
@@ -100,7 +92,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[InternalStats | Problem]
+        Response[Problem]
      """
 
 
@@ -124,7 +116,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 
-) -> InternalStats | Problem | None:
+) -> Problem | None:
     """ The managed ledger's ledgers, cursors and compacted ledger
 
     Args:
@@ -137,7 +129,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        InternalStats | Problem
+        Problem
      """
 
 
@@ -156,7 +148,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[InternalStats | Problem]:
+) -> Response[Problem]:
     """ The managed ledger's ledgers, cursors and compacted ledger
 
     Args:
@@ -169,7 +161,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[InternalStats | Problem]
+        Response[Problem]
      """
 
 
@@ -193,7 +185,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 
-) -> InternalStats | Problem | None:
+) -> Problem | None:
     """ The managed ledger's ledgers, cursors and compacted ledger
 
     Args:
@@ -206,7 +198,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        InternalStats | Problem
+        Problem
      """
 
 

@@ -14,12 +14,12 @@ from ..types import UNSET, Unset
 
 
 
-T = TypeVar("T", bound="Partitions")
+T = TypeVar("T", bound="PartitionedMetadata")
 
 
 
 @_attrs_define
-class Partitions:
+class PartitionedMetadata:
     """ 
         Attributes:
             partitions (int):
@@ -51,13 +51,13 @@ class Partitions:
         d = dict(src_dict)
         partitions = d.pop("partitions")
 
-        partitions = cls(
+        partitioned_metadata = cls(
             partitions=partitions,
         )
 
 
-        partitions.additional_properties = d
-        return partitions
+        partitioned_metadata.additional_properties = d
+        return partitioned_metadata
 
     @property
     def additional_keys(self) -> list[str]:
