@@ -128,6 +128,7 @@ class LedgerStorage:
         self._ledgers: dict[int, LedgerState] = {}
         self._inflight: dict[tuple[int, int], bytes] = {}
         self._group: _Group | None = None
+        self._flushing: _Group | None = None  # the group being written and synced
         self._flush_task: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._executor: ThreadPoolExecutor | None = None
@@ -209,11 +210,19 @@ class LedgerStorage:
         self._release()
 
     def abandon(self) -> None:
-        """Drop the engine as a crash would: no flush, no checkpoint (for tests of recovery)."""
+        """Drop the engine as a crash would: no flush, no checkpoint (for tests of recovery).
+
+        Adds still waiting fail with UNAVAILABLE: they were never acknowledged, and whether
+        their records reached the disk is for the next start to find out."""
         for task in self._tasks:
             task.cancel()
         if self._flush_task is not None:
             self._flush_task.cancel()
+        self._failed = BookieError(ErrorCode.UNAVAILABLE, "storage abandoned")
+        for group in (self._flushing, self._group):
+            if group is not None and not group.future.done():
+                group.future.set_exception(self._failed)
+                group.future.exception()  # retrieved: nobody may be waiting any more
         self._release()
 
     def _release(self) -> None:
@@ -331,6 +340,7 @@ class LedgerStorage:
         try:
             while self._group is not None and self._group.ops and self._failed is None:
                 group, self._group = self._group, _Group(loop)
+                self._flushing = group
                 segment, base = self._segments.current_segment, self._segments.current_offset
                 try:
                     await loop.run_in_executor(
@@ -340,16 +350,19 @@ class LedgerStorage:
                 except OSError as exc:
                     self._fatal("journal write or fsync failed", exc)
                     group.future.set_exception(self._failed or BookieError(ErrorCode.INTERNAL))
+                    self._flushing = None
                     break
                 self.counters["groups"] += 1
                 self.counters["fsyncs"] += 1
                 group.future.set_result(None)
+                self._flushing = None
                 if self._segments.current_offset >= self.config.journal_max_size_bytes:
                     await self._roll()
         finally:
             self._flush_task = None
-            if self._failed is not None and self._group is not None and self._group.ops:
-                self._group.future.set_exception(self._failed)
+            open_group = self._group
+            if self._failed is not None and open_group and open_group.ops and not open_group.future.done():
+                open_group.future.set_exception(self._failed)
                 self._group = _Group(loop)
 
     def _apply(self, group: _Group, segment: int, base: int) -> None:
