@@ -239,7 +239,7 @@ class PartitionedInternalStats(BaseModel):
     partition's managed ledger, keyed by the partition's name."""
 
     metadata: PartitionedMetadata
-    partitions: dict[str, InternalStats]
+    partitions: dict[str, InternalStats] = Field(title="InternalStatsByPartition")
 
 
 class Tenant(BaseModel):

@@ -10,13 +10,16 @@ from .cursor_stats import CursorStats
 from .cursors import Cursors
 from .health import Health
 from .internal_stats import InternalStats
+from .internal_stats_by_partition import InternalStatsByPartition
 from .last_message_id import LastMessageId
 from .ledger_info import LedgerInfo
 from .message_list import MessageList
 from .message_out import MessageOut
 from .nack_request import NackRequest
 from .namespace import Namespace
+from .partitioned_internal_stats import PartitionedInternalStats
 from .partitioned_metadata import PartitionedMetadata
+from .partitions import Partitions
 from .problem import Problem
 from .produce_message import ProduceMessage
 from .produce_message_properties_type_0 import ProduceMessagePropertiesType0
@@ -50,13 +53,16 @@ __all__ = (
     "CursorStats",
     "Health",
     "InternalStats",
+    "InternalStatsByPartition",
     "LastMessageId",
     "LedgerInfo",
     "MessageList",
     "MessageOut",
     "NackRequest",
     "Namespace",
+    "PartitionedInternalStats",
     "PartitionedMetadata",
+    "Partitions",
     "Problem",
     "ProduceMessage",
     "ProduceMessagePropertiesType0",

@@ -8,6 +8,8 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
+from ...models.internal_stats import InternalStats
+from ...models.partitioned_internal_stats import PartitionedInternalStats
 from ...models.problem import Problem
 from typing import cast
 
@@ -35,7 +37,31 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> InternalStats | PartitionedInternalStats | Problem | None:
+    if response.status_code == 200:
+        def _parse_response_200(data: object) -> InternalStats | PartitionedInternalStats:
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                response_200_type_0 = InternalStats.from_dict(data)
+
+
+
+                return response_200_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            if not isinstance(data, dict):
+                raise TypeError()
+            response_200_type_1 = PartitionedInternalStats.from_dict(data)
+
+
+
+            return response_200_type_1
+
+        response_200 = _parse_response_200(response.json())
+
+        return response_200
+
     if response.status_code == 404:
         response_404 = Problem.from_dict(response.json())
 
@@ -63,7 +89,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[InternalStats | PartitionedInternalStats | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -79,7 +105,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[Problem]:
+) -> Response[InternalStats | PartitionedInternalStats | Problem]:
     """ The managed ledger's ledgers, cursors and compacted ledger
 
     Args:
@@ -92,7 +118,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Problem]
+        Response[InternalStats | PartitionedInternalStats | Problem]
      """
 
 
@@ -116,7 +142,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Problem | None:
+) -> InternalStats | PartitionedInternalStats | Problem | None:
     """ The managed ledger's ledgers, cursors and compacted ledger
 
     Args:
@@ -129,7 +155,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Problem
+        InternalStats | PartitionedInternalStats | Problem
      """
 
 
@@ -148,7 +174,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[Problem]:
+) -> Response[InternalStats | PartitionedInternalStats | Problem]:
     """ The managed ledger's ledgers, cursors and compacted ledger
 
     Args:
@@ -161,7 +187,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[Problem]
+        Response[InternalStats | PartitionedInternalStats | Problem]
      """
 
 
@@ -185,7 +211,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Problem | None:
+) -> InternalStats | PartitionedInternalStats | Problem | None:
     """ The managed ledger's ledgers, cursors and compacted ledger
 
     Args:
@@ -198,7 +224,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Problem
+        InternalStats | PartitionedInternalStats | Problem
      """
 
 
