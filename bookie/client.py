@@ -16,7 +16,8 @@ a new one started, as the managed ledger does on any write error).
 Recovery: fence on enough bookies that no ack quorum can form behind our back (E - Qa + 1),
 take the highest LAC they report, then read forward from LAC + 1 until an entry is missing on
 enough bookies of its write set to prove it was never acknowledged; entries found on some but
-not all of their write set are re-added there with the recovery flag.
+not all of their write set are re-added there with the recovery flag (an unreachable member
+is skipped: the entry stays, under-replicated, rather than risk dropping an acknowledged one).
 
 The constructor does nothing but store its configuration: a Spark task may build a client and
 use it inside its own `asyncio.run`. Connections are bound to the loop that opened them; on a
@@ -29,6 +30,7 @@ import asyncio
 import collections
 import contextlib
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -58,6 +60,7 @@ from bookie.protocol import (
 )
 from bookie.types import LedgerSpec
 
+log = logging.getLogger("quire.bookie.client")
 _OK_BODY = CODE.pack(ErrorCode.OK)
 _NOT_THERE = (ErrorCode.NO_SUCH_ENTRY, ErrorCode.NO_SUCH_LEDGER)
 
@@ -226,6 +229,17 @@ class _Connection(asyncio.Protocol):
             self.ready.cancel()
         self._lost(f"client closed its connection to bookie {self.address}")
 
+    def abandon(self) -> None:
+        """Close from outside the loop that owns this connection (that loop may be closed)."""
+        if not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # closed in between
+                self._loop.call_soon_threadsafe(self.close)
+                return
+        self.closed = True
+        if self._transport is not None:
+            with contextlib.suppress(Exception):
+                self._transport.get_extra_info("socket").close()
+
 
 def _resolve(future: asyncio.Future[bytes], body: bytes) -> None:
     if not future.done():
@@ -297,7 +311,7 @@ class BookieLedgerWriter:
     def _on_reply(self, add: _PendingAdd, body: bytes) -> None:
         if body == _OK_BODY:
             add.acks += 1
-            if add.acks == self._ack_quorum and self._pending[0] is add:
+            if add.acks == self._ack_quorum and self._pending and self._pending[0] is add:
                 self._advance()
             return
         add.errors += 1
@@ -352,7 +366,7 @@ class BookieLedgerClient:
         if loop is not self._loop:
             # A new event loop (e.g. a Spark task's asyncio.run): the old connections belong
             # to a loop that is gone or busy elsewhere.
-            self._connections = {}
+            self._abandon_connections()
             self._loop = loop
         conn = self._connections.get(address)
         if conn is None or conn.closed:
@@ -500,8 +514,22 @@ class BookieLedgerClient:
                 return False
             raise _most_telling([reply_error(r, spec.ledger_id, entry_id) for r in replies])
         payload = found[0]
-        lacking = [a for a, r in zip(members, replies, strict=True) if reply_code(r) != ErrorCode.OK]
-        await asyncio.gather(*(self._recovery_add(a, spec, entry_id, lac, payload) for a in lacking))
+        # Copy it to the members that answered "not there". An unreachable member is left out
+        # (no ensemble change): the entry may have been acknowledged, so it is kept even when
+        # fewer than an ack quorum of live bookies hold it -- under-replicated, never lost.
+        lacking = [a for a, r in zip(members, replies, strict=True) if reply_code(r) in _NOT_THERE]
+        results = await asyncio.gather(
+            *(self._recovery_add(a, spec, entry_id, lac, payload) for a in lacking), return_exceptions=True
+        )
+        holders = len(found) + sum(1 for r in results if r is None)
+        if holders < spec.ack_quorum:
+            log.warning(
+                "recovery of ledger %d: entry %d is on %d bookies, ack quorum %d",
+                spec.ledger_id,
+                entry_id,
+                holders,
+                spec.ack_quorum,
+            )
         return True
 
     async def _recovery_add(
@@ -531,12 +559,19 @@ class BookieLedgerClient:
         last, lac = LAST_ENTRY.unpack_from(reply, 2)
         return int(last), int(lac)
 
+    def _abandon_connections(self) -> None:
+        connections, self._connections = self._connections, {}
+        for conn in connections.values():
+            conn.abandon()
+
     async def close(self) -> None:
+        if asyncio.get_running_loop() is not self._loop:
+            self._abandon_connections()
+            return
         connections, self._connections = self._connections, {}
         for conn in connections.values():
             conn.close()
-        with contextlib.suppress(Exception):
-            await asyncio.sleep(0)
+        await asyncio.sleep(0)  # let the transports run connection_lost
 
 
 def _most_telling(errors: list[BookieError]) -> BookieError:
