@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     bookie_max_frame_bytes: int = Field(16 * 1024**2, gt=0)
     bookie_max_requests_in_flight: int = Field(10_000, gt=0)
     gc_interval_s: float = Field(60.0, gt=0)
+    disk_check_interval_s: float = Field(10.0, gt=0)
 
     # --- managed ledger defaults (Pulsar's) ------------------------------------------------
     ensemble_size: int = Field(1, ge=1)
