@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import logging
 import os
+import struct
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -40,11 +41,12 @@ from bookie.errors import (
 )
 from bookie.storage.disk import DiskUsage, ReadOnlySwitch, disk_usage_fraction
 from bookie.storage.index import (
+    SLOT,
+    SLOT_MARKER,
     Checkpoint,
     EntryIndex,
     IndexDamagedError,
     LedgerState,
-    encode_slot,
     write_checkpoint,
 )
 from bookie.storage.journal import SegmentFiles
@@ -136,6 +138,7 @@ class LedgerStorage:
         self._lock_fd = -1
         self._failed: BookieError | None = None
         self._index_damaged = False
+        self._read_only = False  # the switch's state, copied for the add path
         self._gc_running = False
         self.checkpoint_segment = 0
         self.gc_hook: Callable[[str], None] | None = None  # tests inject crashes between GC steps
@@ -260,7 +263,7 @@ class LedgerStorage:
     ) -> None:
         if self._failed is not None:
             raise self._failed
-        if self._switch.read_only:
+        if self._read_only:
             raise ReadOnlyError()
         st = self._ledgers.get(ledger_id)
         if st is not None:
@@ -279,7 +282,10 @@ class LedgerStorage:
             raise BookieError(ErrorCode.BAD_REQUEST, "bad ledger id, entry id or payload size")
         group = self._group
         assert group is not None, "storage not started"
-        body = _pack_body(ADD, 0, ledger_id, entry_id, last_add_confirmed)
+        try:
+            body = _pack_body(ADD, 0, ledger_id, entry_id, last_add_confirmed)
+        except struct.error as exc:
+            raise BookieError(ErrorCode.BAD_REQUEST, f"ids out of range: {exc}") from exc
         length = 34 + len(payload)
         group.parts += (_pack_prefix(len(payload), _crc_extend(_crc_value(body), payload)), body, payload)
         group.ops.append((ADD, ledger_id, entry_id, last_add_confirmed, group.size, length))
@@ -366,10 +372,14 @@ class LedgerStorage:
                 self._group = _Group(loop)
 
     def _apply(self, group: _Group, segment: int, base: int) -> None:
-        """Index a synced group and update the ledger table (write order step 3)."""
+        """Index a synced group and update the ledger table (write order step 3).
+
+        Consecutive entries of a ledger become one run of slots, written with one pwrite."""
         ledgers = self._ledgers
         inflight = self._inflight
         runs = SlotRuns(self._index)
+        pack_slot = SLOT.pack
+        run_ledger, run_next, run_slots = -1, -1, runs.current
         adds = 0
         for rtype, ledger_id, entry_id, lac, offset, length in group.ops:
             if rtype == ADD:
@@ -380,13 +390,20 @@ class LedgerStorage:
                     st.last_entry_id = entry_id
                 if lac > st.last_add_confirmed:
                     st.last_add_confirmed = lac
-                runs.add(ledger_id, entry_id, encode_slot(segment, 0, base + offset, length))
-                inflight.pop((ledger_id, entry_id), None)
+                slot = pack_slot(segment, 0, SLOT_MARKER, base + offset, length)
+                if ledger_id == run_ledger and entry_id == run_next:
+                    run_slots.append(slot)  # the common case: the next entry of the same ledger
+                    run_next += 1
+                else:
+                    runs.add(ledger_id, entry_id, slot)
+                    run_ledger, run_next, run_slots = ledger_id, entry_id + 1, runs.current
+                del inflight[ledger_id, entry_id]
                 adds += 1
             elif rtype == FENCE:
                 ledgers.setdefault(ledger_id, LedgerState()).fenced = True
             else:
                 runs.flush(ledger_id)
+                run_ledger = -1
                 ledgers.pop(ledger_id, None)
                 self._index.remove(ledger_id)
         runs.flush_all()
@@ -482,7 +499,7 @@ class LedgerStorage:
     def check_disk(self) -> bool:
         """Measure disk usage now and switch read-only on or off; returns read_only."""
         before = self._switch.read_only
-        now = self._switch.update(self.config.data_dir)
+        now = self._read_only = self._switch.update(self.config.data_dir)
         if now != before:
             log.warning(
                 "disk usage %.1f%%: bookie is now %s",

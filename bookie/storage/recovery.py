@@ -36,23 +36,26 @@ class SlotRuns:
 
     def __init__(self, index: EntryIndex) -> None:
         self._index = index
-        self._runs: dict[int, list[object]] = {}  # ledger -> [first entry, next entry, [slots]]
+        self._runs: dict[int, tuple[int, list[bytes]]] = {}  # ledger -> (first entry, slots)
+        self.current: list[bytes] = []  # the slots of the run `add` last extended or started
 
     def add(self, ledger_id: int, entry_id: int, slot: bytes) -> None:
         run = self._runs.get(ledger_id)
-        if run is not None and run[1] == entry_id:
-            run[1] = entry_id + 1
-            run[2].append(slot)  # type: ignore[attr-defined]
-            return
         if run is not None:
+            first, slots = run
+            if first + len(slots) == entry_id:
+                slots.append(slot)
+                self.current = slots
+                return
             self.flush(ledger_id)
-        self._runs[ledger_id] = [entry_id, entry_id + 1, [slot]]
+        self.current = [slot]
+        self._runs[ledger_id] = (entry_id, self.current)
 
     def flush(self, ledger_id: int) -> None:
         run = self._runs.pop(ledger_id, None)
         if run is not None:
-            first, _next, slots = run
-            self._index.write_slots(ledger_id, first, b"".join(slots))  # type: ignore[arg-type]
+            first, slots = run
+            self._index.write_slots(ledger_id, first, b"".join(slots))
 
     def flush_all(self) -> None:
         for ledger_id in list(self._runs):
