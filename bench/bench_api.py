@@ -378,13 +378,12 @@ def print_table(q: dict[str, float], n: dict[str, float], r: dict[str, float], c
         return f"{a / b:.2f}x" if b else "-"
 
     print(f"\nQuire REST API vs peers ({DURATION_S:.0f} s per row, 100 B messages, one run, this machine)")
-    print(
-        "  JetStream: file storage, default sync (fsync every 2 min); Redis: appendonly yes, appendfsync always;"
-    )
-    print(
-        "  Quire: bookie fsyncs every add group before the ack; ceiling: empty FastAPI endpoint, 1 uvicorn worker\n"
-    )
-    head = f"{'row':<38}{'Quire':>12}{'JetStream':>12}{'Redis':>12}{'ceiling':>12}{'vs JS':>8}{'vs Redis':>9}{'vs ceil':>8}"
+    print("  JetStream: file storage, default sync (fsync every 2 min)")
+    print("  Redis: own server, appendonly yes, appendfsync always")
+    print("  Quire: bookie fsyncs every group of adds before the ack")
+    print("  ceiling: empty FastAPI endpoint, 1 uvicorn worker, same load generator\n")
+    head = f"{'row':<38}{'Quire':>12}{'JetStream':>12}{'Redis':>12}{'ceiling':>12}"
+    head += f"{'vs JS':>8}{'vs Redis':>9}{'vs ceil':>8}"
     print(head)
     print("-" * len(head))
     rows = [
@@ -399,16 +398,20 @@ def print_table(q: dict[str, float], n: dict[str, float], r: dict[str, float], c
             f"{label:<38}{q[key]:>12,.0f}{n[key]:>12,.0f}{r[key]:>12,.0f}{(f'{cv:,.0f}' if cv else '-'):>12}"
             f"{ratio(q[key], n[key]):>8}{ratio(q[key], r[key]):>9}{(ratio(q[key], cv) if cv else '-'):>8}"
         )
-    for label, key in (("produce latency p50 @1k msg/s (ms)", "lat_p50"), ("produce latency p99 @1k msg/s (ms)", "lat_p99"),
-                       ("end-to-end p50 @1k msg/s (ms)", "lat_e2e50"), ("end-to-end p99 @1k msg/s (ms)", "lat_e2e99")):  # fmt: skip
+    latency_rows = (
+        ("produce latency p50 @1k msg/s (ms)", "lat_p50"),
+        ("produce latency p99 @1k msg/s (ms)", "lat_p99"),
+        ("end-to-end p50 @1k msg/s (ms)", "lat_e2e50"),
+        ("end-to-end p99 @1k msg/s (ms)", "lat_e2e99"),
+    )
+    for label, key in latency_rows:
         print(f"{label:<38}{q[key]:>12.2f}{n[key]:>12.2f}{r[key]:>12.2f}{'-':>12}")
     print(
         "\nbars (issue 4): batched produce >= 4x JetStream windowed and >= 2x Redis pipelined; consume >= 3x"
         " JetStream and >= 1.5x Redis; 1 msg/req >= 0.5x ceiling; p99 produce < 10 ms at 1k msg/s"
     )
-    print(
-        f"JetStream/Redis one publish per round trip (1 client): {n['single']:,.0f} / {r['single']:,.0f} msg/s"
-    )
+    single = f"{n['single']:,.0f} / {r['single']:,.0f}"
+    print(f"row 1 peers: one publish per round trip from 1 client (JetStream / Redis): {single} msg/s")
 
 
 if __name__ == "__main__":
