@@ -16,6 +16,15 @@ snapshot position be the last confirmed entry at the moment it is taken.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from managed_ledger.entry_format import EntryFormatError, batch_sequence
+from managed_ledger.position import Position
+
+if TYPE_CHECKING:
+    from managed_ledger.ledger import ManagedLedger
+
+REPLAY_CHUNK = 1_000
 
 
 class Deduplication:
@@ -55,3 +64,32 @@ class Deduplication:
 
     def highest_persisted(self, producer_name: str) -> int | None:
         return self.persisted.get(producer_name)
+
+
+def replay(dedup: Deduplication, payload: bytes) -> None:
+    """Raise the entry's producer to its batch's highest sequence id (entries that are not
+    topic batches carry none)."""
+    try:
+        producer, seq = batch_sequence(payload)
+    except EntryFormatError:
+        return
+    if producer is not None and seq is not None:
+        dedup.record_persisted(producer, seq)
+
+
+async def rebuild(ml: ManagedLedger) -> None:
+    """Dedup state after a restart (or when dedup is turned on): the stored snapshot, raised by
+    every entry after its position, merged into what this instance already knows."""
+    snapshot = await ml.call_store(ml.store.get_dedup_snapshot, ml.name)
+    found = Deduplication(snapshot.sequences if snapshot is not None else None)
+    start = ml.next_position(Position(*snapshot.position)) if snapshot is not None else Position(-1, -1)
+    replayed = 0
+    while entries := await ml.read_entries(start, REPLAY_CHUNK):
+        for _, payload in entries:
+            replay(found, payload)
+        replayed += len(entries)
+        start = ml.next_position(entries[-1][0])
+    for producer, seq in found.persisted.items():
+        ml.dedup.record_persisted(producer, seq)
+    ml.dedup.entries_since_snapshot += replayed  # the next snapshot covers them
+    ml.dedup.snapshot_version = snapshot.version if snapshot is not None else 0

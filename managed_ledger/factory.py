@@ -10,7 +10,8 @@ Open, in this order (a crash at any step leaves a state the next open handles):
 3. One compare-and-set of the list claims ownership (an older owner's next update of the list
    loses and fences it); empty ledgers leave the list through `deleting`, and ledgers a crash
    left in `deleting` are deleted now (bookie ledger, then metadata: see `retention`).
-4. Cursors are loaded; with dedup on, its snapshot is loaded and the entries after it replayed.
+4. Cursors are loaded; with dedup on, its snapshot is loaded and the entries after it replayed
+   (`dedup.rebuild`; also run when a policy turns dedup on later).
 New writes go to a new ledger, created on the first append.
 
 Known gap: a crash between `store.create_ledger` and the list's compare-and-set leaves one
@@ -27,10 +28,9 @@ from dataclasses import replace
 
 from bookie.api import LedgerClient
 from bookie.errors import BookieError
-from managed_ledger import retention
+from managed_ledger import dedup, retention
 from managed_ledger.api import ManagedLedgerConfig
 from managed_ledger.clock import Clock, SystemClock
-from managed_ledger.dedup import Deduplication
 from managed_ledger.errors import ManagedLedgerClosedError, ManagedLedgerWriteError
 from managed_ledger.ledger import READ_CHUNK, ManagedLedger
 from managed_ledger.metadata.api import (
@@ -41,7 +41,6 @@ from managed_ledger.metadata.api import (
     MetadataStore,
     NotFoundError,
 )
-from managed_ledger.position import Position
 from managed_ledger.ranges import LedgerInfo, LedgerList
 from managed_ledger.retention import spec_of
 
@@ -125,7 +124,10 @@ class ManagedLedgerFactory:
         for cursor in await ml.call_store(self.store.list_cursors, name):
             ml.restore_cursor(cursor)
         if config.dedup_enabled:
-            await rebuild_dedup(ml)
+            await dedup.rebuild(ml)
+        else:  # dedup may be turned on later: its first snapshot must CAS the stored one
+            stored = await ml.call_store(self.store.get_dedup_snapshot, name)
+            ml.dedup.snapshot_version = stored.version if stored is not None else 0
         if self.timers:
             ml.start_timers()
         return ml
@@ -227,20 +229,3 @@ class ManagedLedgerFactory:
         for ml in list(self._ledgers.values()):
             await ml.close()
         self._ledgers.clear()
-
-
-async def rebuild_dedup(ml: ManagedLedger) -> None:
-    """Dedup state after a restart: the snapshot, raised by every entry after its position."""
-    snapshot = await ml.call_store(ml.store.get_dedup_snapshot, ml.name)
-    dedup = Deduplication(snapshot.sequences if snapshot is not None else None)
-    dedup.snapshot_version = snapshot.version if snapshot is not None else 0
-    dedup.last_snapshot_ms = ml.clock.now_ms()
-    ml.dedup = dedup
-    start = ml.next_position(Position(*snapshot.position)) if snapshot is not None else Position(-1, -1)
-    while True:
-        entries = await ml.read_entries(start, READ_CHUNK)
-        if not entries:
-            return
-        for _, payload in entries:
-            ml.replay_sequence(payload)
-        start = ml.next_position(entries[-1][0])

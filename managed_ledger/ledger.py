@@ -35,12 +35,12 @@ from typing import Any, TypeVar
 
 from bookie.api import LedgerClient, LedgerWriter
 from bookie.errors import BookieError, FencedError, NoSuchEntryError, NoSuchLedgerError
-from managed_ledger import retention
+from managed_ledger import dedup, retention
 from managed_ledger.api import InitialPosition, ManagedLedgerConfig
 from managed_ledger.clock import Clock
 from managed_ledger.cursor import ManagedCursor
 from managed_ledger.dedup import Deduplication
-from managed_ledger.entry_format import EntryFormatError, batch_publish_time, batch_sequence
+from managed_ledger.entry_format import batch_publish_time
 from managed_ledger.errors import (
     CursorNotFoundError,
     EntryNotFoundError,
@@ -149,7 +149,11 @@ class ManagedLedger:
         return self._config
 
     def update_config(self, config: ManagedLedgerConfig) -> None:
+        turned_on = config.dedup_enabled and not self._config.dedup_enabled
         self._config = config
+        if turned_on and not self._closing:
+            # Appends recorded their sequence ids all along; the rebuild adds the stored past.
+            self._spawn(dedup.rebuild(self))
 
     @property
     def ledger_list(self) -> LedgerList:
@@ -410,12 +414,7 @@ class ManagedLedger:
         info.entries = last + 1
 
     def replay_sequence(self, payload: bytes) -> None:
-        try:
-            producer, seq = batch_sequence(payload)
-        except EntryFormatError:
-            return  # not a topic batch: nothing to deduplicate
-        if producer is not None and seq is not None:
-            self.dedup.record_persisted(producer, seq)
+        dedup.replay(self.dedup, payload)
 
     async def rollover(self) -> None:
         seg = self._segment
@@ -591,11 +590,11 @@ class ManagedLedger:
             self._start_switch()
         if now - self._last_flush_ms >= self._config.cursor_flush_interval_ms:
             await self.flush_cursors()
-        dedup = self.dedup
+        state = self.dedup
         if (
             self._config.dedup_enabled
-            and dedup.entries_since_snapshot > 0
-            and now - dedup.last_snapshot_ms >= self._config.dedup_snapshot_interval_ms
+            and state.entries_since_snapshot > 0
+            and now - state.last_snapshot_ms >= self._config.dedup_snapshot_interval_ms
         ):
             await self.snapshot_dedup()
         await retention.trim(self)

@@ -73,3 +73,9 @@ class CountingStore:
 
     def total(self) -> int:
         return sum(self.calls.values())
+
+
+def ledgers_of(ml: Any) -> list[dict[str, int]]:
+    """internal_stats()["ledgers"], typed for the tests."""
+    ledgers: list[dict[str, int]] = ml.internal_stats()["ledgers"]
+    return ledgers

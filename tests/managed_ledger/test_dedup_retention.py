@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from bookie.errors import BookieError, ErrorCode
 from bookie.memory import InMemoryLedgerClient
+from bookie.types import LedgerSpec
 from managed_ledger import retention
 from managed_ledger.dedup import Deduplication
 from managed_ledger.errors import ManagedLedgerWriteError
 from managed_ledger.ledger import ManagedLedger
 from managed_ledger.position import Position
+from managed_ledger.ranges import LedgerInfo
 from tests.managed_ledger.ml_support import Env, batch, config
 
 MB = 1024 * 1024
@@ -77,10 +81,25 @@ async def test_dedup_state_is_rebuilt_after_a_crash(snapshot_every: int) -> None
     assert ml3.dedup.highest_persisted("p") == 72
 
 
-def _infos(*spec: tuple[int, int, int, int]) -> list[retention.LedgerInfo]:
-    from bookie.types import LedgerSpec
+async def test_turning_dedup_on_later_rebuilds_from_the_stored_entries() -> None:
+    env = Env()
+    ml = await env.factory().open("t", config(dedup=True))
+    assert await _produce(ml, "p", [1, 2, 3])
+    await ml.close()  # snapshot stored
+    ml2 = await env.factory().open("t", config())  # dedup off: the producer's state is not loaded
+    await ml2.append(batch(1, "p", 4))  # written while dedup was off
+    ml2.update_config(config(dedup=True))
+    await ml2.rollover()
+    for _ in range(10):  # let the rebuild task run (no timing: it needs a few loop passes)
+        await asyncio.sleep(0)
+    assert ml2.dedup_check("p", [3, 4, 5]) == [True, True, False]
+    await ml2.close()  # the snapshot CAS uses the stored version: no fencing
+    assert not ml2.is_fenced
+    assert env.store.get_dedup_snapshot("t").sequences == {"p": 4}  # type: ignore[union-attr]
 
-    return [retention.LedgerInfo(i, n, size, ts, LedgerSpec(i, ("b:1",))) for i, n, size, ts in spec]
+
+def _infos(*spec: tuple[int, int, int, int]) -> list[LedgerInfo]:
+    return [LedgerInfo(i, n, size, ts, LedgerSpec(i, ("b:1",))) for i, n, size, ts in spec]
 
 
 @pytest.mark.parametrize(

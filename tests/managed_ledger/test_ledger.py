@@ -15,7 +15,7 @@ from managed_ledger.errors import (
 )
 from managed_ledger.metadata.api import LedgerState
 from managed_ledger.position import Position
-from tests.managed_ledger.ml_support import Env, batch, config
+from tests.managed_ledger.ml_support import Env, batch, config, ledgers_of
 
 
 async def test_five_appends_with_max_two_make_ledgers_of_two_two_one() -> None:
@@ -49,7 +49,7 @@ async def test_many_appends_in_flight_keep_call_order_across_rollovers() -> None
     entries = await ml.read_entries(Position(0, 0), 100)
     assert [p for _, p in entries] == payloads
     assert [pos for pos, _ in entries] == positions
-    assert [lg["entries"] for lg in ml.internal_stats()["ledgers"]] == [3] * 13 + [1]  # type: ignore[union-attr]
+    assert [lg["entries"] for lg in ledgers_of(ml)] == [3] * 13 + [1]
 
 
 async def test_size_limit_rolls_and_the_filling_add_is_the_last() -> None:
@@ -57,7 +57,7 @@ async def test_size_limit_rolls_and_the_filling_add_is_the_last() -> None:
     ml = await env.factory().open("t", config(max_size_bytes=10))
     for _ in range(5):
         await ml.append(b"abcd")  # 4, 8, 12 -> full at the third
-    assert [lg["entries"] for lg in ml.internal_stats()["ledgers"]] == [3, 2]  # type: ignore[union-attr]
+    assert [lg["entries"] for lg in ledgers_of(ml)] == [3, 2]
 
 
 async def test_min_rollover_time_holds_a_full_ledger_until_it_is_old_enough() -> None:
@@ -65,11 +65,11 @@ async def test_min_rollover_time_holds_a_full_ledger_until_it_is_old_enough() ->
     ml = await env.factory().open("t", config(max_entries=2, min_rollover_ms=1_000))
     for _ in range(4):
         await ml.append(b"x")
-    assert [lg["entries"] for lg in ml.internal_stats()["ledgers"]] == [4]  # type: ignore[union-attr]
+    assert [lg["entries"] for lg in ledgers_of(ml)] == [4]
     env.clock.advance(1_001)
     await ml.append(b"x")  # full and old enough: this add is the ledger's last
     await ml.append(b"y")
-    assert [lg["entries"] for lg in ml.internal_stats()["ledgers"]] == [5, 1]  # type: ignore[union-attr]
+    assert [lg["entries"] for lg in ledgers_of(ml)] == [5, 1]
 
 
 async def test_timer_rolls_a_non_empty_ledger_past_max_age_without_writes() -> None:
@@ -84,11 +84,11 @@ async def test_timer_rolls_a_non_empty_ledger_past_max_age_without_writes() -> N
     env.clock.advance(30_000)
     await ml.tick()
     await ml.rollover()  # waits for the switch the tick started
-    ledgers = ml.internal_stats()["ledgers"]
-    assert [lg["entries"] for lg in ledgers] == [1] and ledgers[0]["timestamp"] == env.clock.now_ms()  # type: ignore[index]
-    assert env.store.get_ledger(ledgers[0]["ledgerId"]).state == LedgerState.CLOSED  # type: ignore[index]
+    ledgers: list[dict[str, int]] = ml.internal_stats()["ledgers"]  # type: ignore[assignment]
+    assert [lg["entries"] for lg in ledgers] == [1] and ledgers[0]["timestamp"] == env.clock.now_ms()
+    assert env.store.get_ledger(ledgers[0]["ledgerId"]).state == LedgerState.CLOSED
     pos = await ml.append(b"y")
-    assert pos.ledger_id > ledgers[0]["ledgerId"]  # type: ignore[index]
+    assert pos.ledger_id > ledgers[0]["ledgerId"]
 
 
 async def test_reads_by_position_and_range_across_ledgers() -> None:

@@ -12,7 +12,7 @@ from managed_ledger.errors import ManagedLedgerFencedError
 from managed_ledger.metadata.api import LedgerState
 from managed_ledger.metadata.sql import SqlMetadataStore
 from managed_ledger.position import Position
-from tests.managed_ledger.ml_support import Env, batch, config
+from tests.managed_ledger.ml_support import Env, batch, config, ledgers_of
 
 
 @pytest.fixture
@@ -27,9 +27,9 @@ def env(metadata_url: str) -> Iterator[Env]:
 async def test_rollover_and_restart_recovery(env: Env) -> None:
     ml = await env.factory().open("t", config(max_entries=2))
     positions = [await ml.append(b"e%d" % i) for i in range(5)]
-    ledgers = ml.internal_stats()["ledgers"]
-    assert [lg["entries"] for lg in ledgers] == [2, 2, 1]  # type: ignore[union-attr]
-    assert [lg["timestamp"] == 0 for lg in ledgers] == [False, False, True]  # type: ignore[union-attr]
+    ledgers = ledgers_of(ml)
+    assert [lg["entries"] for lg in ledgers] == [2, 2, 1]
+    assert [lg["timestamp"] == 0 for lg in ledgers] == [False, False, True]
     ml2 = await env.factory().open("t", config(max_entries=2))  # crash of the first owner
     last = env.store.get_ledger(positions[-1].ledger_id)
     assert last.state == LedgerState.CLOSED and last.last_entry_id == 0 and last.length_bytes == 2
