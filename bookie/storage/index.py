@@ -127,10 +127,8 @@ class EntryIndex:
             os.pwrite(fd, INDEX_HEADER.pack(INDEX_MAGIC, FORMAT_VERSION, 0, ledger_id), 0)
         self._fds[ledger_id] = fd
         while len(self._fds) > self._max_open:
-            old_ledger, old_fd = self._fds.popitem(last=False)
-            if old_ledger in self.dirty:
-                os.fsync(old_fd)  # a dirty file leaves the cache synced, so checkpoint need not reopen it
-                self.dirty.discard(old_ledger)
+            # A dirty file stays in `dirty`: the checkpoint syncs it by path, through a new descriptor.
+            _old_ledger, old_fd = self._fds.popitem(last=False)
             os.close(old_fd)
         return fd
 
@@ -185,14 +183,6 @@ class EntryIndex:
             if name.endswith(".idx") and len(name) == 20:
                 with contextlib.suppress(ValueError):
                     yield int(name[:16], 16)
-
-    def sync_dirty(self) -> None:
-        """fsync every index file written since the last call (run before writing a checkpoint)."""
-        for ledger_id in list(self.dirty):
-            fd = self._fds.get(ledger_id)
-            if fd is not None:
-                os.fsync(fd)
-            self.dirty.discard(ledger_id)
 
     def close(self) -> None:
         for fd in self._fds.values():

@@ -311,3 +311,19 @@ async def test_memory_does_not_grow_with_data_stored(tmp_path: Path) -> None:
     # 10x more entries (2 MB of payload): a dict of every entry would grow ~10x. The index is on
     # disk, so the growth is a small constant, far below the data stored.
     assert large < max(4 * small, 256 * 1024), (small, large)
+
+
+async def test_more_ledgers_than_open_index_files(tmp_path: Path) -> None:
+    storage = await started(tmp_path, index_max_open_files=4)
+    for round_ in range(3):
+        await asyncio.gather(
+            *(storage.add_entry(ledger, round_, round_ - 1, b"%d" % ledger) for ledger in range(20))
+        )
+    await storage.close()
+    storage = await started(tmp_path, index_max_open_files=4)
+    try:
+        assert storage.recovery_report["full_rebuild"] is False
+        assert all(storage.read_entry(ledger, 2) == b"%d" % ledger for ledger in range(20))
+        assert all(storage.read_last_add_confirmed(ledger) == 1 for ledger in range(20))
+    finally:
+        await storage.close()
