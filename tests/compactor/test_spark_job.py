@@ -1,0 +1,156 @@
+"""The Spark job against the plain-Python reference, on a real bookie and the SQL store (SQLite).
+
+One Spark session (local[2]) for the module. Hypothesis draws workloads — keys, tombstones,
+key-less messages, batches, ledger rolls, several runs with writes in between — and after every
+Spark run the compacted ledger it wrote must hold exactly what the reference rules compute from
+the same inputs (the previous compacted ledger plus the topic's new messages), ids included, and
+what the rules give over everything written (nothing is trimmed here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from bookie.client import BookieLedgerClient
+from compactor.config import CompactorConfig
+from compactor.errors import SparkJobError
+from compactor.job import SparkEngine
+from compactor.plan import build_plan
+from compactor.reference import read_messages, survivors
+from compactor.runner import CompactionRunner
+from compactor.spark import stop_session
+from compactor.writer import spec_of
+from managed_ledger.entry_format import Message, StoredMessage, decode_compacted
+from managed_ledger.metadata.api import CompactionStatus
+from managed_ledger.metadata.sql import SqlMetadataStore
+from managed_ledger.position import MessageId
+from tests.compactor.conftest import Bookie
+from tests.compactor.topic_writer import TopicWriter, model
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqlMetadataStore]:
+    path: Path = tmp_path_factory.mktemp("meta") / "metadata.db"
+    s = SqlMetadataStore(f"sqlite:///{path}")
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def engine(bookie: Bookie) -> Iterator[SparkEngine]:
+    config = CompactorConfig(bookies=(bookie.address,), spark_master="local[2]", entry_max_messages=7)
+    e = SparkEngine(config)
+    e.warm_up()
+    yield e
+    stop_session()
+
+
+async def compacted_view(store: SqlMetadataStore, client: BookieLedgerClient, ml: str) -> list[StoredMessage]:
+    state = store.get_compaction(ml)
+    if state.compacted_ledger_id is None:
+        return []
+    meta = store.get_ledger(state.compacted_ledger_id)
+    if meta.last_entry_id < 0:
+        return []
+    payloads = await client.read_entries(spec_of(meta), 0, meta.last_entry_id)
+    return [m for p in payloads for m in decode_compacted(p)]
+
+
+keys = st.sampled_from(["a", "b", "c", "d", None])
+values = st.sampled_from([b"", b"v", b"value-2", b"\x00\xff"])
+batch = st.lists(st.tuples(keys, values), min_size=1, max_size=8)
+step = st.one_of(
+    st.lists(batch, min_size=1, max_size=15),  # several batches (entries) at once
+    st.just("roll"),
+    st.just("compact"),
+)
+
+
+# a fixed workload first: repeated keys inside a batch, across batches and ledgers, tombstones
+# that delete and keys that come back, key-less messages, runs with writes in between
+FIXED = [
+    [[("a", b"1"), ("b", b"1"), ("a", b"2"), (None, b"k1")], [("c", b"1"), ("b", b"")]],
+    "compact",
+    [[("a", b""), ("c", b"2"), (None, b"k2")]],
+    "roll",
+    [[("a", b"3"), ("d", b"1")], [("d", b""), ("c", b"3")], [("b", b"2")]],
+    "compact",
+    [[("d", b"2")]],
+]
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(step, min_size=1, max_size=8), keyless=st.sampled_from(["drop", "keep"]))
+@example(steps=FIXED, keyless="drop")
+@example(steps=FIXED, keyless="keep")
+def test_spark_job_matches_reference(
+    steps: list[object], keyless: str, store: SqlMetadataStore, engine: SparkEngine, bookie: Bookie
+) -> None:
+    ml = f"public/default/t-{uuid.uuid4().hex[:8]}"
+
+    async def go() -> None:
+        client = BookieLedgerClient()
+        config = replace(engine.config, keyless_policy=keyless)  # type: ignore[arg-type]
+        runner = CompactionRunner(store, client, config, engine)
+        topic = TopicWriter(store, client, ml, (bookie.address,))
+        runs = 0
+        for s in [*steps, "compact"]:
+            if s == "roll":
+                await topic.roll()
+            elif s == "compact":
+                before = store.get_compaction(ml)
+                plan = await build_plan(store, client, ml, before)
+                expected = survivors(await read_messages(client, plan), keyless)  # type: ignore[arg-type]
+                state = await runner.run(ml)
+                runs += 1
+                assert state.status == CompactionStatus.SUCCESS
+                got = await compacted_view(store, client, ml)
+                assert got == expected
+                horizon = MessageId(*state.horizon) if state.horizon else None
+                assert got == model(topic.written, horizon, keyless)
+                assert horizon == (topic.written[-1].message_id if topic.written else None)
+            else:
+                assert isinstance(s, list)
+                for b in s:
+                    await topic.append([Message(value=v, key=k, properties={"i": str(runs)}) for k, v in b])
+        await client.close()
+
+    asyncio.run(go())
+
+
+def test_failed_spark_job_keeps_the_previous_view(
+    store: SqlMetadataStore, engine: SparkEngine, bookie: Bookie
+) -> None:
+    ml = f"public/default/bad-{uuid.uuid4().hex[:8]}"
+
+    async def go() -> None:
+        client = BookieLedgerClient()
+        runner = CompactionRunner(store, client, engine.config, engine)
+        topic = TopicWriter(store, client, ml, (bookie.address,))
+        await topic.append([Message(value=b"1", key="a")])
+        good = await runner.run(ml)
+        view = await compacted_view(store, client, ml)
+        assert topic.writer is not None
+        await topic.writer.add_entry(b"not a quire entry")  # a task fails decoding this
+        await topic.append([Message(value=b"2", key="a")])
+        ledgers_before = {m.ledger_id for m in store.list_ledgers()}
+        with pytest.raises(SparkJobError, match="not a Quire entry"):
+            await runner.run(ml)
+        state = store.get_compaction(ml)
+        assert state.status == CompactionStatus.ERROR and "not a Quire entry" in state.last_error
+        assert (state.compacted_ledger_id, state.horizon) == (good.compacted_ledger_id, good.horizon)
+        assert await compacted_view(store, client, ml) == view
+        assert {m.ledger_id for m in store.list_ledgers()} == ledgers_before  # run ledger deleted
+        await client.close()
+
+    asyncio.run(go())
