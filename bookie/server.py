@@ -12,8 +12,10 @@ well-framed request that makes no sense (unknown op, bad version, short body) ge
 and the connection stays usable. Only the one connection is affected either way.
 
 Backpressure: once `max_requests_in_flight` requests of a connection are running, the server
-stops reading from it (TCP pushes back on the client) and answers TOO_MANY_REQUESTS to any
-further request already read; it reads again when half of them are done. It also stops reading
+stops reading from it -- frames already read but not started are held back, at most one read's
+worth -- and TCP pushes back on the client, which just waits. It starts the held frames and
+reads again when half of them are done. So a connection never has more than the limit running
+and never gets TOO_MANY_REQUESTS for pipelining deeply; that code is left to the engine. It also stops reading
 while the client does not drain its replies (the transport's write high-water mark).
 """
 
@@ -41,6 +43,7 @@ from bookie.protocol import (
     OPS,
     RANGE,
     VERSION,
+    Frame,
     FrameDecoder,
     FrameError,
     Op,
@@ -74,6 +77,7 @@ class _Connection(asyncio.Protocol):
         self._storage = server.storage
         self._config = server.config
         self._max_in_flight = server.config.max_requests_in_flight
+        self._held: list[Frame] = []  # read while at the in-flight limit, not started yet
         self._decoder = FrameDecoder(server.config.max_frame_bytes)
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
@@ -96,6 +100,7 @@ class _Connection(asyncio.Protocol):
         # only its reply is dropped.
         self._transport = None
         self._out.clear()
+        self._held = []
         self._server.connections.discard(self)
 
     def pause_writing(self) -> None:
@@ -109,19 +114,31 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         frames = self._decoder.feed(data)
         self._server.requests += len(frames)
-        for op, flags, request_id, body in frames:
+        if self._held:
+            self._held += frames
+        else:
+            self._start(frames)
+        if self._decoder.error is not None:
+            self._fatal(self._decoder.error)
+
+    def _start(self, frames: list[Frame]) -> None:
+        for i, (op, flags, request_id, body) in enumerate(frames):
+            if self._paused_in_flight:
+                self._held = frames[i:]
+                return
             if op == _ADD:
                 self._add(flags, request_id, body)
             else:
                 self._request(op, flags, request_id, body)
-        if self._decoder.error is not None:
-            self._fatal(self._decoder.error)
+
+    def _start_held(self) -> None:
+        held, self._held = self._held, []
+        if self._transport is not None and not self._transport.is_closing():
+            self._start(held)
+            self._update_reading()
 
     # --- requests --------------------------------------------------------------------------------
     def _add(self, flags: int, request_id: int, body: bytes) -> None:
-        if self._in_flight >= self._max_in_flight:
-            self._queue_error(_ADD, request_id, ErrorCode.TOO_MANY_REQUESTS, "too many requests in flight")
-            return
         if len(body) < _ADD_BODY_SIZE:
             self._queue_error(_ADD, request_id, ErrorCode.BAD_REQUEST, "ADD body too short")
             return
@@ -146,7 +163,11 @@ class _Connection(asyncio.Protocol):
         self._server.in_flight -= 1
         if self._paused_in_flight and self._in_flight <= self._max_in_flight // 2:
             self._paused_in_flight = False
-            self._update_reading()
+            if self._held:
+                # Not from inside this call: it may run within _start's own loop.
+                self._loop.call_soon(self._start_held)
+            else:
+                self._update_reading()
         if self._transport is None:
             return
         op, request_id = drive.op, drive.request_id
@@ -176,9 +197,6 @@ class _Connection(asyncio.Protocol):
             self._queue_exception(op, request_id, exc)
 
     def _start_async(self, op: int, request_id: int, body: bytes) -> None:
-        if self._in_flight >= self._max_in_flight:
-            self._queue_error(op, request_id, ErrorCode.TOO_MANY_REQUESTS, "too many requests in flight")
-            return
         (ledger_id,) = LEDGER.unpack(body)
         if op == Op.FENCE:
             self._spawn(op, request_id, self._storage.fence(ledger_id), I64.pack)
@@ -266,6 +284,7 @@ class _Connection(asyncio.Protocol):
         log.info("closing connection from %s: %s", self.peer, error)
         self._queue_parts(encode_error(0, error.request_id, ErrorCode.BAD_REQUEST, str(error)))
         self._flush()
+        self._held = []
         if self._transport is not None:
             self._transport.close()
 
@@ -273,7 +292,7 @@ class _Connection(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing():
             return
-        if self._paused_in_flight or self._paused_writing:
+        if self._paused_in_flight or self._paused_writing or self._held:
             if transport.is_reading():
                 transport.pause_reading()
         elif not transport.is_reading():

@@ -219,25 +219,25 @@ def test_pipelined_adds_replied_by_request_id(port: int) -> None:
     raw.close()
 
 
-def test_too_many_requests_in_flight(memory_bookie: ThreadBookie) -> None:
-    """With adds held in the engine, requests past the limit get TOO_MANY_REQUESTS, the rest
-    complete once the engine moves again."""
+def test_stops_reading_at_the_in_flight_limit(memory_bookie: ThreadBookie) -> None:
+    """With adds held in the engine, no more than the limit start, however many were sent at
+    once; the rest start as the engine moves again, and all succeed."""
     import asyncio
+
+    from tests.support import wait_until
 
     gate = asyncio.Event()
     memory_bookie.loop.call_soon_threadsafe(setattr, memory_bookie.storage, "add_gate", gate)
     limit = memory_bookie.config.max_requests_in_flight
     raw = Raw(memory_bookie.port)
-    total = limit + 36
+    total = 3 * limit + 36
     raw.send([p for i in range(total) for p in encode_add(i, 3, i, i - 1, b"p%d" % i)])
-    first = raw.recv()
-    assert struct.unpack_from("<H", first[0][3])[0] == ErrorCode.TOO_MANY_REQUESTS
+    wait_until(lambda: memory_bookie.server.in_flight >= limit, WAIT_S, "adds in flight")
+    assert memory_bookie.server.in_flight == limit
     memory_bookie.loop.call_soon_threadsafe(gate.set)
-    replies = first + raw.recv(total - 1)
-    codes = {r[2]: struct.unpack_from("<H", r[3])[0] for r in replies}
-    assert len(codes) == total
-    assert set(codes.values()) == {ErrorCode.OK, ErrorCode.TOO_MANY_REQUESTS}
-    assert sum(1 for c in codes.values() if c == ErrorCode.OK) >= limit
+    replies = raw.recv(total)
+    assert sorted(r[2] for r in replies) == list(range(total))
+    assert {r[3] for r in replies} == {b"\x00\x00"}
     raw.close()
 
 
@@ -252,3 +252,16 @@ def test_client_vanishes_with_adds_in_flight(memory_bookie: ThreadBookie) -> Non
     raw.close()
     memory_bookie.loop.call_soon_threadsafe(gate.set)
     still_serves(memory_bookie.port)
+
+
+async def test_client_past_the_limit_is_slowed_not_refused(memory_bookie: ThreadBookie) -> None:
+    """500 adds in flight against a limit of 64: the server stops reading, TCP holds the client
+    back, and every add succeeds."""
+    from bookie.client import BookieLedgerClient
+    from bookie.types import LedgerSpec
+
+    client = BookieLedgerClient()
+    writer = await client.create_ledger(LedgerSpec(12, (memory_bookie.address,)))
+    futures = [writer.add_entry_future(b"%d" % i * 50) for i in range(500)]
+    assert [await f for f in futures] == list(range(500))
+    await client.close()
