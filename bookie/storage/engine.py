@@ -450,9 +450,16 @@ class LedgerStorage:
         except IndexDamagedError as exc:
             self._mark_index_damaged(str(exc))
             raise BookieError(ErrorCode.CORRUPT, str(exc)) from exc
+        except OSError as exc:
+            raise BookieError(ErrorCode.INTERNAL, f"reading the index of ledger {ledger_id}: {exc}") from exc
         if slot is None:
             return None
-        data = self._segments.read(slot.segment, slot.generation, slot.offset, slot.length)
+        try:
+            data = self._segments.read(slot.segment, slot.generation, slot.offset, slot.length)
+        except OSError as exc:
+            raise BookieError(
+                ErrorCode.INTERNAL, f"reading ledger {ledger_id} entry {entry_id}: {exc}"
+            ) from exc
         if len(data) < slot.length:
             return None  # the slot outlived a truncated tail: that record is gone
         rec = decode_record(data, 0)

@@ -211,3 +211,25 @@ async def test_second_engine_on_the_same_directory_is_refused(tmp_path: Path) ->
             await open_storage(tmp_path)
     finally:
         await storage.close()
+
+
+async def test_damaged_index_slot_is_reported_then_rebuilt_at_the_next_start(tmp_path: Path) -> None:
+    storage = await open_storage(tmp_path)
+    for entry_id in range(3):
+        await storage.add_entry(1, entry_id, entry_id - 1, payload(entry_id))
+    await storage.close()
+    overwrite(tmp_path / "index" / f"{1:016x}.idx", 16 + 16 * 1, b"\x07" * 16)  # entry 1's slot
+    storage = await open_storage(tmp_path)
+    try:
+        with pytest.raises(BookieError) as info:
+            storage.read_entry(1, 1)
+        assert info.value.code.name == "CORRUPT"
+        assert storage.read_entry(1, 2) == payload(2)
+    finally:
+        await storage.close()
+    storage = await open_storage(tmp_path)
+    try:
+        assert storage.recovery_report["full_rebuild"] is True
+        assert [storage.read_entry(1, e) for e in range(3)] == [payload(e) for e in range(3)]
+    finally:
+        await storage.close()
