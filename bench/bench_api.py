@@ -181,6 +181,9 @@ async def quire_consume(port: int) -> float:
             await p.request("POST", f"{topic}/messages", body)
 
     await asyncio.gather(*(fill(p, CONSUME_MESSAGES // 4000) for p in producers))
+    # A fresh connection: uvicorn closes one idle past its keep-alive timeout during the fill.
+    c.close()
+    c = await Connection.open(HOST, port)
     got = 0
     started = time.perf_counter()
     while got < CONSUME_MESSAGES:
