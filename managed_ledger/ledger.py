@@ -133,6 +133,7 @@ class ManagedLedger:
         self._closing = False
         self._closed = False
         self._timer_task: asyncio.Task[None] | None = None
+        self._stop_timer = asyncio.Event()
         self._background: set[asyncio.Task[Any]] = set()
         now = clock.now_ms()
         self._last_flush_ms = now
@@ -572,7 +573,10 @@ class ManagedLedger:
     async def _timer_loop(self) -> None:
         interval_s = min(self._config.cursor_flush_interval_ms, 1_000) / 1_000
         while not self._closing:
-            await asyncio.sleep(interval_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop_timer.wait(), interval_s)
+            if self._closing:
+                return
             try:
                 await self.tick()
             except Exception as exc:  # the timer must outlive one failed pass; the next retries
@@ -614,9 +618,10 @@ class ManagedLedger:
         self._closing = True
         try:
             if self._timer_task is not None:
-                self._timer_task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self._timer_task
+                # Not cancelled: a pass cut in the middle of a store call could leave a CAS
+                # applied in the database but not in memory, and fence our own close.
+                self._stop_timer.set()
+                await self._timer_task
             if not self._fenced:
                 if self._segment is not None:
                     self._segment.accepting = False

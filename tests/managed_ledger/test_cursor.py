@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
+from dataclasses import replace
 
+from managed_ledger.factory import ManagedLedgerFactory
 from managed_ledger.ledger import ManagedLedger
 from managed_ledger.metadata.memory import InMemoryMetadataStore
 from managed_ledger.position import Position
@@ -164,3 +167,19 @@ async def test_delete_cursor_and_properties() -> None:
     assert ml2.cursors["s"].properties == {"type": "shared", "ack_timeout_ms": 5}
     await ml2.delete_cursor("s")
     assert ml2.cursors == {} and env.store.list_cursors("t") == []
+
+
+async def test_background_timer_flushes_acks_and_close_stops_it() -> None:
+    env = Env()
+    factory = ManagedLedgerFactory(env.client, env.store, env.bookies, timers=True)  # system clock
+    ml = await factory.open("t", replace(config(), cursor_flush_interval_ms=10))
+    pos = await ml.append(b"x")
+    cursor = await ml.open_cursor("s", "earliest")
+    cursor.ack([pos])
+    for _ in range(1_000):  # bounded wait for the timer's flush; no assertion on how long it took
+        if env.store.list_cursors("t")[0].mark_delete == tuple(pos):
+            break
+        await asyncio.sleep(0.01)
+    assert env.store.list_cursors("t")[0].mark_delete == tuple(pos)
+    await factory.close()
+    assert not ml.is_fenced
