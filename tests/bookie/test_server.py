@@ -7,6 +7,7 @@ connection must still be served.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import struct
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import google_crc32c
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bookie.errors import ErrorCode
 from bookie.protocol import (
@@ -265,3 +268,30 @@ async def test_client_past_the_limit_is_slowed_not_refused(memory_bookie: Thread
     futures = [writer.add_entry_future(b"%d" % i * 50) for i in range(500)]
     assert [await f for f in futures] == list(range(500))
     await client.close()
+
+
+def mutated_stream(data: st.DataObject) -> bytes:
+    """A few valid frames with bytes flipped, cut short, or garbage spliced in."""
+    wire = bytearray(
+        b"".join(
+            b"".join(encode_frame(op, 0, i, body))
+            for i, (op, body) in enumerate(
+                data.draw(st.lists(st.tuples(st.integers(0, 12), st.binary(max_size=40)), max_size=4))
+            )
+        )
+    )
+    for _ in range(data.draw(st.integers(0, 3))):
+        if wire:
+            wire[data.draw(st.integers(0, len(wire) - 1))] ^= data.draw(st.integers(1, 255))
+    wire += data.draw(st.binary(max_size=64))
+    return bytes(wire[: data.draw(st.integers(0, len(wire)))])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_fuzzed_streams_never_hurt_the_server(memory_bookie: ThreadBookie, data: st.DataObject) -> None:
+    raw = Raw(memory_bookie.port)
+    with contextlib.suppress(OSError):
+        raw.send(mutated_stream(data))
+    raw.close()
+    still_serves(memory_bookie.port)
