@@ -30,9 +30,7 @@ from managed_ledger.errors import EntryNotFoundError
 from managed_ledger.position import MessageId, Position
 from topics.api import Delivery, SubscriptionOptions, SubscriptionType
 from topics.errors import ConsumerBusyError
-from topics.readers import CompactedSource, after, decode_entry
-
-_ENTRIES_PER_READ = 256
+from topics.readers import CompactedSource, after, decode_entry, entries_wanted
 
 # Resolves the partition of a message id the subscription has no state for (ledger ids are
 # unique across the cluster, so an id names its managed ledger); None when no partition has it.
@@ -117,6 +115,8 @@ class Subscription:
         self._owner: str | None = None
         self._owner_seen_ms = 0
         self._rr = 0
+        self._entries_read = 0  # with _messages_read: the batch size seen, to size reads
+        self._messages_read = 0
 
     # --- delivery ------------------------------------------------------------------------------
     async def fill(self, max_messages: int, consumer_id: str | None) -> list[Delivery]:
@@ -205,9 +205,11 @@ class Subscription:
             if progressed is not None:
                 return progressed
         cursor = self.cursors[partition]
-        entries = await cursor.read_entries(min(wanted, _ENTRIES_PER_READ))
+        entries = await cursor.read_entries(entries_wanted(wanted, self._messages_read, self._entries_read))
+        self._entries_read += len(entries)
         for pos, payload in entries:
             messages = decode_entry(self.topic, pos.ledger_id, pos.entry_id, payload)
+            self._messages_read += len(messages)
             if not messages:
                 cursor.ack([pos])
                 continue
