@@ -488,18 +488,21 @@ class BookieLedgerClient:
         return max(lacs)
 
     async def _last_readable(self, spec: LedgerSpec, lac: int) -> int:
-        """One bookie: read forward from LAC + 1 in ranges until an entry is missing."""
-        first = lac + 1
+        """One bookie: LAST_ENTRY bounds the search, then read forward from LAC + 1 in ranges
+        (which also proves every entry up to the answer readable) until one is missing."""
         address = spec.ensemble[0]
-        while True:
-            body = RANGE.pack(spec.ledger_id, first, first + self.config.read_chunk_entries - 1, 1 << 30)
+        last, _ = await self.bookie_last_entry(address, spec.ledger_id)
+        first = lac + 1
+        while first <= last:
+            body = RANGE.pack(spec.ledger_id, first, last, self.config.read_chunk_bytes)
             reply = await self._call(address, Op.READ_RANGE, body)
             code = reply_code(reply)
             if code in _NOT_THERE:
-                return first - 1
+                break
             if code != ErrorCode.OK:
                 raise reply_error(reply, spec.ledger_id, first)
             first += len(decode_range_body(reply))
+        return first - 1
 
     async def _recover_entry(self, spec: LedgerSpec, entry_id: int, lac: int) -> bool:
         """Whether `entry_id` exists; if so, make sure its whole write set holds it."""

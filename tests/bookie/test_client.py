@@ -165,3 +165,18 @@ async def test_recovery_completes_a_partial_write(three_bookies: list[BookieProc
     stats = await client.bookie_stats(ensemble[0])
     assert stats["server"]["connections"] >= 1  # type: ignore[index]
     await client.close()
+
+
+async def test_recovery_stops_at_the_first_gap(bookie_process: BookieProcess) -> None:
+    """Entries 0..2 and 4 stored, 3 missing: nothing after a gap can have been acknowledged."""
+    client = BookieLedgerClient()
+    conn = await client._connection(bookie_process.address)
+    for entry_id in (0, 1, 2, 4):
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        conn.send_add(21, entry_id, -1, b"g%d" % entry_id, 0, lambda f, body: f.set_result(body), future)
+        assert (await future)[:2] == b"\x00\x00"
+    spec = LedgerSpec(21, (bookie_process.address,))
+    assert await client.bookie_last_entry(bookie_process.address, 21) == (4, -1)
+    assert await client.recover(spec) == 2
+    assert await client.read_entries(spec, 0, 2) == [b"g0", b"g1", b"g2"]
+    await client.close()
