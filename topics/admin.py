@@ -60,6 +60,10 @@ class AdminPlane(TopicsBase):
             t.notifier.notify()
             for ml in t.mls:
                 await ml.close()
+        if self._close_dependencies:
+            await self._factory.close()
+            await self._client.close()
+            await self._call(self._store.close)
 
     async def ready(self) -> dict[str, bool]:
         try:

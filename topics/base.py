@@ -86,8 +86,12 @@ class TopicsBase:
         *,
         compacted: CompactedSource | None = None,
         clock: Clock | None = None,
+        close_dependencies: bool = False,
     ) -> None:
+        """`close_dependencies`: `close()` also closes the factory, the ledger client and the
+        store (the broker hands them over); tests that restart over one store leave it off."""
         self._store = store
+        self._close_dependencies = close_dependencies
         self._factory = factory
         self._client = client
         self._config = config

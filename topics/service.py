@@ -36,6 +36,8 @@ from topics.errors import (
     MessageNotFoundError,
     MessageTooLargeError,
     StorageUnavailableError,
+    SubscriptionNotFoundError,
+    TopicNotFoundError,
     TopicsError,
     WaitTooLongError,
 )
@@ -191,6 +193,8 @@ class TopicService(AdminPlane):
             if redelivery_ms is not None:
                 remaining = min(remaining, redelivery_ms / 1000 + 0.001)
             await Notifier.wait(woken, remaining)
+            if self._topics.get(t.name) is not t or t.subscriptions.get(subscription) is not sub:
+                raise SubscriptionNotFoundError(t.name, subscription)  # deleted while we waited
 
     async def ack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None:
         sub = await self._subscription(await self._topic(topic), subscription)
@@ -272,6 +276,8 @@ class TopicService(AdminPlane):
             if remaining <= 0:
                 return ReadPage([], None)
             await Notifier.wait(woken, remaining)
+            if self._topics.get(t.name) is not t:
+                raise TopicNotFoundError(t.name, "deleted while the reader waited")
 
     async def get_message(self, topic: str, message_id: MessageId) -> StoredMessage:
         t = await self._topic(topic)

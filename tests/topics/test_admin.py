@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 import pytest
 
+from managed_ledger.api import ManagedLedgerConfig
 from managed_ledger.entry_format import Message
+from managed_ledger.errors import ManagedLedgerClosedError
 from managed_ledger.metadata.api import CompactionStatus
 from tests.topics.conftest import Env
 from topics.api import SubscriptionOptions
+from topics.config import TopicsConfig
 from topics.errors import (
     CompactionConflictError,
     InvalidArgumentError,
@@ -167,3 +171,26 @@ async def test_auto_compaction_threshold(svc: TopicService, env: Env) -> None:
     assert await svc.check_compaction_thresholds() == [T]
     assert env.store.get_compaction(T).requested
     assert await svc.check_compaction_thresholds() == []  # already requested
+
+
+async def test_waiters_learn_of_deletes(svc: TopicService) -> None:
+    await svc.create_subscription(T, "s", SubscriptionOptions())
+    waiting = asyncio.create_task(svc.receive(T, "s", 1, 10_000, None))
+    reading = asyncio.create_task(svc.read(T, "latest", 1, False, 10_000))
+    await asyncio.sleep(0.01)
+    await svc.delete_subscription(T, "s")
+    with pytest.raises(SubscriptionNotFoundError):
+        await asyncio.wait_for(waiting, 5)
+    await svc.delete_topic(T)
+    with pytest.raises(TopicNotFoundError):
+        await asyncio.wait_for(reading, 5)
+
+
+async def test_close_dependencies(env: Env) -> None:
+    svc = TopicService(env.store, env.factory, env.client, TopicsConfig(), close_dependencies=True)
+    await svc.start()
+    await svc.produce(T, None, [Message(b"a")])
+    assert await svc.ready() == {"metadata": True, "bookies": True}
+    await svc.close()
+    with pytest.raises(ManagedLedgerClosedError):
+        await env.factory.open("x/y/z", ManagedLedgerConfig())
