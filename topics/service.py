@@ -28,6 +28,7 @@ from topics.api import (
     SeekTarget,
     StartPosition,
     SubscriptionOptions,
+    TopicsApi,
 )
 from topics.base import Notifier, OpenTopic
 from topics.errors import (
@@ -320,3 +321,8 @@ class TopicService(AdminPlane):
 
     async def reset_cursor(self, topic: str, subscription: str, timestamp_ms: int) -> None:
         await self.seek(topic, subscription, timestamp_ms)
+
+
+def _implements(service: TopicService) -> TopicsApi:
+    """Never called: mypy checks here that TopicService implements the TopicsApi protocol."""
+    return service
