@@ -107,3 +107,15 @@ async def test_subscription_over_partitions(svc: TopicService) -> None:
     assert len(await svc.receive(P, "s", 100, 0, None)) == 12
     await svc.seek(P, "s", got[0].message.message_id)
     assert len(await svc.receive(P, "s", 100, 0, None)) >= 1
+
+
+async def test_acks_after_restart_find_their_partition(env: Env) -> None:
+    svc = env.service
+    await svc.create_topic(P, 3)
+    await svc.create_subscription(P, "s", SubscriptionOptions(initial_position="earliest"))
+    results = await svc.produce(P, None, [Message(f"{i}".encode(), f"k{i}") for i in range(9)])
+    ids = [r.message_id for r in results if r.message_id is not None]
+    svc = await env.restart()
+    await svc.ack(P, "s", ids)
+    assert await svc.receive(P, "s", 100, 0, None) == []
+    assert (await svc.stats(P))["subscriptions"]["s"]["msgBacklog"] == 0

@@ -27,6 +27,7 @@ async def sql_env(metadata_url: str) -> AsyncIterator[Env]:
 
 async def test_produce_consume_restart(sql_env: Env) -> None:
     svc = sql_env.service
+    assert await svc.list_namespaces("public") == ["public/default"]
     await svc.create_tenant("acme")
     await svc.create_namespace("acme/ns")
     await svc.create_topic(T, 2)

@@ -207,3 +207,12 @@ async def test_subscription_options_survive_restart(env: Env) -> None:
         await svc.receive(T, "x", 1, 0, "c2")
     env.clock.advance(6)
     assert (await svc.receive(T, "x", 1, 0, "c1"))[0].redelivery_count == 1
+
+
+async def test_exclusive_redelivers_in_id_order_before_new_messages(svc: TopicService) -> None:
+    ids = [(await produce(svc, v))[0] for v in ("a", "b", "c")]
+    await svc.create_subscription(T, "x", SubscriptionOptions("earliest", "exclusive"))
+    assert values(await svc.receive(T, "x", 3, 0, "c1")) == ["a", "b", "c"]
+    await produce(svc, "d")
+    await svc.nack(T, "x", [ids[2], ids[0]])
+    assert values(await svc.receive(T, "x", 10, 0, "c1")) == ["a", "c", "d"]
