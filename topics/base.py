@@ -103,7 +103,7 @@ class TopicsBase:
         self._compacted: CompactedSource = compacted
         self._defaults = policies.defaults(config)
         self._topics: dict[str, OpenTopic] = {}
-        self._open_lock = asyncio.Lock()
+        self._open_locks: dict[str, asyncio.Lock] = {}
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         """A metadata store call, off the event loop (the store is synchronous)."""
@@ -116,7 +116,8 @@ class TopicsBase:
         if open_topic is not None:
             return open_topic
         name = names.validate_topic(topic)
-        async with self._open_lock:
+        # One lock per topic: opening one (recovery reads the bookies) never holds up another.
+        async with self._open_locks.setdefault(name, asyncio.Lock()):
             open_topic = self._topics.get(name)
             if open_topic is None:
                 meta = await self._call(self._store.get_topic, name)
