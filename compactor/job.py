@@ -35,7 +35,9 @@ from compactor.tasks import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-SORT_PARTITION_BYTES = 32 * 1024 * 1024  # input bytes per sorted partition: bounds driver memory
+# input bytes per sorted partition: the driver holds at most one partition of packed survivors
+# (plus the next one, prefetched), and survivors are never more than the input
+SORT_PARTITION_BYTES = 128 * 1024 * 1024
 
 
 def bookie_client_factory() -> LedgerClient:
@@ -71,26 +73,20 @@ class SparkEngine:
         """Start the session (and the Python workers) before the first run needs them."""
         self.session().range(1).count()
 
-    def _ranges_frame(self, spark: SparkSession, pieces: list[ReadRange]) -> DataFrame:
-        rows = [
-            (
-                r.ledger_id,
-                ",".join(r.ensemble),
-                r.write_quorum,
-                r.ack_quorum,
-                r.first_entry_id,
-                r.last_entry_id,
-                r.compacted,
-                max(1, self.config.read_chunk_bytes // max(1, r.entry_bytes_hint)),
-            )
+    def _range_rows(self, pieces: list[ReadRange]) -> list[dict[str, Any]]:
+        return [
+            {
+                "ledger_id": r.ledger_id,
+                "ensemble": ",".join(r.ensemble),
+                "write_quorum": r.write_quorum,
+                "ack_quorum": r.ack_quorum,
+                "first_entry_id": r.first_entry_id,
+                "last_entry_id": r.last_entry_id,
+                "compacted": r.compacted,
+                "entries_per_read": max(1, self.config.read_chunk_bytes // max(1, r.entry_bytes_hint)),
+            }
             for r in pieces
         ]
-        schema = (
-            "ledger_id long, ensemble string, write_quorum int, ack_quorum int, "
-            "first_entry_id long, last_entry_id long, compacted boolean, entries_per_read long"
-        )
-        rdd = spark.sparkContext.parallelize(rows, len(rows))  # one task per piece
-        return spark.createDataFrame(rdd, schema)
 
     def build(self, plan: CompactionPlan, keyless_policy: KeylessPolicy) -> DataFrame:
         """The job's DataFrame of packed compacted entries (PACK_SCHEMA), in id order."""
@@ -98,25 +94,31 @@ class SparkEngine:
 
         spark = self.session()
         tasks = max(1, spark.sparkContext.defaultParallelism * self.config.spark_tasks_per_core)
-        pieces = split_ranges(plan.ranges, tasks)
+        pieces = split_ranges(plan.ranges, tasks) or list(plan.ranges)
         task_plan = TaskPlan(
             _as_tuple(plan.old_horizon),
             _as_tuple(plan.new_horizon),
             keyless_policy == "keep",
             self.client_factory,
         )
-        read = self._ranges_frame(spark, pieces).mapInArrow(read_partition(task_plan), READ_DDL)
+        # spark.range(n) in n partitions: task i reads pieces[i] (shipped in the task's closure),
+        # so no Python rows have to be converted into a DataFrame first
+        read_fn = read_partition(task_plan, self._range_rows(pieces))
+        read = spark.range(0, len(pieces), 1, len(pieces)).mapInArrow(read_fn, READ_DDL)
+        input_bytes = sum(r.entries * r.entry_bytes_hint for r in plan.ranges)
+        partitions = max(1, math.ceil(input_bytes / SORT_PARTITION_BYTES))
+        if partitions == 1:
+            # one partition already satisfies the grouping and the order: one shuffle in all
+            read = read.repartition(1)
         msg_id = F.struct("ledger", "entry", "batch_index")
         newest = read.groupBy("key", "solo").agg(
             F.max_by(F.struct("ledger", "entry", "batch_index", "tombstone", "payload"), msg_id).alias("m"),
             F.sum("messages").alias("messages"),
         )
         flat = newest.select("m.ledger", "m.entry", "m.batch_index", "m.tombstone", "m.payload", "messages")
-        input_bytes = sum(r.entries * r.entry_bytes_hint for r in plan.ranges)
-        partitions = max(1, math.ceil(input_bytes / SORT_PARTITION_BYTES))
-        ordered = flat.repartitionByRange(partitions, "ledger", "entry", "batch_index").sortWithinPartitions(
-            "ledger", "entry", "batch_index"
-        )
+        if partitions > 1:  # range partitions come back to the driver one at a time, in id order
+            flat = flat.repartitionByRange(partitions, "ledger", "entry", "batch_index")
+        ordered = flat.sortWithinPartitions("ledger", "entry", "batch_index")
         pack = pack_partition(self.config.entry_max_messages, self.config.entry_max_bytes)
         return ordered.mapInArrow(pack, PACK_DDL)
 

@@ -74,7 +74,7 @@ def _defaults(config: CompactorConfig, work: Path) -> dict[str, str]:
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "4",
-        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.adaptive.enabled": "false",  # partitions are sized by the job; AQE only adds jobs
         "spark.driver.extraJavaOptions": java_opts,
         "spark.executor.extraJavaOptions": java_opts,
         "spark.executorEnv.PYSPARK_PYTHON": sys.executable,

@@ -211,11 +211,14 @@ def _to_batch(rows: list[tuple[Any, ...]], schema: pa.Schema) -> pa.RecordBatch:
     )
 
 
-def read_partition(plan: TaskPlan) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The read stage's function for `DataFrame.mapInArrow` (RANGE_SCHEMA -> READ_SCHEMA)."""
+def read_partition(
+    plan: TaskPlan, pieces: list[dict[str, Any]]
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The read stage's function for `mapInArrow` over `spark.range(len(pieces))`: each input
+    row's `id` picks the piece (a RANGE_SCHEMA dict) to read. Output: READ_SCHEMA."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        ranges = [r for b in batches for r in b.to_pylist()]
+        ranges = [pieces[i] for b in batches for i in b.column("id").to_pylist()]
         if not ranges:
             return
         latest = asyncio.run(_read_all(plan, ranges))

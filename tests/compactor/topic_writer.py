@@ -68,6 +68,17 @@ class TopicWriter:
         await asyncio.gather(*(one(p) for p in payloads))
         self.size += sum(len(p) for p in payloads)
 
+    async def append_payloads(self, payloads: Sequence[bytes], in_flight: int = 256) -> None:
+        """Pipelined appends of encoded batches (benchmarks); nothing is kept in `written`."""
+        if self.writer is None:
+            await self.roll()
+        writer = self.writer
+        assert writer is not None
+        for i in range(0, len(payloads), in_flight):
+            chunk = payloads[i : i + in_flight]
+            await asyncio.gather(*(writer.add_entry(p) for p in chunk))
+            self.size += sum(len(p) for p in chunk)
+
     async def close_ledger(self) -> None:
         if self.writer is None or self.meta is None:
             return
