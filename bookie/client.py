@@ -76,6 +76,7 @@ class BookieClientConfig:
     read_chunk_entries: int = 4_096  # entries asked for by one READ_RANGE
     read_chunk_bytes: int = 4 * 1024 * 1024  # reply size bound asked for by one READ_RANGE
     read_parallelism: int = 4  # READ_RANGE requests in flight for one read_entries
+    coalesce_max_frames: int = 128  # frames sent in one write at most
 
 
 def reply_code(body: bytes) -> int:
@@ -112,6 +113,7 @@ class _Connection(asyncio.Protocol):
         self._config = config
         self._loop = loop
         self._timeout_s = config.request_timeout_s
+        self._flush_parts = 3 * config.coalesce_max_frames  # encoders return 3 parts a frame
         self._decoder = FrameDecoder(config.max_frame_bytes)
         self._transport: asyncio.Transport | None = None
         self._pending: dict[int, tuple[Callback, Any, float]] = {}
@@ -161,9 +163,13 @@ class _Connection(asyncio.Protocol):
             return
         self._pending[request_id] = (callback, context, self._loop.time() + self._timeout_s)
         self._out += parts
-        if not self._flush_scheduled:
+        if len(self._out) >= self._flush_parts:
+            # Do not hold a long burst until the loop pass ends: the bookie can start its
+            # group commit on the first frames while this side still encodes the rest.
+            self._flush()
+        elif not self._flush_scheduled:
             self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
+            self._loop.call_soon(self._scheduled_flush)
         if self._sweeper is None:
             self._sweeper = self._loop.call_later(self._sweep_interval(), self._sweep)
 
@@ -187,8 +193,11 @@ class _Connection(asyncio.Protocol):
         self.send(encode_frame(op, 0, request_id, body), request_id, _resolve, future)
         return await future
 
-    def _flush(self) -> None:
+    def _scheduled_flush(self) -> None:
         self._flush_scheduled = False
+        self._flush()
+
+    def _flush(self) -> None:
         if self._transport is not None and self._out and not self.closed:
             self._transport.write(b"".join(self._out))
         self._out.clear()
