@@ -4,9 +4,10 @@ Starts `quire bookie` on a free port in a temporary directory and, from this pro
 ledgers through `BookieLedgerClient` (one connection, uvloop) with 1, 16 and 256 adds in flight,
 for 100 B and 1 KiB entries. Every add is acknowledged only after the bookie's fdatasync. Each
 cell is the median of several rounds. Beside it, the raw ceiling measured in the same run on the
-same disk: a Python loop of write + fdatasync of N records per fsync (N = in-flight count), the
-grouping a perfect group commit would get. Last, the bookie's resident memory after writing 1x
-and 5x a volume of data (it must not grow with the data stored).
+same disk, its rounds interleaved with the bookie's: a Python loop of write + fdatasync of N
+records per fsync (N = in-flight count), the grouping a perfect group commit would get. Last,
+the bookie's resident memory after writing 1x and 5x a volume of data (it must not grow with
+the data stored).
 
 Not a test: nothing here asserts; it prints one table. The bar (DESIGN.md §9 / issue 2) is
 >= 50,000 durable adds/s of 100 B entries with 256 in flight.
@@ -102,39 +103,40 @@ class Ledgers:
         return await self.client.create_ledger(spec)
 
 
-async def bookie_rate(ledgers: Ledgers, size: int, in_flight: int, seconds: float, rounds: int) -> float:
+async def measure_cell(
+    ledgers: Ledgers, tmp: Path, size: int, in_flight: int, seconds: float, rounds: int
+) -> tuple[float, float]:
+    """Median bookie adds/s and raw records/s, rounds interleaved so both see the same disk."""
     payload = os.urandom(size)
-    # Size each round from a short probe so that every cell takes about `seconds`.
-    probe = await pump(await ledgers.writer(), payload, 200 * in_flight if in_flight > 1 else 300, in_flight)
-    per_round = max(500, int(seconds * (200 * in_flight if in_flight > 1 else 300) / probe))
-    rates = []
+    # Size each bookie round from a short probe so that every round takes about `seconds`.
+    probe_count = 200 * in_flight if in_flight > 1 else 300
+    probe = await pump(await ledgers.writer(), payload, probe_count, in_flight)
+    per_round = max(500, int(seconds * probe_count / probe))
+    bookie, raw = [], []
     for _ in range(rounds):
         writer = await ledgers.writer()
-        took = await pump(writer, payload, per_round, in_flight)
+        bookie.append(per_round / await pump(writer, payload, per_round, in_flight))
         await writer.close()
-        rates.append(per_round / took)
-    return statistics.median(rates)
+        raw.append(raw_rate(tmp, size, in_flight, seconds))
+    return statistics.median(bookie), statistics.median(raw)
 
 
-def raw_rate(directory: Path, size: int, group: int, seconds: float, rounds: int) -> float:
+def raw_rate(directory: Path, size: int, group: int, seconds: float) -> float:
     """Records per second of a write + fdatasync loop, `group` records per fsync, appending."""
     record = os.urandom(size)
-    rates = []
-    for r in range(rounds):
-        path = directory / f"raw-{size}-{group}-{r}.log"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            records = 0
-            start = time.perf_counter()
-            while time.perf_counter() - start < seconds:
-                os.write(fd, b"".join([record] * group))
-                os.fdatasync(fd)
-                records += group
-            rates.append(records / (time.perf_counter() - start))
-        finally:
-            os.close(fd)
-            path.unlink()
-    return statistics.median(rates)
+    path = directory / f"raw-{size}-{group}.log"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        records = 0
+        start = time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            os.write(fd, b"".join([record] * group))
+            os.fdatasync(fd)
+            records += group
+        return records / (time.perf_counter() - start)
+    finally:
+        os.close(fd)
+        path.unlink()
 
 
 async def rss_growth(ledgers: Ledgers, pid: int, volume_bytes: int) -> tuple[int, int]:
@@ -169,8 +171,7 @@ async def bench(args: argparse.Namespace, tmp: Path) -> None:
         rows = []
         for size in SIZES:
             for in_flight in IN_FLIGHT:
-                rate = await bookie_rate(ledgers, size, in_flight, args.seconds, args.rounds)
-                raw = raw_rate(tmp, size, in_flight, args.seconds, args.rounds)
+                rate, raw = await measure_cell(ledgers, tmp, size, in_flight, args.seconds, args.rounds)
                 rows.append((size, in_flight, rate, raw))
                 print(
                     f"  measured {size} B x {in_flight} in flight: {fmt_rate(rate)} adds/s", file=sys.stderr
@@ -206,7 +207,7 @@ def print_table(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=1.5, help="target duration of one round")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--volume-mb", type=int, default=64, help="1x volume for the RSS check")
     args = parser.parse_args()
     try:
