@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -213,7 +214,7 @@ def main() -> None:
     try:
         import uvloop
 
-        loop_factory = uvloop.new_event_loop
+        loop_factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
     except ImportError:  # pragma: no cover - uvloop is a dependency
         loop_factory = asyncio.new_event_loop
     with (
