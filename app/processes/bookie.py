@@ -29,12 +29,22 @@ def storage_config(settings: Settings) -> Any:
     for field in dataclasses.fields(StorageConfig):
         if field.name != "data_dir" and field.name in Settings.model_fields:
             values[field.name] = getattr(settings, field.name)
-    return StorageConfig(**values)
+    try:
+        return StorageConfig(**values)
+    except ValueError as exc:  # a value pydantic let through but the engine refuses
+        raise SystemExit(f"quire bookie: invalid storage settings: {exc}") from exc
+
+
+def listen_host(settings: Settings) -> str:
+    """`quire bookie --host H` sets QUIRE_HOST; an explicit QUIRE_BOOKIE_HOST still wins."""
+    if "host" in settings.model_fields_set and "bookie_host" not in settings.model_fields_set:
+        return settings.host
+    return settings.bookie_host
 
 
 def server_config(settings: Settings) -> ServerConfig:
     return ServerConfig(
-        host=settings.bookie_host,
+        host=listen_host(settings),
         port=settings.bookie_port,
         max_frame_bytes=settings.bookie_max_frame_bytes,
         max_requests_in_flight=settings.bookie_max_requests_in_flight,
@@ -53,11 +63,11 @@ async def serve(settings: Settings) -> None:
     except OSError as exc:
         await storage.close()
         raise SystemExit(
-            f"quire bookie: cannot listen on {settings.bookie_host}:{settings.bookie_port}: {exc}"
+            f"quire bookie: cannot listen on {server.config.host}:{settings.bookie_port}: {exc}"
         ) from exc
     log.info(
         "bookie listening on %s:%d, data in %s",
-        settings.bookie_host,
+        server.config.host,
         server.port,
         settings.data_dir.resolve(),
     )

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bookie.client import BookieLedgerClient
 from bookie.types import LedgerSpec
 from tests.bookie.conftest import BookieProcess, start_bookie_process
@@ -74,3 +76,28 @@ def test_sigterm_stops_cleanly_and_keeps_data(tmp_path: Path) -> None:
         assert asyncio.run(read()) == [b"v%d" % i for i in range(100)]
     finally:
         bookie.stop()
+
+
+def test_storage_setting_the_engine_refuses(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "app.cli", "bookie", "--data-dir", str(tmp_path), "--port", str(free_port())],
+        cwd=REPO,
+        env={**os.environ, "QUIRE_JOURNAL_MAX_SIZE_BYTES": "100"},
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert b"journal_max_size_bytes" in done.stderr
+
+
+def test_host_flag_or_bookie_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.processes.bookie import listen_host
+    from app.settings import Settings
+
+    monkeypatch.delenv("QUIRE_BOOKIE_HOST", raising=False)
+    monkeypatch.setenv("QUIRE_HOST", "0.0.0.0")
+    assert listen_host(Settings()) == "0.0.0.0"  # `quire bookie --host 0.0.0.0`
+    monkeypatch.setenv("QUIRE_BOOKIE_HOST", "127.0.0.2")
+    assert listen_host(Settings()) == "127.0.0.2"
+    monkeypatch.delenv("QUIRE_HOST")
+    assert listen_host(Settings()) == "127.0.0.2"
