@@ -295,3 +295,19 @@ def test_fuzzed_streams_never_hurt_the_server(memory_bookie: ThreadBookie, data:
         raw.send(mutated_stream(data))
     raw.close()
     still_serves(memory_bookie.port)
+
+
+async def test_read_only_bookie_refuses_adds_serves_reads(memory_bookie: ThreadBookie) -> None:
+    from bookie.client import BookieLedgerClient
+    from bookie.errors import ReadOnlyError
+    from bookie.types import LedgerSpec
+
+    client = BookieLedgerClient()
+    spec = LedgerSpec(13, (memory_bookie.address,))
+    writer = await client.create_ledger(spec)
+    await writer.add_entry(b"before")
+    memory_bookie.storage.read_only_flag = True
+    with pytest.raises(ReadOnlyError):
+        await writer.add_entry(b"refused")
+    assert await client.read_entries(spec, 0, 0) == [b"before"]
+    await client.close()
