@@ -9,6 +9,7 @@ start turns into ERROR, deleting the half-written ledger).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from typing import cast
@@ -51,7 +52,9 @@ async def serve(settings: Settings) -> None:
     finally:
         await client.close()
         store.close()
-        await asyncio.to_thread(stop_session)
+        # a SIGTERM to the process group may have stopped the JVM already: nothing left to stop
+        with contextlib.suppress(Exception):
+            await asyncio.to_thread(stop_session)
 
 
 def run(settings: Settings) -> None:
