@@ -86,6 +86,7 @@ class _Connection(asyncio.Protocol):
         self._in_flight = 0
         self._paused_in_flight = False
         self._paused_writing = False
+        self._stopping = False  # the server is shutting down: take no new requests
         self.peer = "?"
 
     # --- transport callbacks -------------------------------------------------------------------
@@ -112,6 +113,8 @@ class _Connection(asyncio.Protocol):
         self._update_reading()
 
     def data_received(self, data: bytes) -> None:
+        if self._stopping:
+            return
         frames = self._decoder.feed(data)
         self._server.requests += len(frames)
         if self._held:
@@ -131,9 +134,14 @@ class _Connection(asyncio.Protocol):
             else:
                 self._request(op, flags, request_id, body)
 
+    def stop_reading(self) -> None:
+        self._stopping = True
+        self._held = []
+        self._update_reading()
+
     def _start_held(self) -> None:
         held, self._held = self._held, []
-        if self._transport is not None and not self._transport.is_closing():
+        if self._transport is not None and not self._transport.is_closing() and not self._stopping:
             self._start(held)
             self._update_reading()
 
@@ -292,7 +300,7 @@ class _Connection(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing():
             return
-        if self._paused_in_flight or self._paused_writing or self._held:
+        if self._paused_in_flight or self._paused_writing or self._held or self._stopping:
             if transport.is_reading():
                 transport.pause_reading()
         elif not transport.is_reading():
@@ -387,9 +395,12 @@ class BookieServer:
         }
 
     async def close(self, drain_timeout_s: float = 10.0) -> None:
-        """Stop accepting, let requests in flight finish (bounded), close every connection."""
+        """Stop accepting and reading, let requests in flight finish (bounded) so their replies go
+        out, then close every connection."""
         if self._server is not None:
             self._server.close()
+        for conn in list(self.connections):
+            conn.stop_reading()
         deadline = time.monotonic() + drain_timeout_s
         while self.in_flight and time.monotonic() < deadline:
             await asyncio.sleep(0.01)

@@ -15,6 +15,7 @@ import hashlib
 import random
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from bookie.client import BookieLedgerClient
@@ -110,7 +111,7 @@ async def verify(address: str, acked: dict[int, int]) -> None:
 
 
 def run_writer_until_killed(
-    bookie: BookieProcess, ledger_id: int, ack_path: Path, rng: random.Random
+    bookie: BookieProcess, ledger_id: int, ack_path: Path, rng: random.Random, kill: Callable[[], object]
 ) -> None:
     log = open(ack_path.with_suffix(f".{ledger_id}.log"), "wb")  # noqa: SIM115 - closed below
     child = subprocess.Popen(
@@ -127,7 +128,7 @@ def run_writer_until_killed(
             f"{target} acks of ledger {ledger_id}",
         )
         assert child.poll() is None, "writer died before the bookie was killed"
-        bookie.kill9()
+        kill()
         child.wait(timeout=30)
     finally:
         if child.poll() is None:
@@ -142,7 +143,7 @@ def test_kill9_under_pipelined_load(tmp_path: Path) -> None:
     bookie = start_bookie_process(tmp_path)
     try:
         for cycle in range(CYCLES):
-            run_writer_until_killed(bookie, 100 + cycle, ack_path, rng)
+            run_writer_until_killed(bookie, 100 + cycle, ack_path, rng, bookie.kill9)
             bookie.start()
             acked = acked_entries(ack_path)
             assert acked.get(100 + cycle, -1) >= 300
@@ -163,3 +164,21 @@ async def verify_all(address: str, acked: dict[int, int]) -> None:
             assert entries == [payload(ledger_id, e) for e in range(last_acked + 1)]
     finally:
         await client.close()
+
+
+def test_sigterm_under_load_drains_and_keeps_every_ack(tmp_path: Path) -> None:
+    """A clean stop in the middle of a write load: the bookie stops reading, answers what it
+    started, exits 0, and everything it acknowledged is there after the restart."""
+    ack_path = tmp_path / "acks.txt"
+    bookie = start_bookie_process(tmp_path)
+    exit_codes: list[int | None] = []
+    try:
+        run_writer_until_killed(
+            bookie, 500, ack_path, random.Random(7), lambda: exit_codes.append(bookie.stop())
+        )
+        assert exit_codes == [0]
+        bookie.start()
+        acked = acked_entries(ack_path)
+        asyncio.run(verify(bookie.address, acked))
+    finally:
+        bookie.stop()
