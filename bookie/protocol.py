@@ -28,7 +28,8 @@ message. When OK:
     ADD, DELETE_LEDGER   (nothing)
     READ                 payload (rest of frame)
     READ_RANGE           count u32 | count x (size u32 | payload): entries first, first+1, ...;
-                         stops early at a missing entry or at max_reply_bytes (always >= 1 entry)
+                         stops early at a missing entry, at max_reply_bytes or at the server's
+                         own caps (always >= 1 entry; a missing first entry is NO_SUCH_ENTRY)
     READ_LAC, FENCE      last_add_confirmed i64
     LAST_ENTRY           last_entry_id i64 | last_add_confirmed i64
     STATS                JSON object (UTF-8)
@@ -92,6 +93,9 @@ _pack_head = HEAD.pack
 _unpack_prefix = PREFIX.unpack_from
 _unpack_head = HEAD.unpack_from
 _OK = CODE.pack(ErrorCode.OK)
+_ADD_OP = int(Op.ADD)
+_ADD_REPLY_REST = struct.Struct("<BBHQH")  # header rest + code: an OK reply to ADD
+_ADD_REPLY_LENGTH = _ADD_REPLY_REST.size + 4
 
 # A decoded frame: (op, flags, request_id, body).
 Frame = tuple[int, int, int, bytes]
@@ -120,7 +124,7 @@ def encode_add(
     request_id: int, ledger_id: int, entry_id: int, lac: int, payload: bytes, flags: int = 0
 ) -> list[bytes]:
     """The hot path of the client: one ADD frame in three pieces, two CRC calls, two packs."""
-    rest = ADD_HEAD.pack(VERSION, Op.ADD, flags, request_id, ledger_id, entry_id, lac)
+    rest = ADD_HEAD.pack(VERSION, _ADD_OP, flags, request_id, ledger_id, entry_id, lac)
     crc = _crc_extend(_crc_value(rest), payload)
     return [_pack_prefix(len(rest) + len(payload) + 4, crc), rest, payload]
 
@@ -136,8 +140,8 @@ def encode_error(op: int, request_id: int, code: ErrorCode, message: str) -> lis
 
 def encode_ok_add_reply(request_id: int) -> bytes:
     """The server's hot path: an empty OK reply to ADD as one byte string."""
-    rest = _pack_head(VERSION, Op.ADD, FLAG_REPLY, request_id) + _OK
-    return _pack_prefix(len(rest) + 4, _crc_value(rest)) + rest
+    rest = _ADD_REPLY_REST.pack(VERSION, _ADD_OP, FLAG_REPLY, request_id, ErrorCode.OK)
+    return _pack_prefix(_ADD_REPLY_LENGTH, _crc_value(rest)) + rest
 
 
 def encode_range_reply(request_id: int, payloads: list[bytes]) -> list[bytes]:
