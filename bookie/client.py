@@ -283,6 +283,7 @@ class BookieLedgerWriter:
         self._failed: BookieError | None = None
         self._failed_from = -1
         self._closed = False
+        self._drained: asyncio.Future[None] | None = None  # close() waits on it
 
     @property
     def spec(self) -> LedgerSpec:
@@ -350,14 +351,16 @@ class BookieLedgerWriter:
                     head.future.set_result(head.entry_id)
             else:
                 break
+        if not pending and self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
 
     async def close(self) -> int:
         """Refuse new adds, wait for those in flight (their errors are their callers'), return LAC."""
         self._closed = True
         if self._pending:
-            await asyncio.wait([self._pending[-1].future])
-            while self._pending:  # a later add may still wait behind a failed one
-                await asyncio.wait([self._pending[-1].future])
+            # Not the callers' futures: a caller may have cancelled its own while the add runs.
+            self._drained = self._loop.create_future()
+            await self._drained
         return self._lac
 
 

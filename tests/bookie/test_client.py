@@ -14,7 +14,7 @@ import pytest
 from bookie.client import BookieClientConfig, BookieLedgerClient
 from bookie.errors import BookieError, ErrorCode
 from bookie.types import LedgerSpec
-from tests.bookie.conftest import BookieProcess, start_bookie_process
+from tests.bookie.conftest import BookieProcess, ThreadBookie, start_bookie_process
 from tests.support import free_port
 
 
@@ -179,4 +179,21 @@ async def test_recovery_stops_at_the_first_gap(bookie_process: BookieProcess) ->
     assert await client.bookie_last_entry(bookie_process.address, 21) == (4, -1)
     assert await client.recover(spec) == 2
     assert await client.read_entries(spec, 0, 2) == [b"g0", b"g1", b"g2"]
+    await client.close()
+
+
+async def test_close_waits_for_adds_whose_callers_gave_up(memory_bookie: ThreadBookie) -> None:
+    gate = asyncio.Event()
+    memory_bookie.loop.call_soon_threadsafe(setattr, memory_bookie.storage, "add_gate", gate)
+    client = BookieLedgerClient()
+    writer = await client.create_ledger(LedgerSpec(30, (memory_bookie.address,)))
+    tasks = [asyncio.ensure_future(writer.add_entry(b"c%d" % i)) for i in range(10)]
+    await asyncio.sleep(0)  # the adds are sent
+    for task in tasks:
+        task.cancel()
+    closing = asyncio.ensure_future(writer.close())
+    await asyncio.sleep(0.05)  # not an assertion: give close() a chance to finish too early
+    assert not closing.done()
+    memory_bookie.loop.call_soon_threadsafe(gate.set)
+    assert await asyncio.wait_for(closing, 10) == 9
     await client.close()
