@@ -346,8 +346,16 @@ class _Drive:
         if awaited is None:  # a bare yield (asyncio.sleep(0)): just run again next pass
             self.conn._loop.call_soon(self.step)
             return
-        awaited._asyncio_future_blocking = False  # as Task.__step does
-        awaited.add_done_callback(self.step)
+        # Every add of a group commit waits on the same future: one callback resumes them all,
+        # in the order they started, instead of one loop callback each.
+        awaited._asyncio_future_blocking = False  # as Task.__step does, or the next await fails
+        waiters = self.conn._server.waiters
+        drives = waiters.get(awaited)
+        if drives is None:
+            waiters[awaited] = [self]
+            awaited.add_done_callback(self.conn._server.resume)
+        else:
+            drives.append(self)
 
 
 def _empty(_: object) -> bytes:
@@ -369,6 +377,7 @@ class BookieServer:
         self.errors = 0
         self.bad_frames = 0
         self.in_flight = 0
+        self.waiters: dict[asyncio.Future[Any], list[_Drive]] = {}  # see _Drive.step
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -376,6 +385,10 @@ class BookieServer:
         self._server = await loop.create_server(
             lambda: _Connection(self), self.config.host, self.config.port, reuse_address=True
         )
+
+    def resume(self, awaited: asyncio.Future[Any]) -> None:
+        for drive in self.waiters.pop(awaited):
+            drive.step()
 
     @property
     def port(self) -> int:
