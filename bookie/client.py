@@ -419,12 +419,12 @@ class BookieLedgerClient:
         return out
 
     async def _read_chunk(self, spec: LedgerSpec, first: int, last: int) -> list[bytes]:
-        """Entries first..last from one bookie holding all of them, READ_RANGE after READ_RANGE."""
+        """Entries first..last from bookies holding all of them, READ_RANGE after READ_RANGE (each
+        starting at the write set of its first entry, which spreads chunks over the ensemble)."""
         out: list[bytes] = []
-        start = 0
         while first <= last:
             body = RANGE.pack(spec.ledger_id, first, last, self.config.read_chunk_bytes)
-            reply = await self._call_any(spec, first, Op.READ_RANGE, body, start)
+            reply = await self._call_any(spec, first, Op.READ_RANGE, body)
             entries = decode_range_body(reply)
             if not entries:
                 raise BookieError(ErrorCode.INTERNAL, "bookie returned an empty READ_RANGE")
@@ -432,12 +432,12 @@ class BookieLedgerClient:
             first += len(entries)
         return out
 
-    async def _call_any(self, spec: LedgerSpec, entry_id: int, op: Op, body: bytes, start: int = 0) -> bytes:
+    async def _call_any(self, spec: LedgerSpec, entry_id: int, op: Op, body: bytes) -> bytes:
         """Ask the write set of `entry_id` in turn until one answers; an OK body or the error."""
         members = spec.write_set(entry_id)
         error: BookieError | None = None
-        for i in range(len(members)):
-            reply = await self._call(members[(start + i) % len(members)], op, body)
+        for address in members:
+            reply = await self._call(address, op, body)
             if reply_code(reply) == ErrorCode.OK:
                 return reply
             candidate = reply_error(reply, spec.ledger_id, entry_id)
