@@ -19,6 +19,10 @@ enough bookies of its write set to prove it was never acknowledged; entries foun
 not all of their write set are re-added there with the recovery flag (an unreachable member
 is skipped: the entry stays, under-replicated, rather than risk dropping an acknowledged one).
 
+`read_last_add_confirmed` is the highest LAC the bookies have heard. As in BookKeeper it trails
+the writer's own (`LedgerWriter.last_add_confirmed`) by the adds in flight: the LAC rides on the
+next add, so after the last add of a ledger the bookies know LAC = last - 1.
+
 The constructor does nothing but store its configuration: a Spark task may build a client and
 use it inside its own `asyncio.run`. Connections are bound to the loop that opened them; on a
 new loop the client opens new ones.
