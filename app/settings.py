@@ -57,6 +57,10 @@ class Settings(BaseSettings):
     max_wait_ms: int = Field(30_000, ge=0)
     max_messages_per_read: int = Field(10_000, gt=0)
     default_ack_timeout_ms: int = Field(30_000, gt=0)
+    max_partitions: int = Field(1_024, gt=0)
+    max_unacked_messages_per_subscription: int = Field(200_000, gt=0)
+    exclusive_consumer_idle_ms: int = Field(60_000, gt=0)
+    compaction_check_interval_ms: int = Field(5_000, gt=0)
 
     # --- compactor ---------------------------------------------------------------------------
     spark_master: str = "local[*]"

@@ -8,8 +8,6 @@ built; the service connects in its `start()` (run by the app's lifespan) or on f
 
 from __future__ import annotations
 
-from typing import cast
-
 from app.codec import Limits
 from app.settings import Settings
 from topics.api import TopicsApi
@@ -48,6 +46,10 @@ def topics_config(settings: Settings) -> TopicsConfig:
         write_quorum=settings.write_quorum,
         ack_quorum=settings.ack_quorum,
         cursor_flush_interval_ms=settings.cursor_flush_interval_ms,
+        max_partitions=settings.max_partitions,
+        max_unacked_messages_per_subscription=settings.max_unacked_messages_per_subscription,
+        exclusive_consumer_idle_ms=settings.exclusive_consumer_idle_ms,
+        compaction_check_interval_ms=settings.compaction_check_interval_ms,
     )
 
 
@@ -60,7 +62,6 @@ def bootstrap(settings: Settings) -> TopicsApi:
     # Imported here, not at module level: importing app.wiring must stay cheap and side-effect
     # free (the OpenAPI export and the unit tests never build the real stack).
     from bookie.client import BookieClientConfig, BookieLedgerClient
-    from managed_ledger.api import ManagedLedgerFactory as ManagedLedgerFactoryApi
     from managed_ledger.factory import ManagedLedgerFactory
     from managed_ledger.metadata.sql import SqlMetadataStore
     from topics.service import TopicService
@@ -69,6 +70,5 @@ def bootstrap(settings: Settings) -> TopicsApi:
     store = SqlMetadataStore(settings.effective_database_url, auto_upgrade=settings.auto_migrate)
     client = BookieLedgerClient(BookieClientConfig(max_frame_bytes=settings.bookie_max_frame_bytes))
     factory = ManagedLedgerFactory(client, store, settings.effective_bookies)
-    # cast: the concrete ManagedLedger does not match the managed_ledger.api protocol exactly in
-    # mypy's eyes yet (reported to its owner); it runs the contract tests, so this is typing only.
-    return TopicService(store, cast(ManagedLedgerFactoryApi, factory), client, topics_config(settings))
+    # The service owns what it is handed: closing it closes the factory, client and store.
+    return TopicService(store, factory, client, topics_config(settings), close_dependencies=True)

@@ -9,7 +9,7 @@ reads publish time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -180,7 +180,7 @@ class ManagedLedger(Protocol):
         ...
 
     @property
-    def cursors(self) -> dict[str, Cursor]: ...
+    def cursors(self) -> Mapping[str, Cursor]: ...
 
     async def delete_cursor(self, name: str) -> None: ...
 

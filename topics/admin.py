@@ -252,24 +252,20 @@ class AdminPlane(TopicsBase):
     async def set_policy(self, topic: str, name: PolicyName, value: Any) -> None:
         stored_value = policies.validate(name, value)
         t = await self._topic(topic)
-        stored = await self._call(self._store.get_policies, t.name)
-        await self._call(self._store.set_policies, t.name, {**stored, name: stored_value})
+        await self._call(self._store.update_policies, t.name, {name: stored_value})
         await self._apply_policies(t)
 
     async def delete_policy(self, topic: str, name: PolicyName) -> None:
         policies.api_value(self._defaults, name)  # unknown names are an error
         t = await self._topic(topic)
-        stored = await self._call(self._store.get_policies, t.name)
-        if name in stored:
-            await self._call(self._store.set_policies, t.name, {k: v for k, v in stored.items() if k != name})
+        await self._call(self._store.update_policies, t.name, {name: None})
         await self._apply_policies(t)
 
     async def set_namespace_policy(self, namespace: str, name: str, value: Any) -> None:
         """A namespace-level policy: the fallback of every topic of the namespace."""
         stored_value = policies.validate(name, value)
         await self._check_namespace(namespace)
-        stored = await self._call(self._store.get_policies, namespace)
-        await self._call(self._store.set_policies, namespace, {**stored, name: stored_value})
+        await self._call(self._store.update_policies, namespace, {name: stored_value})
         for t in list(self._topics.values()):
             if names.namespace_of(t.name) == namespace:
                 await self._apply_policies(t)
