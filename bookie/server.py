@@ -1,22 +1,23 @@
 """The bookie's TCP server: the wire protocol (bookie.protocol) in front of a storage engine.
 
 One `_Connection` per client socket. Requests are pipelined: every frame read is started at once
-(adds, fences and deletes as tasks on the engine, reads answered inline from the engine's
-synchronous read path) and each reply is queued as its request completes, matched by request id,
-in whatever order they finish. Replies queued in one event-loop pass leave in one
-`transport.write`, so a group commit of 256 adds costs one send, not 256.
+(adds, fences and deletes as engine coroutines, driven without a Task -- see `_Drive`; reads
+answered inline from the engine's synchronous read path) and each reply is queued as its
+request completes, matched by request id, in whatever order they finish. Replies queued in one
+event-loop pass leave in one `transport.write`, so a group commit of 256 adds costs one send.
 
 Bad input never reaches the engine and never stops the server: a frame that cannot be framed
 (length out of bounds, CRC mismatch) gets a BAD_REQUEST reply and the connection is closed; a
 well-framed request that makes no sense (unknown op, bad version, short body) gets BAD_REQUEST
 and the connection stays usable. Only the one connection is affected either way.
 
-Backpressure: once `max_requests_in_flight` requests of a connection are running, the server
-stops reading from it -- frames already read but not started are held back, at most one read's
-worth -- and TCP pushes back on the client, which just waits. It starts the held frames and
-reads again when half of them are done. So a connection never has more than the limit running
-and never gets TOO_MANY_REQUESTS for pipelining deeply; that code is left to the engine. It also stops reading
-while the client does not drain its replies (the transport's write high-water mark).
+Backpressure: once `max_requests_in_flight` requests of a connection are running, or while
+the client does not drain its replies (the transport's write buffer is past its high-water
+mark), the server starts none of the connection's further requests and stops reading from it;
+frames already read are held back (at most one read's worth) and TCP pushes back on the client,
+which just waits. It starts the held frames and reads again once half of the requests are done
+and the replies drain. So a connection never has more than the limit running and never gets
+TOO_MANY_REQUESTS for pipelining deeply (that code is left to the engine).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ log = logging.getLogger("quire.bookie.server")
 _ADD = int(Op.ADD)
 _ADD_BODY_SIZE = ADD_BODY.size
 _unpack_add = ADD_BODY.unpack_from
+_FLUSH_NOW_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +112,10 @@ class _Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._paused_writing = False
-        self._update_reading()
+        if self._held and not self._paused_in_flight:
+            self._loop.call_soon(self._start_held)
+        else:
+            self._update_reading()
 
     def data_received(self, data: bytes) -> None:
         if self._stopping:
@@ -126,7 +131,7 @@ class _Connection(asyncio.Protocol):
 
     def _start(self, frames: list[Frame]) -> None:
         for i, (op, flags, request_id, body) in enumerate(frames):
-            if self._paused_in_flight:
+            if self._paused_in_flight or self._paused_writing:
                 self._held = frames[i:]
                 return
             if op == _ADD:
@@ -171,7 +176,7 @@ class _Connection(asyncio.Protocol):
         self._server.in_flight -= 1
         if self._paused_in_flight and self._in_flight <= self._max_in_flight // 2:
             self._paused_in_flight = False
-            if self._held:
+            if self._held and not self._paused_writing:
                 # Not from inside this call: it may run within _start's own loop.
                 self._loop.call_soon(self._start_held)
             else:
@@ -263,7 +268,11 @@ class _Connection(asyncio.Protocol):
 
     def _queue_parts(self, parts: list[bytes]) -> None:
         self._out.extend(parts)
-        if not self._flush_scheduled:
+        if len(parts[-1]) + len(parts[1]) > _FLUSH_NOW_BYTES:
+            # A big read reply goes out at once, so that a client which does not read its
+            # replies makes the transport pause us (pause_writing) before the next request.
+            self._flush()
+        elif not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
 

@@ -311,3 +311,20 @@ async def test_read_only_bookie_refuses_adds_serves_reads(memory_bookie: ThreadB
         await writer.add_entry(b"refused")
     assert await client.read_entries(spec, 0, 0) == [b"before"]
     await client.close()
+
+
+def test_client_that_does_not_read_its_replies(memory_bookie: ThreadBookie) -> None:
+    """200 reads of a 200 KiB entry sent at once and not read: the server holds the requests
+    back instead of buffering 40 MB of replies, and serves them all once the client reads."""
+    from tests.support import wait_until
+
+    big = bytes(range(256)) * 800
+    raw = Raw(memory_bookie.port)
+    raw.send(encode_add(1, 14, 0, -1, big))
+    assert raw.recv()[0][3] == b"\x00\x00"
+    raw.send([p for i in range(200) for p in encode_frame(Op.READ, 0, 100 + i, LEDGER_ENTRY.pack(14, 0))])
+    wait_until(lambda: any(c._held for c in list(memory_bookie.server.connections)), WAIT_S, "held requests")
+    replies = raw.recv(200)
+    assert [r[2] for r in replies] == [100 + i for i in range(200)]
+    assert all(r[3] == b"\x00\x00" + big for r in replies)
+    raw.close()
