@@ -1,5 +1,9 @@
 """The FastAPI application: `create_app(topics)` builds it around any `TopicsApi`.
 
+`create_app` returns a `QuireApp`: a FastAPI app that first offers each HTTP request to the
+raw-ASGI fast path (app.fastpath) for the hot data-plane operations; `app.state.fast_path.enabled
+= False` turns that off (the tests compare both entry points byte for byte).
+
 The app owns no domain state: `app.wiring` builds the real TopicService from settings (the one
 composition root), and tests pass a fake. The lifespan starts the service if it has a `start`
 coroutine and closes it at shutdown.
@@ -16,9 +20,10 @@ from fastapi.openapi.utils import get_openapi
 
 from app import errors, schemas
 from app.codec import Limits
+from app.fastpath import FastPath, Receive, Scope, Send
 from app.metrics import Metrics
 from app.routes.admin import admin_router
-from app.routes.data import data_router
+from app.routes.data import DataHandlers, data_router_for
 from app.routes.ops import ops_router
 from topics.api import TopicsApi
 
@@ -40,7 +45,19 @@ DOC_ONLY_MODELS = (
 )
 
 
-def create_app(topics: TopicsApi, *, limits: Limits | None = None, close_topics: bool = True) -> FastAPI:
+class QuireApp(FastAPI):
+    """FastAPI, with the fast path asked first (it declines what it does not serve)."""
+
+    fast_path: FastPath | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # type: ignore[override]
+        fast = self.fast_path
+        if scope["type"] == "http" and fast is not None and await fast.handle(scope, receive, send):
+            return
+        await super().__call__(scope, receive, send)
+
+
+def create_app(topics: TopicsApi, *, limits: Limits | None = None, close_topics: bool = True) -> QuireApp:
     limits = limits or Limits()
     metrics = Metrics()
 
@@ -55,7 +72,7 @@ def create_app(topics: TopicsApi, *, limits: Limits | None = None, close_topics:
             if close_topics:
                 await topics.close()
 
-    app = FastAPI(
+    app = QuireApp(
         title="Quire",
         version=VERSION,
         description="Ledger-based managed storage in the style of Apache Pulsar on BookKeeper.",
@@ -66,7 +83,10 @@ def create_app(topics: TopicsApi, *, limits: Limits | None = None, close_topics:
     app.state.topics = topics
     app.state.metrics = metrics
     errors.install(app, metrics.error)
-    app.include_router(data_router(topics, limits, metrics))
+    handlers = DataHandlers(topics, limits, metrics)
+    app.fast_path = FastPath(handlers, metrics)
+    app.state.fast_path = app.fast_path
+    app.include_router(data_router_for(handlers))
     app.include_router(admin_router(topics))
     app.include_router(ops_router(topics, metrics))
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]

@@ -1,7 +1,14 @@
 """Data plane: `/v1/topics/{tenant}/{namespace}/{topic}` (API.md).
 
-Produce, receive and ack parse and build their bodies with orjson (`app.codec`): they are what
-users measure. The models in `app.schemas` only document them.
+Produce, receive, ack and the reader parse and build their bodies with orjson (`app.codec`): they
+are what users measure. The models in `app.schemas` only document them.
+
+One implementation, two entry points: `DataHandlers` holds the hot operations as plain coroutines
+that take the topic name, the parsed query and the raw body and return a `Reply`
+(status, raw headers, body). The FastAPI routes below call them (and document them in the
+OpenAPI spec); `app.fastpath` calls the same methods straight from ASGI, skipping FastAPI's
+routing and parameter machinery. Both raise the same ApiError/domain errors, which app.errors
+turns into problem+json.
 """
 
 from __future__ import annotations
@@ -48,6 +55,26 @@ ValueEncodingQuery = Annotated[
 MaxMessages = Annotated[int, Query(ge=1, description="at most this many messages (capped by a setting)")]
 WaitMs = Annotated[int, Query(ge=0, description="long-poll up to this long for the first message (capped)")]
 
+Headers = list[tuple[bytes, bytes]]
+Reply = tuple[int, Headers, bytes]
+"""(status, raw ASGI headers, body): exactly what both entry points send."""
+
+_JSON = (b"content-type", b"application/json")
+NO_CONTENT: Reply = (204, [], b"")
+
+
+def json_reply(body: bytes) -> Reply:
+    """A 200 JSON reply with the headers Starlette's Response would have built (same order)."""
+    return 200, [(b"content-length", str(len(body)).encode()), _JSON], body
+
+
+def as_response(reply: Reply) -> Response:
+    """A Starlette Response that sends exactly `reply` (for the FastAPI entry point)."""
+    status, headers, body = reply
+    response = Response(body, status_code=status)
+    response.raw_headers = list(headers)
+    return response
+
 
 def _check_caps(limits: Limits, max_messages: int, wait_ms: int) -> None:
     if max_messages > limits.max_messages_per_read:
@@ -67,15 +94,92 @@ def _check_caps(limits: Limits, max_messages: int, wait_ms: int) -> None:
         )
 
 
+class DataHandlers:
+    """The hot operations, shared by the FastAPI routes and the raw-ASGI fast path.
+
+    The metric objects' bound methods are looked up once here, not per request.
+    """
+
+    def __init__(self, topics: TopicsApi, limits: Limits, metrics: Metrics) -> None:
+        self.topics = topics
+        self.limits = limits
+        self.metrics = metrics
+        self._observe_produce = metrics.produce_seconds.observe
+        self._inc_produce_requests = metrics.produce_requests.inc
+        self._inc_messages_in = metrics.messages_in.inc
+        self._inc_bytes_in = metrics.bytes_in.inc
+        self._inc_messages_out = metrics.messages_out.inc
+        self._inc_messages_read = metrics.messages_read.inc
+        self._inc_acks = metrics.acks.inc
+
+    async def produce(self, name: str, raw: bytes) -> Reply:
+        producer, messages = parse_produce_body(raw, self.limits)
+        started = time.perf_counter()
+        results = await self.topics.produce(name, producer, messages)
+        self._observe_produce(time.perf_counter() - started)
+        self._inc_produce_requests()
+        self._inc_messages_in(len(messages))
+        self._inc_bytes_in(sum([len(m.value) for m in messages]))
+        out = [
+            {"message_id": None if r.message_id is None else str(r.message_id), "duplicate": r.duplicate}
+            for r in results
+        ]
+        return json_reply(orjson.dumps({"results": out}))
+
+    async def receive(
+        self,
+        name: str,
+        subscription: str,
+        max_messages: int,
+        wait_ms: int,
+        consumer_id: str | None,
+        force_base64: bool,
+    ) -> Reply:
+        _check_caps(self.limits, max_messages, wait_ms)
+        deliveries = await self.topics.receive(name, subscription, max_messages, wait_ms, consumer_id)
+        self._inc_messages_out(len(deliveries))
+        return json_reply(deliveries_json(deliveries, force_base64))
+
+    async def ack(self, name: str, subscription: str, raw: bytes) -> Reply:
+        ids, cumulative = parse_ack(raw)
+        if ids is not None:
+            await self.topics.ack(name, subscription, ids)
+            self._inc_acks(len(ids))
+        else:
+            assert cumulative is not None
+            await self.topics.ack_cumulative(name, subscription, cumulative)
+        return NO_CONTENT
+
+    async def read(
+        self,
+        name: str,
+        start: str,
+        max_messages: int,
+        read_compacted: bool,
+        wait_ms: int,
+        force_base64: bool,
+    ) -> Reply:
+        _check_caps(self.limits, max_messages, wait_ms)
+        position = parse_start(start)
+        page = await self.topics.read(name, position, max_messages, read_compacted, wait_ms)
+        self._inc_messages_read(len(page.messages))
+        messages = [message_dict(m, 0, force_base64) for m in page.messages]
+        return json_reply(orjson.dumps({"messages": messages, "next": page.next}))
+
+
 def data_router(topics: TopicsApi, limits: Limits, metrics: Metrics) -> APIRouter:
+    return data_router_for(DataHandlers(topics, limits, metrics))
+
+
+def data_router_for(handlers: DataHandlers) -> APIRouter:
     router = APIRouter(prefix="/v1/topics/{tenant}/{namespace}/{topic}", tags=["data"])
-    _producer_routes(router, topics, limits, metrics)
-    _subscription_routes(router, topics, limits, metrics)
-    _reader_routes(router, topics, limits, metrics)
+    _producer_routes(router, handlers)
+    _subscription_routes(router, handlers)
+    _reader_routes(router, handlers)
     return router
 
 
-def _producer_routes(router: APIRouter, topics: TopicsApi, limits: Limits, metrics: Metrics) -> None:
+def _producer_routes(router: APIRouter, h: DataHandlers) -> None:
     @router.post(
         "/messages",
         operation_id="produce",
@@ -85,21 +189,12 @@ def _producer_routes(router: APIRouter, topics: TopicsApi, limits: Limits, metri
         openapi_extra=json_body_doc(schemas.ProduceRequest),
     )
     async def produce(request: Request, tenant: Tenant, namespace: Namespace, topic: Topic) -> Response:
-        producer, messages = parse_produce_body(await request.body(), limits)
-        started = time.perf_counter()
-        results = await topics.produce(full_name(tenant, namespace, topic), producer, messages)
-        metrics.produce_seconds.observe(time.perf_counter() - started)
-        metrics.produce_requests.inc()
-        metrics.messages_in.inc(len(messages))
-        metrics.bytes_in.inc(sum(len(m.value) for m in messages))
-        out = [
-            {"message_id": None if r.message_id is None else str(r.message_id), "duplicate": r.duplicate}
-            for r in results
-        ]
-        return json_response({"results": out})
+        return as_response(await h.produce(full_name(tenant, namespace, topic), await request.body()))
 
 
-def _subscription_routes(router: APIRouter, topics: TopicsApi, limits: Limits, metrics: Metrics) -> None:
+def _subscription_routes(router: APIRouter, h: DataHandlers) -> None:
+    topics = h.topics
+
     @router.put(
         "/subscriptions/{subscription}",
         operation_id="createSubscription",
@@ -154,12 +249,9 @@ def _subscription_routes(router: APIRouter, topics: TopicsApi, limits: Limits, m
         consumer_id: Annotated[str | None, Query(max_length=200)] = None,
         value_encoding: ValueEncodingQuery = schemas.ValueEncoding.text,
     ) -> Response:
-        _check_caps(limits, max_messages, wait_ms)
         name = full_name(tenant, namespace, topic)
-        deliveries = await topics.receive(name, subscription, max_messages, wait_ms, consumer_id)
-        metrics.messages_out.inc(len(deliveries))
-        body = deliveries_json(deliveries, value_encoding is schemas.ValueEncoding.base64)
-        return Response(body, media_type="application/json")
+        force = value_encoding is schemas.ValueEncoding.base64
+        return as_response(await h.receive(name, subscription, max_messages, wait_ms, consumer_id, force))
 
     @router.post(
         "/subscriptions/{subscription}/ack",
@@ -173,15 +265,8 @@ def _subscription_routes(router: APIRouter, topics: TopicsApi, limits: Limits, m
     async def ack(
         request: Request, tenant: Tenant, namespace: Namespace, topic: Topic, subscription: Subscription
     ) -> Response:
-        ids, cumulative = parse_ack(await request.body())
         name = full_name(tenant, namespace, topic)
-        if ids is not None:
-            await topics.ack(name, subscription, ids)
-            metrics.acks.inc(len(ids))
-        else:
-            assert cumulative is not None
-            await topics.ack_cumulative(name, subscription, cumulative)
-        return empty()
+        return as_response(await h.ack(name, subscription, await request.body()))
 
     @router.post(
         "/subscriptions/{subscription}/nack",
@@ -219,7 +304,9 @@ def _subscription_routes(router: APIRouter, topics: TopicsApi, limits: Limits, m
         return empty()
 
 
-def _reader_routes(router: APIRouter, topics: TopicsApi, limits: Limits, metrics: Metrics) -> None:
+def _reader_routes(router: APIRouter, h: DataHandlers) -> None:
+    topics = h.topics
+
     @router.get(
         "/messages",
         operation_id="readMessages",
@@ -239,16 +326,9 @@ def _reader_routes(router: APIRouter, topics: TopicsApi, limits: Limits, metrics
         wait_ms: WaitMs = 0,
         value_encoding: ValueEncodingQuery = schemas.ValueEncoding.text,
     ) -> Response:
-        _check_caps(limits, max_messages, wait_ms)
-        position = parse_start(start)
         name = full_name(tenant, namespace, topic)
-        page = await topics.read(name, position, max_messages, read_compacted, wait_ms)
-        metrics.messages_read.inc(len(page.messages))
         force = value_encoding is schemas.ValueEncoding.base64
-        return Response(
-            orjson.dumps({"messages": [message_dict(m, 0, force) for m in page.messages], "next": page.next}),
-            media_type="application/json",
-        )
+        return as_response(await h.read(name, start, max_messages, read_compacted, wait_ms, force))
 
     @router.get(
         "/messages/{message_id}",
