@@ -111,6 +111,7 @@ class CompactionRunner:
         await writer.open()
         try:
             messages_in = await self.engine.compute(plan, policy, writer.add)
+            await self._test_delay(state.topic)
             closed = await writer.close()
         except BaseException:
             await writer.abandon()
@@ -123,6 +124,13 @@ class CompactionRunner:
             except Exception:  # the new view is in place; a leftover ledger is only space
                 log.exception("could not delete the previous compacted ledger %s", plan.previous_ledger_id)
         return state
+
+    async def _test_delay(self, ml_name: str) -> None:
+        """The test-only pause of CompactorConfig.test_run_delay_ms (0, the default: none)."""
+        delay_ms, match = self.config.test_run_delay_ms, self.config.test_run_delay_match
+        if delay_ms > 0 and match in ml_name:
+            log.warning("test hook: compaction of %s pauses %d ms before closing", ml_name, delay_ms)
+            await asyncio.sleep(delay_ms / 1000)
 
     async def _fail(self, ml_name: str, exc: BaseException) -> None:
         """Delete the half-written ledger and record ERROR; the previous view stays as it was."""
