@@ -68,7 +68,11 @@ def bootstrap(settings: Settings) -> TopicsApi:
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = SqlMetadataStore(settings.effective_database_url, auto_upgrade=settings.auto_migrate)
-    client = BookieLedgerClient(BookieClientConfig(max_frame_bytes=settings.bookie_max_frame_bytes))
+    client = BookieLedgerClient(
+        BookieClientConfig(
+            max_frame_bytes=settings.bookie_max_frame_bytes, bookies=tuple(settings.effective_bookies)
+        )
+    )
     factory = ManagedLedgerFactory(client, store, settings.effective_bookies)
     # The service owns what it is handed: closing it closes the factory, client and store.
     return TopicService(store, factory, client, topics_config(settings), close_dependencies=True)

@@ -62,6 +62,10 @@ class LedgerClient(Protocol):
         """Delete the ledger's entries on every bookie (idempotent)."""
         ...
 
+    async def healthy(self) -> bool:
+        """True when the bookies this client was configured with answer (for readiness)."""
+        ...
+
     async def close(self) -> None: ...
 
 

@@ -81,6 +81,9 @@ class BookieClientConfig:
     read_chunk_bytes: int = 4 * 1024 * 1024  # reply size bound asked for by one READ_RANGE
     read_parallelism: int = 4  # READ_RANGE requests in flight for one read_entries
     coalesce_max_frames: int = 128  # frames sent in one write at most
+    # The bookies `healthy()` checks (readiness); ledgers name their own ensembles.
+    bookies: tuple[str, ...] = ()
+    health_timeout_s: float = 2.0
 
 
 def reply_code(body: bytes) -> int:
@@ -569,6 +572,21 @@ class BookieLedgerClient:
             raise reply_error(reply, -1)
         stats: dict[str, Any] = json.loads(reply[2:])
         return stats
+
+    async def healthy(self) -> bool:
+        """True when every configured bookie answers STATS in time (read-only ones count: they
+        still serve reads)."""
+
+        async def probe(address: str) -> bool:
+            try:
+                async with asyncio.timeout(self.config.health_timeout_s):
+                    await self.bookie_stats(address)
+            except (BookieError, TimeoutError, OSError):
+                return False
+            return True
+
+        results = await asyncio.gather(*(probe(a) for a in self.config.bookies))
+        return all(results)
 
     async def bookie_last_entry(self, address: str, ledger_id: int) -> tuple[int, int]:
         """(last entry id stored, LAC) of a ledger on one bookie."""

@@ -96,5 +96,8 @@ class InMemoryLedgerClient:
     async def delete_ledger(self, spec: LedgerSpec) -> None:
         self.ledgers.pop(spec.ledger_id, None)
 
+    async def healthy(self) -> bool:
+        return True
+
     async def close(self) -> None:
         return None

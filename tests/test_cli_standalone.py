@@ -11,17 +11,13 @@ from pathlib import Path
 
 import httpx
 import psutil
-import pytest
 
-from tests.api.conftest import missing_layers
 from tests.support import QuireProcess, free_port, wait_until
 
 START_TIMEOUT_S = 90.0
 
 
 def start(tmp_path: Path) -> tuple[QuireProcess, int]:
-    if missing_layers():
-        pytest.skip(f"the real stack is not there yet (missing {missing_layers()})")
     port, bookie_port = free_port(), free_port()
     proc = QuireProcess(
         [

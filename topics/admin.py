@@ -71,13 +71,10 @@ class AdminPlane(TopicsBase):
             metadata = True
         except Exception:  # any failure means: not ready
             metadata = False
-        bookies = True
-        probe = getattr(self._client, "healthy", None)
-        if callable(probe):
-            try:
-                bookies = bool(await probe())
-            except Exception:
-                bookies = False
+        try:
+            bookies = await self._client.healthy()
+        except Exception:  # any failure means: not ready
+            bookies = False
         return {"metadata": metadata, "bookies": bookies}
 
     # --- tenants and namespaces ----------------------------------------------------------------

@@ -4,8 +4,6 @@ for `metadata_url`). The tests talk to it through the generated client (quire_cl
 
 from __future__ import annotations
 
-import importlib.util
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,12 +13,7 @@ import pytest
 
 from tests.support import QuireProcess, free_port, port_open, wait_until
 
-REAL_STACK_MODULES = ("bookie.client", "bookie.server", "managed_ledger.factory", "topics.service")
 START_TIMEOUT_S = 60.0
-
-
-def missing_layers() -> list[str]:
-    return [m for m in REAL_STACK_MODULES if importlib.util.find_spec(m) is None]
 
 
 @dataclass
@@ -92,44 +85,12 @@ class Stack:
 
 
 def start_stack(root: Path, database_url: str | None = None, **extra_env: str) -> Stack:
-    missing = missing_layers()
-    if missing:
-        pytest.skip(f"the real stack is not there yet (missing {', '.join(missing)})")
     url = database_url or f"sqlite:///{root / 'metadata.db'}"
     return Stack(root, url, free_port(), free_port(), dict(extra_env)).start()
 
 
-class FakeStack(Stack):
-    """QUIRE_TEST_FAKE_STACK=1: the broker app over tests/api/fakes.py in a thread, for working on
-    the tests themselves before the lower layers exist. Never the default."""
-
-    def start(self) -> Stack:
-        import threading
-
-        import uvicorn
-
-        from app.codec import Limits
-        from app.main import create_app
-        from tests.api.fakes import FakeTopics
-
-        limits = Limits(max_message_size_bytes=10000, max_batch_messages=1000, max_wait_ms=2000)
-        config = uvicorn.Config(create_app(FakeTopics(), limits=limits), port=self.port, log_level="warning")
-        self._server = uvicorn.Server(config)
-        threading.Thread(target=self._server.run, daemon=True).start()
-        wait_until(lambda: port_open(self.port), START_TIMEOUT_S, "fake broker")
-        return self
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    if os.environ.get("QUIRE_TEST_FAKE_STACK") == "1":
-        fake = FakeStack(tmp_path_factory.mktemp("fake"), "", 0, free_port(), {}).start()
-        yield fake
-        fake.stop()
-        return
     s = start_stack(
         tmp_path_factory.mktemp("stack"),
         QUIRE_MAX_WAIT_MS="2000",

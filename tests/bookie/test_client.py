@@ -197,3 +197,16 @@ async def test_close_waits_for_adds_whose_callers_gave_up(memory_bookie: ThreadB
     memory_bookie.loop.call_soon_threadsafe(gate.set)
     assert await asyncio.wait_for(closing, 10) == 9
     await client.close()
+
+
+async def test_healthy_tells_a_live_bookie_from_a_dead_or_silent_one(
+    bookie_process: BookieProcess, silent_bookie: str
+) -> None:
+    live = bookie_process.address
+    dead = f"127.0.0.1:{free_port()}"
+    for bookies, expected in [((live,), True), ((live, dead), False), ((silent_bookie,), False)]:
+        client = BookieLedgerClient(BookieClientConfig(bookies=bookies, health_timeout_s=0.5))
+        try:
+            assert await client.healthy() is expected, bookies
+        finally:
+            await client.close()
