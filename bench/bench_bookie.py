@@ -18,12 +18,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import contextlib
 import os
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,51 +28,13 @@ from pathlib import Path
 
 import psutil
 
+from bench.common import free_port, start_bookie, stop_bookie
 from bookie.client import BookieLedgerClient, BookieLedgerWriter
 from bookie.types import LedgerSpec
 
-REPO = Path(__file__).resolve().parent.parent
 SIZES = (100, 1024)
 IN_FLIGHT = (1, 16, 256)
 BAR_ADDS_PER_S = 50_000
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_bookie(data_dir: Path, port: int, log_path: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "QUIRE_BOOKIE_HOST": "127.0.0.1"}
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "bookie", "--data-dir", str(data_dir), "--port", str(port)],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return proc
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    proc.kill()
-    raise SystemExit(f"bookie did not start:\n{log_path.read_text(errors='replace')}")
-
-
-def stop_bookie(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
 
 
 async def pump(writer: BookieLedgerWriter, payload: bytes, count: int, in_flight: int) -> float:

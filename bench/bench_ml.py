@@ -19,66 +19,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import contextlib
 import os
-import signal
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from bench.common import free_port, start_bookie, stop_bookie
 from bookie.client import BookieLedgerClient
 from bookie.types import LedgerSpec
 from managed_ledger.api import ManagedLedgerConfig
 from managed_ledger.factory import ManagedLedgerFactory
 from managed_ledger.metadata.sql import SqlMetadataStore
 
-REPO = Path(__file__).resolve().parent.parent
 ENTRY_BYTES = 100
 BAR_RATIO = 0.70
 BARE_LEDGER_BASE = 1_000_000_000  # far above the store's sequence: no clash with the ML's ledgers
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_bookie(data_dir: Path, port: int, log_path: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "QUIRE_BOOKIE_HOST": "127.0.0.1"}
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "bookie", "--data-dir", str(data_dir), "--port", str(port)],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return proc
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    proc.kill()
-    raise SystemExit(f"bookie did not start:\n{log_path.read_text(errors='replace')}")
-
-
-def stop_bookie(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
 
 
 async def pump(add: Callable[[], Awaitable[object]], count: int, in_flight: int) -> float:
