@@ -8,6 +8,11 @@ sorts the survivors by id (range partitioning, so partitions come back in id ord
 into compacted entries on the executors (`pack_partition`) and streams the entries back with
 `toLocalIterator`: the driver holds one partition of packed entries at a time, never a
 structure that grows with the number of keys, and hands each entry to the ledger writer.
+
+A small input (at most `CompactorConfig.single_task_max_bytes`, estimated from ledger sizes: an
+incremental run reading the previous compacted ledger plus a little more) runs as ONE task
+instead (`compact_partition`): the same rules in one Spark stage with no shuffle. Each Spark stage
+costs 0.4-1 s however little it reads, which made an incremental run cost 0.4 of a full one.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from compactor.tasks import (
     READ_DDL,
     ClientFactory,
     TaskPlan,
+    compact_partition,
     pack_partition,
     read_partition,
 )
@@ -101,11 +107,18 @@ class SparkEngine:
             keyless_policy == "keep",
             self.client_factory,
         )
+        input_bytes = sum(r.entries * r.entry_bytes_hint for r in plan.ranges)
+        if input_bytes <= self.config.single_task_max_bytes:
+            # small (an incremental run): one task, one stage, no shuffle
+            rows = self._range_rows(list(plan.ranges))
+            fn = compact_partition(
+                task_plan, rows, self.config.entry_max_messages, self.config.entry_max_bytes
+            )
+            return spark.range(0, 1, 1, 1).mapInArrow(fn, PACK_DDL)
         # spark.range(n) in n partitions: task i reads pieces[i] (shipped in the task's closure),
         # so no Python rows have to be converted into a DataFrame first
         read_fn = read_partition(task_plan, self._range_rows(pieces))
         read = spark.range(0, len(pieces), 1, len(pieces)).mapInArrow(read_fn, READ_DDL)
-        input_bytes = sum(r.entries * r.entry_bytes_hint for r in plan.ranges)
         partitions = max(1, math.ceil(input_bytes / SORT_PARTITION_BYTES))
         if partitions == 1:
             # one partition already satisfies the grouping and the order: one shuffle in all

@@ -238,34 +238,79 @@ def array_header(n: int) -> bytes:
     return b"\xdd" + struct.pack(">I", n)
 
 
+def _packed(
+    rows: Iterator[tuple[bytes | None, bool, int]], max_messages: int, max_bytes: int
+) -> Iterator[tuple[bytes | None, int, int]]:
+    """PACK rows from (payload, tombstone, messages) rows in id order: consecutive survivors
+    joined into compacted entries, then one last row carrying the messages-in count."""
+    batch: list[bytes] = []
+    size = messages_in = 0
+    for payload, tombstone, n in rows:
+        messages_in += n
+        if tombstone or payload is None:
+            continue
+        if batch and (len(batch) >= max_messages or size + len(payload) > max_bytes):
+            yield (_COMPACTED_HEADER + array_header(len(batch)) + b"".join(batch), len(batch), 0)
+            batch, size = [], 0
+        batch.append(payload)
+        size += len(payload)
+    if batch:
+        yield (_COMPACTED_HEADER + array_header(len(batch)) + b"".join(batch), len(batch), 0)
+    yield (None, 0, messages_in)
+
+
+def _in_groups(rows: Iterator[tuple[Any, ...]], n: int) -> Iterator[pa.RecordBatch]:
+    """PACK_SCHEMA record batches of n rows (packed entries are big: a few per batch)."""
+    out: list[tuple[Any, ...]] = []
+    for row in rows:
+        out.append(row)
+        if len(out) >= n:
+            yield _to_batch(out, PACK_SCHEMA)
+            out = []
+    if out:
+        yield _to_batch(out, PACK_SCHEMA)
+
+
 def pack_partition(
     max_messages: int, max_bytes: int
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The pack stage's function for `mapInArrow` (sorted survivors -> PACK_SCHEMA)."""
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        rows: list[bytes] = []
-        size = messages_in = 0
-        out: list[tuple[Any, ...]] = []
+    def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[bytes | None, bool, int]]:
         for b in batches:
-            payloads = b.column("payload").to_pylist()
-            tombstones = b.column("tombstone").to_pylist()
-            counts = b.column("messages").to_pylist()
-            for payload, tombstone, n in zip(payloads, tombstones, counts, strict=True):
-                messages_in += n
-                if tombstone or payload is None:
-                    continue
-                if rows and (len(rows) >= max_messages or size + len(payload) > max_bytes):
-                    out.append((_COMPACTED_HEADER + array_header(len(rows)) + b"".join(rows), len(rows), 0))
-                    rows, size = [], 0
-                rows.append(payload)
-                size += len(payload)
-            if len(out) >= 4:
-                yield _to_batch(out, PACK_SCHEMA)
-                out = []
-        if rows:
-            out.append((_COMPACTED_HEADER + array_header(len(rows)) + b"".join(rows), len(rows), 0))
-        out.append((None, 0, messages_in))
-        yield _to_batch(out, PACK_SCHEMA)
+            yield from zip(
+                b.column("payload").to_pylist(),
+                b.column("tombstone").to_pylist(),
+                b.column("messages").to_pylist(),
+                strict=True,
+            )
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield from _in_groups(_packed(rows(batches), max_messages, max_bytes), 4)
+
+    return run
+
+
+def compact_partition(
+    plan: TaskPlan, pieces: list[dict[str, Any]], max_messages: int, max_bytes: int
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The whole job in one task, for small inputs (`mapInArrow` over `spark.range(1)`, one
+    partition, so one Spark stage and no shuffle): read every piece, keep the newest message per
+    key (as the read stage does), sort the survivors by id and pack them. Output: PACK_SCHEMA.
+
+    The task holds what one read task holds plus its survivors' encoded rows, both bounded by the
+    input, which the engine caps (CompactorConfig.single_task_max_bytes); the driver still
+    receives packed entries only."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            b.column("id")  # the one input row only says "run"
+        latest = asyncio.run(_read_all(plan, pieces))
+        rows = sorted(
+            (r for r in _rows(latest, "stats") if not r[5] or r[7]),
+            key=lambda r: (r[2], r[3], r[4]),  # the stats row has id -1:-1:-1, first
+        )
+        survivors = ((r[6], r[5], r[7]) for r in rows)
+        yield from _in_groups(_packed(survivors, max_messages, max_bytes), 4)
 
     return run

@@ -47,12 +47,21 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqlMetadataStore
 
 
 @pytest.fixture(scope="module")
-def engine(bookie: Bookie) -> Iterator[SparkEngine]:
+def session_engine(bookie: Bookie) -> Iterator[SparkEngine]:
     config = CompactorConfig(bookies=(bookie.address,), spark_master="local[2]", entry_max_messages=7)
     e = SparkEngine(config)
     e.warm_up()
     yield e
     stop_session()
+
+
+@pytest.fixture(params=["one-task", "distributed"])
+def engine(request: pytest.FixtureRequest, session_engine: SparkEngine) -> SparkEngine:
+    """Both shapes of the job on the module's session: small inputs run as one task (the
+    default), `single_task_max_bytes=0` forces the read -> shuffle -> pack job of big inputs."""
+    if request.param == "one-task":
+        return session_engine
+    return SparkEngine(replace(session_engine.config, single_task_max_bytes=0))
 
 
 async def compacted_view(store: SqlMetadataStore, client: BookieLedgerClient, ml: str) -> list[StoredMessage]:
