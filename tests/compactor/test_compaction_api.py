@@ -15,6 +15,7 @@ QUIRE_COMPACTOR_TEST_RUN_DELAY_MS), so the tests can see RUNNING, get a 409 and 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -344,6 +345,7 @@ def test_running_409_kill9_and_compactor_restart(live: Live, api: Client) -> Non
     assert str(wait_status(api, topic, live, "SUCCESS", "ERROR").status) == "SUCCESS"
     view = ids(read_all(api, topic))
     assert view == first[1:]
+    view_ledger = internal_stats(api, topic).compacted_ledger.ledger_id
 
     # a second run, killed with -9 while paused with its ledger written and not closed
     more = send(api, topic, [("b", "4"), ("c", "5")])
@@ -357,6 +359,7 @@ def test_running_409_kill9_and_compactor_restart(live: Live, api: Client) -> Non
     live.compactor.kill9()
     live.compactor.stop()
     assert str(status(api, topic).status) == "RUNNING"  # nobody left to say otherwise
+    assert internal_stats(api, topic).compacted_ledger.ledger_id == view_ledger != run_ledger
     assert ids(read_all(api, topic)) == view + more  # the old view, then the topic after it
     assert ids(read_all(api, topic, first[2])) == [first[2], *more]
 
@@ -405,8 +408,8 @@ def ledger_on_bookie(live: Live, ledger_id: int) -> bool:
     return asyncio.run(probe())
 
 
-def assert_no_orphaned_ledgers(live: Live) -> None:
-    """Every ledger in the metadata store is a ledger of a topic or a compacted view."""
+def stray_ledgers(live: Live) -> list[int]:
+    """Ledgers in the metadata store that are neither a topic's nor a compacted view."""
     store = live.store()
     try:
         referenced: set[int] = set()
@@ -417,7 +420,14 @@ def assert_no_orphaned_ledgers(live: Live) -> None:
             assert state.run_ledger_id is None, state  # no run is in progress or left behind
             if state.compacted_ledger_id is not None:
                 referenced.add(state.compacted_ledger_id)
-        stray = [m.ledger_id for m in store.list_ledgers() if m.ledger_id not in referenced]
+        return [m.ledger_id for m in store.list_ledgers() if m.ledger_id not in referenced]
     finally:
         store.close()
-    assert stray == []
+
+
+def assert_no_orphaned_ledgers(live: Live) -> None:
+    # a retention trim of another test's topic may be between its list update and its metadata
+    # delete (DESIGN §5 order): give it a bounded moment, then the store must be clean
+    with contextlib.suppress(TimeoutError):
+        wait_until(lambda: not stray_ledgers(live), WAIT_BOUND_S, "no stray ledgers", interval_s=0.5)
+    assert stray_ledgers(live) == []
