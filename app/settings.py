@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -66,7 +67,12 @@ class Settings(BaseSettings):
     spark_master: str = "local[*]"
     compaction_threshold_bytes: int = Field(0, ge=0)
     compaction_poll_interval_ms: int = Field(1_000, gt=0)
-    keyless_compaction_policy: str = "drop"
+    keyless_compaction_policy: Literal["drop", "keep"] = "drop"
+    # inputs (estimated bytes) up to this run as one Spark task: no shuffle stage (0 = never)
+    compaction_single_task_max_bytes: int = Field(32 * 1024**2, ge=0)
+    # test-only hook, off by default: a run pauses this long before closing its ledger
+    compactor_test_run_delay_ms: int = Field(0, ge=0)
+    compactor_test_run_delay_match: str = ""
 
     @field_validator("disk_usage_low_water")
     @classmethod

@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Literal
 
 KeylessPolicy = Literal["drop", "keep"]
-TEST_RUN_DELAY_ENV = "QUIRE_COMPACTOR_TEST_RUN_DELAY_MS"
-TEST_RUN_DELAY_MATCH_ENV = "QUIRE_COMPACTOR_TEST_RUN_DELAY_MATCH"
-
-
-def _env_int(name: str) -> int:
-    """A test hook's value from the environment (read when a config is built, not at import)."""
-    try:
-        return max(0, int(os.environ.get(name, "0")))
-    except ValueError:
-        return 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +36,9 @@ class CompactorConfig:
     threshold_bytes: int = 0  # the default compaction threshold (0 = off); topics may override
     # test-only hook, off by default: a run pauses this long after its entries are written and
     # before it closes its ledger, so tests can watch RUNNING, get a 409, or kill -9 mid-run
-    test_run_delay_ms: int = field(default_factory=lambda: _env_int(TEST_RUN_DELAY_ENV))
+    test_run_delay_ms: int = 0
     # ... only for managed ledgers whose name contains this (empty: every run)
-    test_run_delay_match: str = field(default_factory=lambda: os.environ.get(TEST_RUN_DELAY_MATCH_ENV, ""))
+    test_run_delay_match: str = ""
 
     @property
     def ensemble_size(self) -> int:

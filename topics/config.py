@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +31,7 @@ class TopicsConfig:
     max_size_per_ledger_bytes: int = 2 * 1024**3
     min_rollover_time_ms: int = 10 * 60_000
     max_rollover_time_ms: int = 240 * 60_000
-    keyless_compaction_policy: str = "drop"
+    keyless_compaction_policy: Literal["drop", "keep"] = "drop"
     # --- managed ledger placement (not policies) ----------------------------------------------
     ensemble_size: int = 1
     write_quorum: int = 1

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Literal, TypeGuard, cast
+from typing import Any, TypeGuard
 
 from managed_ledger.api import ManagedLedgerConfig, RetentionPolicy, RolloverPolicy
 from topics.api import TopicPolicies
@@ -57,7 +57,7 @@ def defaults(config: TopicsConfig) -> TopicPolicies:
         max_size_per_ledger_bytes=config.max_size_per_ledger_bytes,
         min_rollover_time_ms=config.min_rollover_time_ms,
         max_rollover_time_ms=config.max_rollover_time_ms,
-        keyless_compaction_policy=cast(Literal["drop", "keep"], config.keyless_compaction_policy),
+        keyless_compaction_policy=config.keyless_compaction_policy,
     )
 
 

@@ -12,22 +12,23 @@ import asyncio
 import contextlib
 import logging
 import signal
-from typing import cast
 
 from app.settings import Settings
-from compactor.config import CompactorConfig, KeylessPolicy
+from compactor.config import CompactorConfig
 
 
 def compactor_config(settings: Settings) -> CompactorConfig:
-    policy = settings.keyless_compaction_policy if settings.keyless_compaction_policy == "keep" else "drop"
     return CompactorConfig(
         bookies=tuple(settings.effective_bookies[: settings.ensemble_size]),
         write_quorum=settings.write_quorum,
         ack_quorum=settings.ack_quorum,
-        keyless_policy=cast(KeylessPolicy, policy),
+        keyless_policy=settings.keyless_compaction_policy,
         spark_master=settings.spark_master,
+        single_task_max_bytes=settings.compaction_single_task_max_bytes,
         poll_interval_ms=settings.compaction_poll_interval_ms,
         threshold_bytes=settings.compaction_threshold_bytes,
+        test_run_delay_ms=settings.compactor_test_run_delay_ms,
+        test_run_delay_match=settings.compactor_test_run_delay_match,
     )
 
 

@@ -99,6 +99,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         root / "stack",
         QUIRE_COMPACTION_POLL_INTERVAL_MS="200",
         QUIRE_CURSOR_FLUSH_INTERVAL_MS="200",
+        QUIRE_COMPACTION_CHECK_INTERVAL_MS="300",
         QUIRE_SPARK_MASTER="local[2]",
         QUIRE_COMPACTOR_TEST_RUN_DELAY_MS=str(DELAY_MS),
         QUIRE_COMPACTOR_TEST_RUN_DELAY_MATCH="/slow-",
