@@ -1,10 +1,18 @@
 """`make bench`: Quire's REST API next to NATS JetStream, Redis Streams and the HTTP ceiling of an
 empty FastAPI endpoint, all measured in one run on this machine, printed as one table of ratios.
 
-Quire runs as a real standalone stack (bookie + broker processes, SQLite) on free ports. Redis
-runs as a server of the bench's own with appendonly yes + appendfsync always (the system one at
-6379 keeps nothing on disk). JetStream is the server at 127.0.0.1:4222 with a file-storage stream
-(its default sync: fsync every 2 minutes, not per message). Messages are 100 B.
+Quire runs as a real bookie process and a real broker process (one uvicorn worker, SQLite
+metadata) on free ports; the compactor is not started (its Spark JVM would take CPU from the
+rows). Redis runs as a server of the bench's own with appendonly yes + appendfsync always (the
+system one at 6379 keeps nothing on disk). JetStream is the server at 127.0.0.1:4222 with a
+file-storage stream (its default sync: fsync every 2 minutes, not per message). Messages are
+100 B.
+
+Load generators: HTTP throughput rows (Quire and the ceiling) use wrk (required; `apt-get install
+wrk`), one thread, closed loop. The latency rows are open loop: one message per request/publish
+at fixed send times, RATE per second; latency counts from the scheduled send time, so a client
+that falls behind shows up in the figures instead of hiding (no coordinated omission). The peers
+are driven by their Python clients (nats-py, redis-py), as the issue asks.
 """
 
 from __future__ import annotations
@@ -15,27 +23,31 @@ import os
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 from fastapi import FastAPI, Request
 from starlette.responses import Response
 
-from bench.http_load import Connection, Job, run_closed_loop
+from bench.http_load import Connection, run_wrk, wrk_path
 
-DURATION_S = float(os.environ.get("QUIRE_BENCH_DURATION_S", "3"))
+DURATION_S = float(os.environ.get("QUIRE_BENCH_DURATION_S", "5"))
 CONSUME_MESSAGES = int(os.environ.get("QUIRE_BENCH_CONSUME_MESSAGES", "200000"))
+CONNECTIONS = 64  # concurrent clients of the single-message rows
+BATCH_CONNECTIONS = 8  # concurrent clients of the batch rows (each with one batch in flight)
 RATE = 1_000  # msgs/s for the latency rows
 VALUE = "x" * 100
 HOST = "127.0.0.1"
 TOPIC = "/v1/topics/public/default"
 REPO = Path(__file__).resolve().parent.parent
+
+Row = dict[str, float]
 
 
 def free_port() -> int:
@@ -56,9 +68,14 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout_s: fl
 
 
 @contextlib.contextmanager
-def child(args: list[str], port: int, what: str, log: Path) -> Iterator[None]:
+def child(
+    args: list[str], port: int, what: str, log: Path, env: dict[str, str] | None = None
+) -> Iterator[None]:
+    """A process of the bench's own: started, waited for on `port`, stopped by its pid."""
     with open(log, "ab") as out:
-        proc = subprocess.Popen(args, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            args, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
         try:
             wait_port(port, proc, what)
             yield
@@ -75,6 +92,13 @@ def batch_body(n: int) -> bytes:
     return orjson.dumps({"messages": [{"value": VALUE}] * n})
 
 
+def pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(len(s) * q / 100))]
+
+
 # --- the HTTP ceiling: an empty FastAPI endpoint on one uvicorn worker ----------------------------
 def ceiling_server(port: int) -> None:
     import uvicorn
@@ -89,71 +113,80 @@ def ceiling_server(port: int) -> None:
     uvicorn.run(app, host=HOST, port=port, loop="uvloop", access_log=False, log_level="warning")
 
 
-# --- closed-loop produce over HTTP -------------------------------------------------------------
-def http_rate(port: int, path: str, body: bytes, connections: int, processes: int) -> float:
-    rate, errors = run_closed_loop(Job(HOST, port, "POST", path, body, connections, DURATION_S), processes)
-    if errors:
-        print(f"  warning: {errors} error responses on {path}", file=sys.stderr)
-    return rate
+def progress(what: str) -> None:
+    print(f"  [{time.strftime('%H:%M:%S')}] {what}", file=sys.stderr, flush=True)
 
 
-# --- latency at a fixed rate -------------------------------------------------------------------
-async def paced(
-    send: Callable[[bytes], Awaitable[None]], recv: Callable[[], Awaitable[list[bytes]]]
-) -> dict[str, float]:
-    """Send RATE msgs/s for DURATION_S (each value carries its send time); measure the produce
-    call's latency and the end-to-end latency (send to receive)."""
+def wrk_rate(port: int, path: str, body: bytes, connections: int) -> float:
+    progress(f"wrk {connections} connections, POST {path}")
+    r = run_wrk(f"http://{HOST}:{port}{path}", "POST", body, connections, DURATION_S)
+    if r.non_2xx or r.socket_errors:
+        print(
+            f"  warning: {r.non_2xx} error answers, {r.socket_errors} socket errors on {path}",
+            file=sys.stderr,
+        )
+    return r.requests_per_s
+
+
+# --- latency at a fixed rate (open loop) ---------------------------------------------------------
+async def paced(send: Callable[[bytes], Awaitable[None]], recv: Callable[[], Awaitable[list[bytes]]]) -> Row:
+    """Send RATE msgs/s, one per call, at fixed times for DURATION_S. Each value carries its
+    scheduled send time; the produce latency and the end-to-end latency (to the consumer having
+    it in hand) both count from that time."""
+    total = int(RATE * DURATION_S)
     produce_ms: list[float] = []
     e2e_ms: list[float] = []
-    total = int(RATE * DURATION_S)
-    done = asyncio.Event()
+    clock = time.perf_counter
 
-    async def one(i: int) -> None:
-        started = time.perf_counter()
-        await send(f"{time.perf_counter_ns():020d}".encode().ljust(100, b"."))
-        produce_ms.append((time.perf_counter() - started) * 1000)
+    async def one(due: float) -> None:
+        await send(f"{round(due * 1e9):020d}".encode().ljust(100, b"."))
+        produce_ms.append((clock() - due) * 1000)
 
-    async def consumer() -> None:
-        while len(e2e_ms) < total and not done.is_set():
+    async def consumer(stop: asyncio.Event) -> None:
+        while len(e2e_ms) < total and not stop.is_set():
             for value in await recv():
-                e2e_ms.append((time.perf_counter_ns() - int(value[:20])) / 1e6)
+                e2e_ms.append((clock() - int(value[:20]) / 1e9) * 1000)
 
-    consuming = asyncio.create_task(consumer())
-    start = time.perf_counter()
-    tasks = []
+    stop = asyncio.Event()
+    consuming = asyncio.create_task(consumer(stop))
+    start = clock() + 0.05
+    tasks, lag_ms = [], 0.0
     for i in range(total):
-        await asyncio.sleep(max(0.0, start + i / RATE - time.perf_counter()))
-        tasks.append(asyncio.create_task(one(i)))
+        due = start + i / RATE
+        delay = due - clock()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        lag_ms = max(lag_ms, (clock() - due) * 1000)
+        tasks.append(asyncio.create_task(one(due)))
     await asyncio.gather(*tasks)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(asyncio.shield(consuming), 10)
-    done.set()
+    stop.set()
     consuming.cancel()
-
-    def pct(xs: list[float], q: float) -> float:
-        return statistics.quantiles(xs, n=100)[q - 1] if len(xs) > 2 else float("nan")  # type: ignore[index]
-
+    with contextlib.suppress(asyncio.CancelledError):
+        await consuming
     return {
-        "p50": pct(produce_ms, 50),
-        "p99": pct(produce_ms, 99),
-        "e2e50": pct(e2e_ms, 50),
-        "e2e99": pct(e2e_ms, 99),
+        "lat_p50": pct(produce_ms, 50),
+        "lat_p99": pct(produce_ms, 99),
+        "lat_e2e50": pct(e2e_ms, 50),
+        "lat_e2e99": pct(e2e_ms, 99),
+        "lat_lost": float(total - len(e2e_ms)),
+        "lat_lag": lag_ms,
     }
 
 
-async def quire_latency(port: int) -> dict[str, float]:
+async def quire_latency(port: int) -> Row:
     topic = f"{TOPIC}/lat"
-    conns = [await Connection.open(HOST, port) for _ in range(16)]
-    free: asyncio.Queue[Connection] = asyncio.Queue()
-    for c in conns:
-        free.put_nowait(c)
+    free: list[Connection] = []
     sub_conn = await Connection.open(HOST, port)
     await sub_conn.request("PUT", f"{topic}/subscriptions/lat", b'{"initial_position":"latest"}')
 
     async def send(value: bytes) -> None:
-        c = await free.get()
-        await c.request("POST", f"{topic}/messages", orjson.dumps({"messages": [{"value": value.decode()}]}))
-        free.put_nowait(c)
+        # Open loop: a new connection when every open one is busy, never a queue in the client.
+        c = free.pop() if free else await Connection.open(HOST, port)
+        status, _ = await c.request("POST", f"{topic}/messages", b'{"messages":[{"value":"%s"}]}' % value)
+        assert status == 200, status
+        free.append(c)
 
     async def recv() -> list[bytes]:
         _, body = await sub_conn.request(
@@ -192,66 +225,97 @@ async def quire_consume(port: int) -> float:
         if not msgs:
             break
         got += len(msgs)
-        await c.request(
-            "POST",
-            f"{topic}/subscriptions/d/ack",
-            orjson.dumps({"message_ids": [m["message_id"] for m in msgs]}),
-        )
+        ids = orjson.dumps({"message_ids": [m["message_id"] for m in msgs]})
+        status, _ = await c.request("POST", f"{topic}/subscriptions/d/ack", ids)
+        assert status == 204, status
     return got / (time.perf_counter() - started)
 
 
-# --- NATS JetStream ------------------------------------------------------------------------------
-async def jetstream() -> dict[str, float]:
+def measure_quire(port: int) -> Row:
+    out = {
+        "single": wrk_rate(port, f"{TOPIC}/single/messages", batch_body(1), CONNECTIONS),
+        "batch100": 100 * wrk_rate(port, f"{TOPIC}/b100/messages", batch_body(100), BATCH_CONNECTIONS),
+        "batch1000": 1000 * wrk_rate(port, f"{TOPIC}/b1000/messages", batch_body(1000), BATCH_CONNECTIONS),
+    }
+    import uvloop
+
+    progress("quire latency")
+    out.update(uvloop.run(quire_latency(port)))
+    progress("quire consume")
+    out["consume"] = uvloop.run(quire_consume(port))
+    return out
+
+
+def measure_ceiling(port: int) -> Row:
+    return {"single": wrk_rate(port, "/empty", batch_body(1), CONNECTIONS)}
+
+
+# --- NATS JetStream (the server at 4222, file storage, default sync) ----------------------------
+async def jetstream() -> Row:
     import nats
     from nats.js.api import StorageType
 
     nc = await nats.connect(f"nats://{HOST}:4222")
     js = nc.jetstream()
+    stream = f"QUIREBENCH{os.getpid()}"
+    subject = f"quirebench{os.getpid()}"
     with contextlib.suppress(Exception):
-        await js.delete_stream("QUIREBENCH")
-    await js.add_stream(name="QUIREBENCH", subjects=["quirebench.>"], storage=StorageType.FILE)
+        await js.delete_stream(stream)
+    await js.add_stream(name=stream, subjects=[f"{subject}.>"], storage=StorageType.FILE)
     payload = VALUE.encode()
-    out: dict[str, float] = {}
+    out: Row = {}
     try:
-        n, deadline = 0, time.perf_counter() + DURATION_S
-        while time.perf_counter() < deadline:
-            await js.publish("quirebench.one", payload)
-            n += 1
-        out["single"] = n / DURATION_S
+        out["single"] = await _concurrent(CONNECTIONS, lambda: js.publish(f"{subject}.one", payload))
         for window in (100, 1000):
             n, started = 0, time.perf_counter()
             while time.perf_counter() - started < DURATION_S:
-                await asyncio.gather(*[js.publish("quirebench.win", payload) for _ in range(window)])
+                await asyncio.gather(*[js.publish(f"{subject}.win", payload) for _ in range(window)])
                 n += window
             out[f"batch{window}"] = n / (time.perf_counter() - started)
-        out.update(await jetstream_consume(js))
-        out.update(await jetstream_latency(js))
+        out["consume"] = await _jetstream_consume(js, subject)
+        out.update(await _jetstream_latency(js, subject))
     finally:
         with contextlib.suppress(Exception):
-            await js.delete_stream("QUIREBENCH")
+            await js.delete_stream(stream)
         await nc.close()
     return out
 
 
-async def jetstream_consume(js: object) -> dict[str, float]:
+async def _concurrent(clients: int, call: Callable[[], Awaitable[object]]) -> float:
+    """Closed loop: `clients` coroutines, each awaiting one call's answer before the next."""
+    n = 0
+    deadline = time.perf_counter() + DURATION_S
+
+    async def client() -> None:
+        nonlocal n
+        while time.perf_counter() < deadline:
+            await call()
+            n += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(clients)))
+    return n / (time.perf_counter() - started)
+
+
+async def _jetstream_consume(js: object, subject: str) -> float:
     payload = VALUE.encode()
     for _ in range(CONSUME_MESSAGES // 1000):
-        await asyncio.gather(*[js.publish("quirebench.drain", payload) for _ in range(1000)])  # type: ignore[attr-defined]
-    sub = await js.pull_subscribe("quirebench.drain", durable="drain")  # type: ignore[attr-defined]
+        await asyncio.gather(*[js.publish(f"{subject}.drain", payload) for _ in range(1000)])  # type: ignore[attr-defined]
+    sub = await js.pull_subscribe(f"{subject}.drain", durable="drain")  # type: ignore[attr-defined]
     got, started = 0, time.perf_counter()
     while got < CONSUME_MESSAGES:
         msgs = await sub.fetch(1000, timeout=5)
         for m in msgs:
             await m.ack()
         got += len(msgs)
-    return {"consume": got / (time.perf_counter() - started)}
+    return got / (time.perf_counter() - started)
 
 
-async def jetstream_latency(js: object) -> dict[str, float]:
-    sub = await js.pull_subscribe("quirebench.lat", durable="lat")  # type: ignore[attr-defined]
+async def _jetstream_latency(js: object, subject: str) -> Row:
+    sub = await js.pull_subscribe(f"{subject}.lat", durable="lat")  # type: ignore[attr-defined]
 
     async def send(value: bytes) -> None:
-        await js.publish("quirebench.lat", value)  # type: ignore[attr-defined]
+        await js.publish(f"{subject}.lat", value)  # type: ignore[attr-defined]
 
     async def recv() -> list[bytes]:
         try:
@@ -262,22 +326,16 @@ async def jetstream_latency(js: object) -> dict[str, float]:
             await m.ack()
         return [m.data for m in msgs]
 
-    r = await paced(send, recv)
-    return {f"lat_{k}": v for k, v in r.items()}
+    return await paced(send, recv)
 
 
 # --- Redis Streams (a server of our own, appendfsync always) ---------------------------------------
-async def redis_streams(port: int) -> dict[str, float]:
+async def redis_streams(port: int) -> Row:
     import redis.asyncio as aioredis
 
-    r = aioredis.Redis(host=HOST, port=port)
+    r = aioredis.Redis(host=HOST, port=port, max_connections=CONNECTIONS + 8)
     payload = VALUE.encode()
-    out: dict[str, float] = {}
-    n, deadline = 0, time.perf_counter() + DURATION_S
-    while time.perf_counter() < deadline:
-        await r.xadd("one", {"v": payload})
-        n += 1
-    out["single"] = n / DURATION_S
+    out: Row = {"single": await _concurrent(CONNECTIONS, lambda: r.xadd("one", {"v": payload}))}
     for size in (100, 1000):
         n, started = 0, time.perf_counter()
         while time.perf_counter() - started < DURATION_S:
@@ -287,77 +345,85 @@ async def redis_streams(port: int) -> dict[str, float]:
             await pipe.execute()
             n += size
         out[f"batch{size}"] = n / (time.perf_counter() - started)
-    for _ in range(CONSUME_MESSAGES // 1000):
-        pipe = r.pipeline(transaction=False)
-        for _ in range(1000):
-            pipe.xadd("drain", {"v": payload})
-        await pipe.execute()
-    await r.xgroup_create("drain", "g", id="0")
-    got, started = 0, time.perf_counter()
-    while got < CONSUME_MESSAGES:
-        res = await r.xreadgroup("g", "c", {"drain": ">"}, count=1000)
-        ids = [i for _, entries in res for i, _ in entries]
-        await r.xack("drain", "g", *ids)
-        got += len(ids)
-    out["consume"] = got / (time.perf_counter() - started)
+    out["consume"] = await _redis_consume(r)
     await r.xgroup_create("lat", "g", id="$", mkstream=True)
+    rr = aioredis.Redis(host=HOST, port=port)
 
     async def send(value: bytes) -> None:
         await r.xadd("lat", {"v": value})
 
-    rr = aioredis.Redis(host=HOST, port=port)
-
     async def recv() -> list[bytes]:
-        res = await rr.xreadgroup("g", "c", {"lat": ">"}, count=1000, block=200)
+        res: Any = await rr.xreadgroup("g", "c", {"lat": ">"}, count=1000, block=200)
         entries = [(i, f[b"v"]) for _, es in res for i, f in es]
         if entries:
             await rr.xack("lat", "g", *[i for i, _ in entries])
         return [v for _, v in entries]
 
-    out.update({f"lat_{k}": v for k, v in (await paced(send, recv)).items()})
+    out.update(await paced(send, recv))
     await r.aclose()
     await rr.aclose()
     return out
 
 
+async def _redis_consume(r: object) -> float:
+    payload = VALUE.encode()
+    for _ in range(CONSUME_MESSAGES // 1000):
+        pipe = r.pipeline(transaction=False)  # type: ignore[attr-defined]
+        for _ in range(1000):
+            pipe.xadd("drain", {"v": payload})
+        await pipe.execute()
+    await r.xgroup_create("drain", "g", id="0")  # type: ignore[attr-defined]
+    got, started = 0, time.perf_counter()
+    while got < CONSUME_MESSAGES:
+        res = await r.xreadgroup("g", "c", {"drain": ">"}, count=1000)  # type: ignore[attr-defined]
+        ids = [i for _, entries in res for i, _ in entries]
+        await r.xack("drain", "g", *ids)  # type: ignore[attr-defined]
+        got += len(ids)
+    return got / (time.perf_counter() - started)
+
+
 # --- the run -------------------------------------------------------------------------------------
-def measure_quire(port: int) -> dict[str, float]:
-    out = {
-        "single": http_rate(port, f"{TOPIC}/single/messages", batch_body(1), 32, 2),
-        "batch100": 100 * http_rate(port, f"{TOPIC}/b100/messages", batch_body(100), 4, 2),
-        "batch1000": 1000 * http_rate(port, f"{TOPIC}/b1000/messages", batch_body(1000), 2, 2),
+@contextlib.contextmanager
+def quire_stack(tmp: Path) -> Iterator[int]:
+    """A bookie and a broker process on free ports (stopped by pid on exit); yields the HTTP port."""
+    port, bookie_port = free_port(), free_port()
+    env = {
+        "QUIRE_DATA_DIR": str(tmp / "quire"),
+        "QUIRE_BOOKIES": f'["{HOST}:{bookie_port}"]',
+        "QUIRE_BOOKIE_PORT": str(bookie_port),
+        "QUIRE_PORT": str(port),
     }
-    lat = asyncio.run(quire_latency(port))
-    out.update({f"lat_{k}": v for k, v in lat.items()})
-    out["consume"] = asyncio.run(quire_consume(port))
-    return out
-
-
-def measure_ceiling(port: int) -> dict[str, float]:
-    return {
-        "single": http_rate(port, "/empty", batch_body(1), 32, 2),
-        "batch1000": 1000 * http_rate(port, "/empty", batch_body(1000), 2, 2),
-    }
+    bookie_dir = tmp / "quire" / "bookie"
+    bookie_dir.mkdir(parents=True)
+    py = sys.executable
+    bookie = [py, "-m", "app.cli", "bookie", "--data-dir", str(bookie_dir), "--port", str(bookie_port)]
+    with (
+        child(bookie, bookie_port, "quire bookie", tmp / "bookie.log", env),
+        child([py, "-m", "app.cli", "broker"], port, "quire broker", tmp / "broker.log", env),
+    ):
+        wait_ready(port)
+        yield port
 
 
 def main() -> None:
+    if wrk_path() is None:
+        sys.exit("make bench needs wrk (the HTTP load generator): apt-get install wrk")
     tmp = Path(tempfile.mkdtemp(prefix="quire-bench-"))
     py = sys.executable
-    q_port, b_port, c_port, r_port = free_port(), free_port(), free_port(), free_port()
-    quire_args = [py, "-m", "app.cli", "standalone", "--data-dir", str(tmp / "quire"), "--port", str(q_port),
-                  "--bookie-port", str(b_port)]  # fmt: skip
+    c_port, r_port = free_port(), free_port()
     redis_args = ["redis-server", "--port", str(r_port), "--bind", HOST, "--dir", str(tmp), "--save", "",
                   "--appendonly", "yes", "--appendfsync", "always"]  # fmt: skip
     try:
         with child(
-            [py, "-m", "bench.bench_api", "--ceiling", str(c_port)], c_port, "ceiling", tmp / "ceiling.log"
+            [py, "-m", "bench.bench_api", "--ceiling", str(c_port)], c_port, "ceiling", tmp / "ceil.log"
         ):
             ceiling = measure_ceiling(c_port)
-        with child(quire_args, q_port, "quire standalone", tmp / "quire.log"):
-            wait_ready(q_port)
-            quire = measure_quire(q_port)
+        with quire_stack(tmp) as port:
+            quire = measure_quire(port)
         with child(redis_args, r_port, "redis-server", tmp / "redis.log"):
+            progress("redis streams")
             redis = asyncio.run(redis_streams(r_port))
+        progress("jetstream")
         nats = asyncio.run(jetstream())
         print_table(quire, nats, redis, ceiling)
     finally:
@@ -376,45 +442,51 @@ def wait_ready(port: int) -> None:
     raise TimeoutError("quire not ready")
 
 
-def print_table(q: dict[str, float], n: dict[str, float], r: dict[str, float], c: dict[str, float]) -> None:
+def print_table(q: Row, n: Row, r: Row, c: Row) -> None:
     def ratio(a: float, b: float) -> str:
         return f"{a / b:.2f}x" if b else "-"
 
-    print(f"\nQuire REST API vs peers ({DURATION_S:.0f} s per row, 100 B messages, one run, this machine)")
-    print("  JetStream: file storage, default sync (fsync every 2 min)")
-    print("  Redis: own server, appendonly yes, appendfsync always")
-    print("  Quire: bookie fsyncs every group of adds before the ack")
-    print("  ceiling: empty FastAPI endpoint, 1 uvicorn worker, same load generator\n")
-    head = f"{'row':<38}{'Quire':>12}{'JetStream':>12}{'Redis':>12}{'ceiling':>12}"
+    print(f"\nQuire REST API vs peers ({DURATION_S:g} s per row, 100 B messages, one run, this machine)")
+    print("  Quire: bookie fsyncs every group of adds before the ack (1 bookie, 1 broker worker)")
+    print("  JetStream: file storage, default sync (fsync every 2 min, NOT per message)")
+    print("  Redis: own server, appendonly yes, appendfsync always (fsync per event-loop write)")
+    print("  ceiling: empty FastAPI endpoint, 1 uvicorn worker")
+    print(
+        f"  HTTP rows (Quire, ceiling): wrk, 1 thread, closed loop; batches: {BATCH_CONNECTIONS} connections"
+    )
+    print(f"  peers: their Python clients; single row {CONNECTIONS} concurrent publishers awaiting each ack")
+    print("    (JetStream: 64 coroutines on one NATS connection; Redis: 64 connections)")
+    print("  JetStream batch rows: windows of 100 / 1,000 async publishes; Redis: pipelines of 100 / 1,000\n")
+    head = f"{'row':<40}{'Quire':>11}{'JetStream':>11}{'Redis':>11}{'ceiling':>11}"
     head += f"{'vs JS':>8}{'vs Redis':>9}{'vs ceil':>8}"
     print(head)
     print("-" * len(head))
     rows = [
-        ("produce 1 msg/req, 64 clients (msg/s)", "single", True),
-        ("produce batches of 100 (msg/s)", "batch100", False),
-        ("produce batches of 1,000 (msg/s)", "batch1000", True),
-        ("consume pull 1,000 + ack (msg/s)", "consume", False),
+        (f"produce 1 msg/req, {CONNECTIONS} clients (msg/s)", "single"),
+        ("produce batches of 100 (msg/s)", "batch100"),
+        ("produce batches of 1,000 (msg/s)", "batch1000"),
+        ("consume pull 1,000 + ack (msg/s)", "consume"),
     ]
-    for label, key, has_ceiling in rows:
-        cv = c.get(key, 0.0) if has_ceiling else 0.0
+    for label, key in rows:
+        cv = c.get(key, 0.0)
         print(
-            f"{label:<38}{q[key]:>12,.0f}{n[key]:>12,.0f}{r[key]:>12,.0f}{(f'{cv:,.0f}' if cv else '-'):>12}"
+            f"{label:<40}{q[key]:>11,.0f}{n[key]:>11,.0f}{r[key]:>11,.0f}{(f'{cv:,.0f}' if cv else '-'):>11}"
             f"{ratio(q[key], n[key]):>8}{ratio(q[key], r[key]):>9}{(ratio(q[key], cv) if cv else '-'):>8}"
         )
     latency_rows = (
-        ("produce latency p50 @1k msg/s (ms)", "lat_p50"),
-        ("produce latency p99 @1k msg/s (ms)", "lat_p99"),
-        ("end-to-end p50 @1k msg/s (ms)", "lat_e2e50"),
-        ("end-to-end p99 @1k msg/s (ms)", "lat_e2e99"),
+        (f"produce latency p50 @{RATE:,}/s (ms)", "lat_p50"),
+        (f"produce latency p99 @{RATE:,}/s (ms)", "lat_p99"),
+        (f"end-to-end p50 @{RATE:,}/s (ms)", "lat_e2e50"),
+        (f"end-to-end p99 @{RATE:,}/s (ms)", "lat_e2e99"),
+        ("  latency rows: sender lag max (ms)", "lat_lag"),
+        ("  latency rows: messages not received", "lat_lost"),
     )
     for label, key in latency_rows:
-        print(f"{label:<38}{q[key]:>12.2f}{n[key]:>12.2f}{r[key]:>12.2f}{'-':>12}")
+        print(f"{label:<40}{q[key]:>11.2f}{n[key]:>11.2f}{r[key]:>11.2f}{'-':>11}")
     print(
         "\nbars (issue 4): batched produce >= 4x JetStream windowed and >= 2x Redis pipelined; consume >= 3x"
         " JetStream and >= 1.5x Redis; 1 msg/req >= 0.5x ceiling; p99 produce < 10 ms at 1k msg/s"
     )
-    single = f"{n['single']:,.0f} / {r['single']:,.0f}"
-    print(f"row 1 peers: one publish per round trip from 1 client (JetStream / Redis): {single} msg/s")
 
 
 if __name__ == "__main__":

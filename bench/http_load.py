@@ -1,28 +1,68 @@
-"""A small keep-alive HTTP/1.1 load generator for the API bench (asyncio + uvloop, several
-processes). httpx costs more per request than the server under test does; this client only
-writes a request and reads a Content-Length response, so the same generator can measure the
-empty-endpoint ceiling and Quire, and the ratio between them is fair."""
+"""HTTP load for the API bench: wrk for closed-loop throughput, a tiny keep-alive client for the
+paced (open-loop) latency rows and the consume loop.
+
+Why wrk: a Python load generator on this 2-core machine costs more per request than the server
+under test, so it measured itself (an earlier run reported 763 req/s where wrk saw 4,000). wrk is
+C, event-driven, one thread; it drives the empty-endpoint ceiling and Quire alike, so their ratio
+is fair. The `done` hook below prints wrk's own totals as one parseable line.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import multiprocessing as mp
-import time
+import shutil
+import subprocess
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
+
+_SCRIPT = """
+wrk.method = "{method}"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = [==[{body}]==]
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format("QUIRE-WRK %d %d %d %d %d %d\\n", summary.requests, summary.duration,
+    e.status, e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99)))
+end
+"""
 
 
 @dataclass(frozen=True)
-class Job:
-    host: str
-    port: int
-    method: str
-    path: str
-    body: bytes
-    connections: int
-    duration_s: float
+class WrkResult:
+    requests_per_s: float
+    non_2xx: int
+    socket_errors: int
+    p50_ms: float
+    p99_ms: float
+
+
+def wrk_path() -> str | None:
+    return shutil.which("wrk")
+
+
+def run_wrk(url: str, method: str, body: bytes, connections: int, duration_s: float) -> WrkResult:
+    """Closed loop: `connections` keep-alive connections, each sending the next request as soon as
+    the last answer is in, for duration_s; one wrk thread (the other core is the server's)."""
+    wrk = wrk_path()
+    if wrk is None:
+        raise RuntimeError("wrk is not installed (apt-get install wrk)")
+    text = body.decode()
+    assert "]==]" not in text, "the body would end the Lua long string"
+    with tempfile.TemporaryDirectory(prefix="quire-wrk-") as tmp:
+        script = Path(tmp) / "req.lua"
+        script.write_text(_SCRIPT.format(method=method, body=text))
+        args = [wrk, "-t1", f"-c{connections}", f"-d{duration_s:g}s", "-s", str(script), url]
+        out = subprocess.run(args, capture_output=True, text=True, timeout=duration_s + 60, check=True)
+    line = next(x for x in out.stdout.splitlines() if x.startswith("QUIRE-WRK "))
+    requests, duration_us, status_errors, socket_errors, p50_us, p99_us = map(int, line.split()[1:])
+    ok = requests - status_errors
+    return WrkResult(ok / (duration_us / 1e6), status_errors, socket_errors, p50_us / 1000, p99_us / 1000)
 
 
 class Connection:
+    """One keep-alive HTTP/1.1 connection; answers must carry Content-Length (Quire's do)."""
+
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str) -> None:
         self.reader, self.writer, self.host = reader, writer, host
 
@@ -49,39 +89,3 @@ class Connection:
 
     def close(self) -> None:
         self.writer.close()
-
-
-async def _loop(job: Job) -> tuple[int, int]:
-    conns = [await Connection.open(job.host, job.port) for _ in range(job.connections)]
-    deadline = time.perf_counter() + job.duration_s
-    ok = errors = 0
-
-    async def one(conn: Connection) -> None:
-        nonlocal ok, errors
-        while time.perf_counter() < deadline:
-            status, _ = await conn.request(job.method, job.path, job.body)
-            if status < 300:
-                ok += 1
-            else:
-                errors += 1
-
-    await asyncio.gather(*(one(c) for c in conns))
-    for c in conns:
-        c.close()
-    return ok, errors
-
-
-def _run(job: Job) -> tuple[int, int]:
-    import uvloop
-
-    return uvloop.run(_loop(job))
-
-
-def run_closed_loop(job: Job, processes: int) -> tuple[float, int]:
-    """Requests/s over all processes (each with job.connections connections), and errors."""
-    ctx = mp.get_context("spawn")
-    with ctx.Pool(processes) as pool:
-        results = pool.map(_run, [job] * processes)
-    # Each worker runs for job.duration_s once connected (its own deadline), so the rate is
-    # counted over that, not over the pool's start-up.
-    return sum(r[0] for r in results) / job.duration_s, sum(r[1] for r in results)
