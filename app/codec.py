@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,7 +166,34 @@ def parse_id_list(body: Any, name: str = "message_ids") -> list[MessageId]:
     ids = body.get(name)
     if type(ids) is not list or not ids:
         raise invalid(f"{name} must be a non-empty list of message ids")
+    fast = _plain_ids(ids)
+    if fast is not None:
+        return fast
     return [parse_message_id(t, f"{name}[{i}]") for i, t in enumerate(ids)]
+
+
+_new_tuple = tuple.__new__
+
+
+def _plain_ids(ids: list[Any]) -> list[MessageId] | None:
+    """The common case of an ack, about 3x cheaper than MessageId.parse per id: every item a
+    plain `L:E:B` of decimal digits (exactly what int() takes). None for anything else, which
+    MessageId.parse then judges, so errors and the odd forms it accepts (`L:E`) come out as
+    before."""
+    out: list[MessageId] = []
+    append = out.append
+    for text in ids:
+        if type(text) is not str:
+            return None
+        parts = text.split(":")
+        if len(parts) != 3:
+            return None
+        ledger, entry, index = parts
+        if not (ledger.isdecimal() and entry.isdecimal() and index.isdecimal()):
+            return None
+        # tuple.__new__ skips the NamedTuple's generated __new__ (a Python-level call per id).
+        append(_new_tuple(MessageId, (int(ledger), int(entry), int(index))))
+    return out
 
 
 def parse_ack(raw: bytes) -> tuple[list[MessageId] | None, MessageId | None]:
@@ -207,32 +235,45 @@ def parse_seek(body: Any) -> SeekTarget:
 
 def message_dict(m: StoredMessage, redelivery_count: int, force_base64: bool) -> dict[str, Any]:
     """The API's message object; text when the payload is UTF-8 and base64 was not asked for."""
-    value = m.value
-    encoding = "text"
-    text: str | None = None
-    if not force_base64:
-        try:
-            text = value.decode()
-        except UnicodeDecodeError:
-            text = None
-    if text is None:
-        text = base64.b64encode(value).decode("ascii")
-        encoding = "base64"
-    return {
-        "message_id": str(m.message_id),
-        "key": m.key,
-        "value": text,
-        "value_encoding": encoding,
-        "properties": dict(m.properties) if m.properties else {},
-        "event_time": m.event_time,
-        "publish_time": m.publish_time,
-        "producer_name": m.producer_name,
-        "sequence_id": m.sequence_id,
-        "redelivery_count": redelivery_count,
-    }
+    return message_dicts([(m, redelivery_count)], force_base64)[0]
+
+
+def message_dicts(items: Iterable[tuple[StoredMessage, int]], force_base64: bool) -> list[dict[str, Any]]:
+    """`message_dict` for many messages in one loop (the consume path: no call per message)."""
+    out: list[dict[str, Any]] = []
+    append = out.append
+    b64encode = base64.b64encode
+    for m, redelivery_count in items:
+        value = m.value
+        text: str | None = None
+        if not force_base64:
+            try:
+                text = value.decode()
+            except UnicodeDecodeError:
+                text = None
+        if text is None:
+            text, encoding = b64encode(value).decode("ascii"), "base64"
+        else:
+            encoding = "text"
+        mid = m.message_id
+        props = m.properties
+        append(
+            {
+                "message_id": f"{mid[0]}:{mid[1]}:{mid[2]}",
+                "key": m.key,
+                "value": text,
+                "value_encoding": encoding,
+                "properties": dict(props) if props else {},
+                "event_time": m.event_time,
+                "publish_time": m.publish_time,
+                "producer_name": m.producer_name,
+                "sequence_id": m.sequence_id,
+                "redelivery_count": redelivery_count,
+            }
+        )
+    return out
 
 
 def deliveries_json(deliveries: list[Delivery], force_base64: bool) -> bytes:
-    return orjson.dumps(
-        {"messages": [message_dict(d.message, d.redelivery_count, force_base64) for d in deliveries]}
-    )
+    items = [(d.message, d.redelivery_count) for d in deliveries]
+    return orjson.dumps({"messages": message_dicts(items, force_base64)})

@@ -26,6 +26,7 @@ from app.codec import (
     deliveries_json,
     load_json,
     message_dict,
+    message_dicts,
     parse_ack,
     parse_id_list,
     parse_message_id,
@@ -163,7 +164,7 @@ class DataHandlers:
         position = parse_start(start)
         page = await self.topics.read(name, position, max_messages, read_compacted, wait_ms)
         self._inc_messages_read(len(page.messages))
-        messages = [message_dict(m, 0, force_base64) for m in page.messages]
+        messages = message_dicts([(m, 0) for m in page.messages], force_base64)
         return json_reply(orjson.dumps({"messages": messages, "next": page.next}))
 
 

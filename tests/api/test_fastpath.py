@@ -15,7 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.codec import Limits
+from app.codec import Limits, parse_id_list, parse_message_id
+from app.errors import ApiError
 from app.main import create_app
 from tests.api.fakes import FakeTopics
 from topics.errors import StorageUnavailableError
@@ -202,3 +203,35 @@ async def test_the_fast_path_counts_errors_in_metrics() -> None:
         assert r.status_code == 422
         metrics = (await client.get("/metrics")).text
     assert 'quire_http_errors_total{status="422"} 1.0' in metrics
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1:2:3",
+        "007:1:0",
+        "1:2",
+        "٣:1:0",
+        "²:1:0",
+        "-1:0:0",
+        "1:x:0",
+        " 1:2:3",
+        "1:2:3:4",
+        "",
+        "1::3",
+        5,
+        None,
+    ],
+)
+def test_plain_id_parsing_agrees_with_message_id_parse(text: object) -> None:
+    """codec's cheap path for plain `L:E:B` ids gives what MessageId.parse gives, errors included."""
+
+    def outcome(parse: Any) -> object:
+        try:
+            return parse()
+        except ApiError as exc:
+            return (exc.status, exc.detail)
+
+    fast = outcome(lambda: parse_id_list({"message_ids": ["9:9:9", text]}))
+    slow = outcome(lambda: [parse_message_id(t, f"message_ids[{i}]") for i, t in enumerate(["9:9:9", text])])
+    assert fast == slow
