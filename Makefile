@@ -36,6 +36,7 @@ fmt: setup
 	$(BIN)/ruff check --fix .
 
 bench: setup
+	bash scripts/install-system-deps.sh --bench
 	$(PY) -m bench.bench_api
 
 bench-bookie: setup
