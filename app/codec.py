@@ -51,66 +51,72 @@ def load_json(raw: bytes) -> Any:
         raise invalid(f"request body is not valid JSON: {exc}") from exc
 
 
-def _optional_int(m: dict[str, Any], name: str, where: str) -> int | None:
+def _where(i: int) -> str:
+    # Built only on the error path: a format per message costs as much as the check itself.
+    return f"messages[{i}]"
+
+
+def _optional_int(m: dict[str, Any], name: str, i: int) -> int | None:
     value = m.get(name)
     if value is None:
         return None
     if type(value) is not int or not 0 <= value <= _MAX_INT64:
-        raise invalid(f"{where}.{name} must be an integer between 0 and {_MAX_INT64} or null")
+        raise invalid(f"{_where(i)}.{name} must be an integer between 0 and {_MAX_INT64} or null")
     return value
 
 
-def _value_bytes(m: dict[str, Any], where: str) -> bytes:
+def _value_bytes(m: dict[str, Any], i: int) -> bytes:
     value = m.get("value")
     encoding = m.get("value_encoding", "text")
     if value is None:
         if encoding not in ("text", "base64", None):
-            raise invalid(f"{where}.value_encoding must be 'text' or 'base64'")
+            raise invalid(f"{_where(i)}.value_encoding must be 'text' or 'base64'")
         return b""
     if type(value) is not str:
-        raise invalid(f"{where}.value must be a string or null")
+        raise invalid(f"{_where(i)}.value must be a string or null")
     if encoding == "text" or encoding is None:
         return value.encode()
     if encoding == "base64":
         try:
             return base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError) as exc:
-            raise invalid(f"{where}.value is not valid base64: {exc}") from exc
-    raise invalid(f"{where}.value_encoding must be 'text' or 'base64'")
+            raise invalid(f"{_where(i)}.value is not valid base64: {exc}") from exc
+    raise invalid(f"{_where(i)}.value_encoding must be 'text' or 'base64'")
 
 
-def _properties(m: dict[str, Any], where: str) -> dict[str, str] | None:
+def _properties(m: dict[str, Any], i: int) -> dict[str, str] | None:
     props = m.get("properties")
     if props is None:
         return None
     if type(props) is not dict or not all(type(v) is str for v in props.values()):
-        raise invalid(f"{where}.properties must be an object of string values or null")
+        raise invalid(f"{_where(i)}.properties must be an object of string values or null")
     return props or None
 
 
 def _message(m: Any, i: int, limits: Limits) -> Message:
-    where = f"messages[{i}]"
     if type(m) is not dict:
-        raise invalid(f"{where} must be an object")
+        raise invalid(f"{_where(i)} must be an object")
     key = m.get("key")
     if key is not None and type(key) is not str:
-        raise invalid(f"{where}.key must be a string or null")
-    value = _value_bytes(m, where)
+        raise invalid(f"{_where(i)}.key must be a string or null")
+    value = _value_bytes(m, i)
     size = len(value) + (len(key.encode()) if key else 0)
     if size > limits.max_message_size_bytes:
         raise ApiError(
             413,
-            f"{where} is {size} bytes, over the limit of {limits.max_message_size_bytes} "
+            f"{_where(i)} is {size} bytes, over the limit of {limits.max_message_size_bytes} "
             "(setting max_message_size_bytes)",
             title="Message too large",
             limit=limits.max_message_size_bytes,
         )
+    if len(m) == 1 and "value" in m:
+        return Message(value)  # only a value (the common shape): every other field its default
     return Message(
         value,
         key,
-        _properties(m, where),
-        _optional_int(m, "event_time", where),
-        _optional_int(m, "sequence_id", where),
+        _properties(m, i),
+        _optional_int(m, "event_time", i),
+        _optional_int(m, "sequence_id", i),
     )
 
 

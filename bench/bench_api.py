@@ -29,7 +29,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from fastapi import FastAPI, Request
@@ -48,6 +48,8 @@ TOPIC = "/v1/topics/public/default"
 REPO = Path(__file__).resolve().parent.parent
 
 Row = dict[str, float]
+T = TypeVar("T")
+PHASE_TIMEOUT_S = 300.0
 
 
 def free_port() -> int:
@@ -111,6 +113,20 @@ def ceiling_server(port: int) -> None:
         return Response(b'{"results":[]}', media_type="application/json")
 
     uvicorn.run(app, host=HOST, port=port, loop="uvloop", access_log=False, log_level="warning")
+
+
+def bounded(coro: Awaitable[T], timeout_s: float, what: str) -> T:
+    """Run one phase on uvloop (every client in the bench gets the same loop), bounded in time so
+    a stuck peer or server fails the bench with its name instead of hanging it."""
+    import uvloop
+
+    async def phase() -> T:
+        try:
+            return await asyncio.wait_for(coro, timeout_s)
+        except TimeoutError:
+            raise TimeoutError(f"bench phase {what!r} took over {timeout_s:g} s") from None
+
+    return uvloop.run(phase())
 
 
 def progress(what: str) -> None:
@@ -214,9 +230,15 @@ async def quire_consume(port: int) -> float:
             await p.request("POST", f"{topic}/messages", body)
 
     await asyncio.gather(*(fill(p, CONSUME_MESSAGES // 4000) for p in producers))
-    # A fresh connection: uvicorn closes one idle past its keep-alive timeout during the fill.
+    # Fresh connections: uvicorn closes one idle past its keep-alive timeout during the fill.
     c.close()
-    c = await Connection.open(HOST, port)
+    c, acker = await Connection.open(HOST, port), await Connection.open(HOST, port)
+    acking: asyncio.Task[None] | None = None
+
+    async def ack(ids: bytes) -> None:
+        status, _ = await acker.request("POST", f"{topic}/subscriptions/d/ack", ids)
+        assert status == 204, status
+
     got = 0
     started = time.perf_counter()
     while got < CONSUME_MESSAGES:
@@ -225,9 +247,13 @@ async def quire_consume(port: int) -> float:
         if not msgs:
             break
         got += len(msgs)
-        ids = orjson.dumps({"message_ids": [m["message_id"] for m in msgs]})
-        status, _ = await c.request("POST", f"{topic}/subscriptions/d/ack", ids)
-        assert status == 204, status
+        # The ack of this batch overlaps the pull of the next, as a JetStream pull consumer's acks
+        # do (they are publishes it does not wait on); at most one ack in flight.
+        if acking is not None:
+            await acking
+        acking = asyncio.create_task(ack(orjson.dumps({"message_ids": [m["message_id"] for m in msgs]})))
+    if acking is not None:
+        await acking
     return got / (time.perf_counter() - started)
 
 
@@ -237,12 +263,10 @@ def measure_quire(port: int) -> Row:
         "batch100": 100 * wrk_rate(port, f"{TOPIC}/b100/messages", batch_body(100), BATCH_CONNECTIONS),
         "batch1000": 1000 * wrk_rate(port, f"{TOPIC}/b1000/messages", batch_body(1000), BATCH_CONNECTIONS),
     }
-    import uvloop
-
     progress("quire latency")
-    out.update(uvloop.run(quire_latency(port)))
+    out.update(bounded(quire_latency(port), PHASE_TIMEOUT_S, "quire latency"))
     progress("quire consume")
-    out["consume"] = uvloop.run(quire_consume(port))
+    out["consume"] = bounded(quire_consume(port), PHASE_TIMEOUT_S, "quire consume")
     return out
 
 
@@ -375,8 +399,10 @@ async def _redis_consume(r: object) -> float:
     await r.xgroup_create("drain", "g", id="0")  # type: ignore[attr-defined]
     got, started = 0, time.perf_counter()
     while got < CONSUME_MESSAGES:
-        res = await r.xreadgroup("g", "c", {"drain": ">"}, count=1000)  # type: ignore[attr-defined]
+        res = await r.xreadgroup("g", "c", {"drain": ">"}, count=1000, block=1000)  # type: ignore[attr-defined]
         ids = [i for _, entries in res for i, _ in entries]
+        if not ids:
+            break
         await r.xack("drain", "g", *ids)  # type: ignore[attr-defined]
         got += len(ids)
     return got / (time.perf_counter() - started)
@@ -422,9 +448,9 @@ def main() -> None:
             quire = measure_quire(port)
         with child(redis_args, r_port, "redis-server", tmp / "redis.log"):
             progress("redis streams")
-            redis = asyncio.run(redis_streams(r_port))
+            redis = bounded(redis_streams(r_port), PHASE_TIMEOUT_S, "redis streams")
         progress("jetstream")
-        nats = asyncio.run(jetstream())
+        nats = bounded(jetstream(), PHASE_TIMEOUT_S, "jetstream")
         print_table(quire, nats, redis, ceiling)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -456,7 +482,9 @@ def print_table(q: Row, n: Row, r: Row, c: Row) -> None:
     )
     print(f"  peers: their Python clients; single row {CONNECTIONS} concurrent publishers awaiting each ack")
     print("    (JetStream: 64 coroutines on one NATS connection; Redis: 64 connections)")
-    print("  JetStream batch rows: windows of 100 / 1,000 async publishes; Redis: pipelines of 100 / 1,000\n")
+    print("  JetStream batch rows: windows of 100 / 1,000 async publishes; Redis: pipelines of 100 / 1,000")
+    print("  consume: Quire acks batch N (own connection) while pulling N+1; JetStream acks without waiting;")
+    print("    Redis: XREADGROUP then XACK, one after the other\n")
     head = f"{'row':<40}{'Quire':>11}{'JetStream':>11}{'Redis':>11}{'ceiling':>11}"
     head += f"{'vs JS':>8}{'vs Redis':>9}{'vs ceil':>8}"
     print(head)

@@ -15,9 +15,10 @@ from typing import Any
 import httpx
 import pytest
 
-from app.codec import Limits, parse_id_list, parse_message_id
+from app.codec import Limits, parse_id_list, parse_message_id, parse_produce
 from app.errors import ApiError
 from app.main import create_app
+from managed_ledger.entry_format import Message
 from tests.api.fakes import FakeTopics
 from topics.errors import StorageUnavailableError
 
@@ -235,3 +236,24 @@ def test_plain_id_parsing_agrees_with_message_id_parse(text: object) -> None:
     fast = outcome(lambda: parse_id_list({"message_ids": ["9:9:9", text]}))
     slow = outcome(lambda: [parse_message_id(t, f"message_ids[{i}]") for i, t in enumerate(["9:9:9", text])])
     assert fast == slow
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ({"value": "x"}, Message(b"x")),
+        ({"key": "k"}, Message(b"", "k")),
+        ({"event_time": 5}, Message(b"", event_time=5)),
+        ({"value_encoding": "base64"}, Message(b"")),
+        ({"properties": {"a": 1}}, 422),
+        ({"sequence_id": -1}, 422),
+    ],
+)
+def test_one_field_messages_keep_that_field(message: dict[str, object], expected: object) -> None:
+    """codec's shortcut for value-only messages must not drop or skip checking any other field."""
+    try:
+        _, messages = parse_produce(j({"messages": [message]}), LIMITS)
+    except ApiError as exc:
+        assert exc.status == expected
+        return
+    assert messages == [expected]
