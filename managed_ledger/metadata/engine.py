@@ -14,6 +14,8 @@ a failed call.
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -37,6 +39,22 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10, connect_args=connect_args)
 
 
+def _enable_wal(cur: Any) -> None:
+    """Switch the file to WAL (a lasting property of the file). The switch needs an exclusive
+    lock and SQLite does not wait on the busy handler for it, so the first connections to a
+    new file, opened at once by processes starting together, retry for a bounded time."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            if cur.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                cur.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 def _sqlite_engine(url: str) -> Engine:
     database = make_url(url).database
     in_memory = database in (None, "", ":memory:")
@@ -51,9 +69,9 @@ def _sqlite_engine(url: str) -> Engine:
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # we send BEGIN ourselves, see module docstring
         cur = dbapi_connection.cursor()
-        if not in_memory:
-            cur.execute("PRAGMA journal_mode=WAL")
         cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        if not in_memory:
+            _enable_wal(cur)
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
 

@@ -374,7 +374,8 @@ class SqlMetadataStore:
             conn.execute(stmt)
 
     def update_policies(self, scope: str, changes: Mapping[str, Any]) -> dict[str, Any]:
-        """Read-merge-CAS, retried when another writer got in between (never a lost update)."""
+        """Read (row locked on PostgreSQL; SQLite serializes writers), merge, write. The retry
+        covers only two writers racing to create the row: the loser finds it next time."""
         for _ in range(POLICY_UPDATE_ATTEMPTS):
             try:
                 merged = self._try_update_policies(scope, changes)
@@ -388,7 +389,7 @@ class SqlMetadataStore:
         """One attempt; None when another writer moved the version on since our read."""
         with self._write(_PolicyRace()) as conn:
             where = POLICIES.c.scope == scope
-            row = conn.execute(select(POLICIES.c.policies, POLICIES.c.version).where(where)).first()
+            row = conn.execute(select(POLICIES.c.policies, POLICIES.c.version).where(where).with_for_update()).first()
             merged = records.merge_policies(dict(row[0]) if row else {}, changes)
             if row is None:
                 conn.execute(insert(POLICIES).values(scope=scope, policies=merged, version=1))
