@@ -389,7 +389,8 @@ class SqlMetadataStore:
         """One attempt; None when another writer moved the version on since our read."""
         with self._write(_PolicyRace()) as conn:
             where = POLICIES.c.scope == scope
-            row = conn.execute(select(POLICIES.c.policies, POLICIES.c.version).where(where).with_for_update()).first()
+            query = select(POLICIES.c.policies, POLICIES.c.version).where(where).with_for_update()
+            row = conn.execute(query).first()
             merged = records.merge_policies(dict(row[0]) if row else {}, changes)
             if row is None:
                 conn.execute(insert(POLICIES).values(scope=scope, policies=merged, version=1))
