@@ -1,0 +1,264 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.problem import Problem
+from ...models.subscription_created import SubscriptionCreated
+from ...models.subscription_request import SubscriptionRequest
+from ...types import UNSET, Unset
+from typing import cast
+
+
+
+def _get_kwargs(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    subscription: str,
+    *,
+    body: None | SubscriptionRequest | Unset = UNSET,
+
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "put",
+        "url": "/v1/topics/{tenant}/{namespace}/{topic}/subscriptions/{subscription}".format(tenant=quote(str(tenant), safe=""),namespace=quote(str(namespace), safe=""),topic=quote(str(topic), safe=""),subscription=quote(str(subscription), safe=""),),
+    }
+
+    
+    if isinstance(body, SubscriptionRequest):
+        _kwargs["json"] = body.to_dict()
+    else:
+        _kwargs["json"] = body
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | SubscriptionCreated | None:
+    if response.status_code == 200:
+        response_200 = SubscriptionCreated.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 201:
+        response_201 = SubscriptionCreated.from_dict(response.json())
+
+
+
+        return response_201
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | SubscriptionCreated]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    subscription: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: None | SubscriptionRequest | Unset = UNSET,
+
+) -> Response[Problem | SubscriptionCreated]:
+    """ Create a durable subscription (201), or find it there already (200)
+
+    Args:
+        tenant (str): tenant
+        namespace (str): namespace
+        topic (str): topic
+        subscription (str): subscription
+        body (None | SubscriptionRequest | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | SubscriptionCreated]
+     """
+
+
+    kwargs = _get_kwargs(
+        tenant=tenant,
+namespace=namespace,
+topic=topic,
+subscription=subscription,
+body=body,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    subscription: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: None | SubscriptionRequest | Unset = UNSET,
+
+) -> Problem | SubscriptionCreated | None:
+    """ Create a durable subscription (201), or find it there already (200)
+
+    Args:
+        tenant (str): tenant
+        namespace (str): namespace
+        topic (str): topic
+        subscription (str): subscription
+        body (None | SubscriptionRequest | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | SubscriptionCreated
+     """
+
+
+    return sync_detailed(
+        tenant=tenant,
+namespace=namespace,
+topic=topic,
+subscription=subscription,
+client=client,
+body=body,
+
+    ).parsed
+
+async def asyncio_detailed(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    subscription: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: None | SubscriptionRequest | Unset = UNSET,
+
+) -> Response[Problem | SubscriptionCreated]:
+    """ Create a durable subscription (201), or find it there already (200)
+
+    Args:
+        tenant (str): tenant
+        namespace (str): namespace
+        topic (str): topic
+        subscription (str): subscription
+        body (None | SubscriptionRequest | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | SubscriptionCreated]
+     """
+
+
+    kwargs = _get_kwargs(
+        tenant=tenant,
+namespace=namespace,
+topic=topic,
+subscription=subscription,
+body=body,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    subscription: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: None | SubscriptionRequest | Unset = UNSET,
+
+) -> Problem | SubscriptionCreated | None:
+    """ Create a durable subscription (201), or find it there already (200)
+
+    Args:
+        tenant (str): tenant
+        namespace (str): namespace
+        topic (str): topic
+        subscription (str): subscription
+        body (None | SubscriptionRequest | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | SubscriptionCreated
+     """
+
+
+    return (await asyncio_detailed(
+        tenant=tenant,
+namespace=namespace,
+topic=topic,
+subscription=subscription,
+client=client,
+body=body,
+
+    )).parsed

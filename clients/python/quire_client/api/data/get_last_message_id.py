@@ -1,0 +1,241 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.last_message_id import LastMessageId
+from ...models.problem import Problem
+from ...types import UNSET, Unset
+from typing import cast
+
+
+
+def _get_kwargs(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    *,
+    read_compacted: bool | Unset = False,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    params: dict[str, Any] = {}
+
+    params["read_compacted"] = read_compacted
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/topics/{tenant}/{namespace}/{topic}/last-message-id".format(tenant=quote(str(tenant), safe=""),namespace=quote(str(namespace), safe=""),topic=quote(str(topic), safe=""),),
+        "params": params,
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> LastMessageId | Problem | None:
+    if response.status_code == 200:
+        response_200 = LastMessageId.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[LastMessageId | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    *,
+    client: AuthenticatedClient | Client,
+    read_compacted: bool | Unset = False,
+
+) -> Response[LastMessageId | Problem]:
+    """ The id of the topic's last message (null when it holds none)
+
+    Args:
+        tenant (str): tenant
+        namespace (str): namespace
+        topic (str): topic
+        read_compacted (bool | Unset):  Default: False.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[LastMessageId | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        tenant=tenant,
+namespace=namespace,
+topic=topic,
+read_compacted=read_compacted,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    *,
+    client: AuthenticatedClient | Client,
+    read_compacted: bool | Unset = False,
+
+) -> LastMessageId | Problem | None:
+    """ The id of the topic's last message (null when it holds none)
+
+    Args:
+        tenant (str): tenant
+        namespace (str): namespace
+        topic (str): topic
+        read_compacted (bool | Unset):  Default: False.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        LastMessageId | Problem
+     """
+
+
+    return sync_detailed(
+        tenant=tenant,
+namespace=namespace,
+topic=topic,
+client=client,
+read_compacted=read_compacted,
+
+    ).parsed
+
+async def asyncio_detailed(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    *,
+    client: AuthenticatedClient | Client,
+    read_compacted: bool | Unset = False,
+
+) -> Response[LastMessageId | Problem]:
+    """ The id of the topic's last message (null when it holds none)
+
+    Args:
+        tenant (str): tenant
+        namespace (str): namespace
+        topic (str): topic
+        read_compacted (bool | Unset):  Default: False.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[LastMessageId | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        tenant=tenant,
+namespace=namespace,
+topic=topic,
+read_compacted=read_compacted,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    *,
+    client: AuthenticatedClient | Client,
+    read_compacted: bool | Unset = False,
+
+) -> LastMessageId | Problem | None:
+    """ The id of the topic's last message (null when it holds none)
+
+    Args:
+        tenant (str): tenant
+        namespace (str): namespace
+        topic (str): topic
+        read_compacted (bool | Unset):  Default: False.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        LastMessageId | Problem
+     """
+
+
+    return (await asyncio_detailed(
+        tenant=tenant,
+namespace=namespace,
+topic=topic,
+client=client,
+read_compacted=read_compacted,
+
+    )).parsed

@@ -1,0 +1,246 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.problem import Problem
+from ...models.produce_request import ProduceRequest
+from ...models.produce_response import ProduceResponse
+from typing import cast
+
+
+
+def _get_kwargs(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    *,
+    body: ProduceRequest,
+
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+
+    
+
+    
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/topics/{tenant}/{namespace}/{topic}/messages".format(tenant=quote(str(tenant), safe=""),namespace=quote(str(namespace), safe=""),topic=quote(str(topic), safe=""),),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | ProduceResponse | None:
+    if response.status_code == 200:
+        response_200 = ProduceResponse.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+
+
+        return response_413
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | ProduceResponse]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: ProduceRequest,
+
+) -> Response[Problem | ProduceResponse]:
+    """ Produce a batch of messages (stored atomically as one entry)
+
+    Args:
+        tenant (str): tenant
+        namespace (str): namespace
+        topic (str): topic
+        body (ProduceRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | ProduceResponse]
+     """
+
+
+    kwargs = _get_kwargs(
+        tenant=tenant,
+namespace=namespace,
+topic=topic,
+body=body,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: ProduceRequest,
+
+) -> Problem | ProduceResponse | None:
+    """ Produce a batch of messages (stored atomically as one entry)
+
+    Args:
+        tenant (str): tenant
+        namespace (str): namespace
+        topic (str): topic
+        body (ProduceRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | ProduceResponse
+     """
+
+
+    return sync_detailed(
+        tenant=tenant,
+namespace=namespace,
+topic=topic,
+client=client,
+body=body,
+
+    ).parsed
+
+async def asyncio_detailed(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: ProduceRequest,
+
+) -> Response[Problem | ProduceResponse]:
+    """ Produce a batch of messages (stored atomically as one entry)
+
+    Args:
+        tenant (str): tenant
+        namespace (str): namespace
+        topic (str): topic
+        body (ProduceRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | ProduceResponse]
+     """
+
+
+    kwargs = _get_kwargs(
+        tenant=tenant,
+namespace=namespace,
+topic=topic,
+body=body,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    *,
+    client: AuthenticatedClient | Client,
+    body: ProduceRequest,
+
+) -> Problem | ProduceResponse | None:
+    """ Produce a batch of messages (stored atomically as one entry)
+
+    Args:
+        tenant (str): tenant
+        namespace (str): namespace
+        topic (str): topic
+        body (ProduceRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | ProduceResponse
+     """
+
+
+    return (await asyncio_detailed(
+        tenant=tenant,
+namespace=namespace,
+topic=topic,
+client=client,
+body=body,
+
+    )).parsed
