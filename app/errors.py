@@ -159,6 +159,23 @@ def problem(
     return Response(orjson.dumps(body), status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
 
 
+def domain_problem(exc: BaseException) -> Response | None:
+    """The problem+json answer for a domain exception by the table, or None (unexpected: 500).
+    The FastAPI exception handlers and the raw-ASGI fast path both answer through it."""
+    mapping = lookup(exc)
+    if mapping is None:
+        return None
+    title = getattr(type(exc), "title", None)
+    code = getattr(type(exc), "code", None)
+    return problem(
+        mapping.status,
+        str(exc) or mapping.title,
+        title if isinstance(title, str) else mapping.title,
+        code if isinstance(code, str) else None,
+        **_extra_fields(exc),
+    )
+
+
 def _extra_fields(exc: BaseException) -> dict[str, Any]:
     """Helpful fields a domain error carries (limit, topic, ...), when JSON-friendly."""
     out: dict[str, Any] = {}
@@ -208,19 +225,11 @@ def install(app: FastAPI, on_error: Any = None) -> None:
         return problem(exc.status_code, str(exc.detail))
 
     async def domain_error(request: Request, exc: Exception) -> Response:
-        mapping = lookup(exc)
-        if mapping is None:
+        response = domain_problem(exc)
+        if response is None:
             return await unexpected(request, exc)
-        count(mapping.status)
-        title = getattr(type(exc), "title", None)
-        code = getattr(type(exc), "code", None)
-        return problem(
-            mapping.status,
-            str(exc) or mapping.title,
-            title if isinstance(title, str) else mapping.title,
-            code if isinstance(code, str) else None,
-            **_extra_fields(exc),
-        )
+        count(response.status_code)
+        return response
 
     async def unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qsl
 
-from app.errors import ApiError, _extra_fields, lookup, problem
+from app.errors import ApiError, domain_problem, problem
 from app.metrics import Metrics
 from app.routes.data import DataHandlers, Reply
 from bookie.errors import QuireError
@@ -131,20 +131,11 @@ class FastPath:
         if isinstance(exc, ApiError):
             response = problem(exc.status, exc.detail, exc.title, **exc.extra)
         else:
-            mapping = lookup(exc) if isinstance(exc, QuireError) else None
-            if mapping is None:
+            found = domain_problem(exc) if isinstance(exc, QuireError) else None
+            if found is None:
                 log.exception("unexpected error on the fast path", exc_info=exc)
-                response = problem(500, f"unexpected error: {type(exc).__name__}", "Internal server error")
-            else:
-                title = getattr(type(exc), "title", None)
-                code = getattr(type(exc), "code", None)
-                response = problem(
-                    mapping.status,
-                    str(exc) or mapping.title,
-                    title if isinstance(title, str) else mapping.title,
-                    code if isinstance(code, str) else None,
-                    **_extra_fields(exc),
-                )
+                found = problem(500, f"unexpected error: {type(exc).__name__}", "Internal server error")
+            response = found
         self.metrics.error(response.status_code)
         return response.status_code, list(response.raw_headers), bytes(response.body)
 
