@@ -230,6 +230,10 @@ async def main() -> None:
         store.close()
         bookie.stop()
         stop_session()
+    print_table(rows)
+
+
+def print_table(rows: list[tuple[str, str]]) -> None:
     width = max(len(k) for k, _ in rows)
     print(
         f"\ncompaction of {MESSAGES:,} messages of {VALUE_BYTES} B over {KEYS:,} keys, {os.cpu_count()} cores"
