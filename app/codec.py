@@ -2,7 +2,7 @@
 as plain dicts for orjson.
 
 Why not pydantic here: a model per message costs about three times what orjson alone does
-(DESIGN.md §10), and produce/consume are the paths users measure. The envelope is checked by
+(docs/architecture.md), and produce/consume are the paths users measure. The envelope is checked by
 hand, every malformed part is a 422 that names where it is (`messages[3].value_encoding`), and
 limits are 413s that name the limit. Nothing is written unless the whole batch parses.
 """

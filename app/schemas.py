@@ -1,4 +1,4 @@
-"""Pydantic models of the REST contract (API.md), for the OpenAPI spec and the cold paths.
+"""Pydantic models of the REST contract (docs/rest-api.md), for the OpenAPI spec and the cold paths.
 
 The hot paths (produce, receive, ack) do not run these models per request: `app.codec` parses
 and builds those bodies with orjson, and these models only document them. One model serves as

@@ -9,7 +9,7 @@ records per fsync (N = in-flight count), the grouping a perfect group commit wou
 the bookie's resident memory after writing 1x and 5x a volume of data (it must not grow with
 the data stored).
 
-Not a test: nothing here asserts; it prints one table. The bar (DESIGN.md §9 / issue 2) is
+Not a test: nothing here asserts; it prints one table. The bar is
 >= 50,000 durable adds/s of 100 B entries with 256 in flight.
 """
 

@@ -1,7 +1,7 @@
 """The compaction rules in plain Python: the oracle the Spark job is tested against.
 
 Written for clarity, not speed: it reads every range through the ledger client in order, keeps a
-dict of the newest message per key in memory and sorts the survivors. The rules (DESIGN.md §7,
+dict of the newest message per key in memory and sorts the survivors. The rules (docs/semantics.md,
 Pulsar's TwoPhaseCompactor with Quire's key-less policy):
 
 - the input is the previous compacted ledger plus the topic's messages with

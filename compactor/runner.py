@@ -1,6 +1,6 @@
 """One compaction run of one managed ledger, with its state kept in the metadata store.
 
-Sequence (DESIGN.md §7), each step a compare-and-set on the topic's `CompactionState`:
+Sequence (docs/semantics.md, Compaction), each step a compare-and-set on the topic's `CompactionState`:
 1. RUNNING (requested cleared, started_ms set); a run already RUNNING is a conflict. A ledger a
    dead run left behind (`run_ledger_id`) is deleted first.
 2. the plan: new horizon = the topic's last message id now; ranges to read.

@@ -2,7 +2,7 @@
 
 Implemented by `managed_ledger.factory.ManagedLedgerFactory`, `managed_ledger.ledger.ManagedLedger`
 and `managed_ledger.cursor.ManagedCursor` (Pulsar's ManagedLedgerImpl / ManagedCursorImpl rules,
-DESIGN.md §5). Payloads are opaque bytes here except where a rule needs a field of the entry
+docs/semantics.md). Payloads are opaque bytes here except where a rule needs a field of the entry
 format (`managed_ledger.entry_format`): dedup reads producer and sequence ids, reset-by-time
 reads publish time.
 """
@@ -193,7 +193,7 @@ class ManagedLedger(Protocol):
         ...
 
     def internal_stats(self) -> dict[str, object]:
-        """Pulsar's internalStats shape (API.md), minus compaction fields."""
+        """Pulsar's internalStats shape (docs/rest-api.md), minus compaction fields."""
         ...
 
     @property

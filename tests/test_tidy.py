@@ -200,7 +200,6 @@ def test_no_module_is_longer_than_600_lines() -> None:
     assert long_modules(ROOT) == []
 
 
-@pytest.mark.xfail(strict=True, reason="docstrings still cite the design notes; docs/ replaces them")
 def test_no_reference_to_a_document_outside_the_repository() -> None:
     assert missing_documents(ROOT) == []
 

@@ -1,5 +1,5 @@
 """The admin plane of the topics service: tenants, namespaces, topics, policies, stats,
-compaction triggers (Pulsar's admin v2 semantics; API.md). Built on `topics.base`."""
+compaction triggers (Pulsar's admin v2 semantics; docs/rest-api.md). Built on `topics.base`."""
 
 from __future__ import annotations
 
@@ -179,7 +179,7 @@ class AdminPlane(TopicsBase):
             meta = await self._call(self._store.get_ledger, state.compacted_ledger_id)
         except NotFoundError:
             return
-        # Metadata first, then the bookies (DESIGN.md §5): a crash in between leaks bytes, never
+        # Metadata first, then the bookies (docs/architecture.md): a crash in between leaks bytes, never
         # leaves metadata pointing at nothing.
         await self._call(self._store.delete_ledger, meta.ledger_id)
         spec = LedgerSpec(meta.ledger_id, tuple(meta.ensemble), meta.write_quorum, meta.ack_quorum)

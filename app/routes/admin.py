@@ -1,4 +1,4 @@
-"""Admin plane in Pulsar's admin v2 grammar (API.md): topics, stats, compaction, policies,
+"""Admin plane in Pulsar's admin v2 grammar (docs/rest-api.md): topics, stats, compaction, policies,
 subscriptions, tenants and namespaces. Cold paths: pydantic models throughout.
 
 No `from __future__ import annotations` here: the policy routes are built in a loop, and FastAPI

@@ -1,4 +1,4 @@
-"""Data plane: `/v1/topics/{tenant}/{namespace}/{topic}` (API.md).
+"""Data plane: `/v1/topics/{tenant}/{namespace}/{topic}` (docs/rest-api.md).
 
 Produce, receive, ack and the reader parse and build their bodies with orjson (`app.codec`): they
 are what users measure. The models in `app.schemas` only document them.

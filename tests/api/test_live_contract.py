@@ -1,4 +1,4 @@
-"""The API contract (API.md) through the generated client against a live bookie + broker.
+"""The API contract (docs/rest-api.md) through the generated client against a live bookie + broker.
 
 Each test uses its own topic, so the module shares one stack. Bad input cases also check that
 nothing was written (the topic's last message id is unchanged).
