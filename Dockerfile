@@ -20,6 +20,7 @@ COPY bookie ./bookie
 COPY managed_ledger ./managed_ledger
 COPY topics ./topics
 COPY compactor ./compactor
+COPY common ./common
 COPY migrations ./migrations
 RUN pip install . && useradd --system --create-home quire && mkdir -p /var/lib/quire \
  && chown quire /var/lib/quire

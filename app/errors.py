@@ -3,16 +3,15 @@
 Every error body is RFC 9457 `application/problem+json`:
 `{"type", "title", "status", "detail"}` plus fields that help the caller (e.g. `limit`).
 
-The domain never raises HTTP errors. Its exceptions (topics.errors, managed_ledger errors, the
-metadata store's, the bookie's) are mapped here by class name, walking the exception's MRO, so
-a subclass the domain adds later lands on its parent's status without touching this file. What
-the table does not know is a 500 (logged with its traceback): a bug, never bad input.
+The domain never raises HTTP errors. Every Quire exception carries a `kind` (common.errors), and
+the status follows the kind alone, so a class the domain adds later needs no row here. An
+internal error, or an exception that is not Quire's, is a 500 logged with its traceback: a bug,
+never bad input.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -21,7 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from bookie.errors import BookieError, ErrorCode, QuireError
+from common.errors import ErrorKind, QuireError
 
 log = logging.getLogger("quire.app")
 
@@ -29,8 +28,28 @@ PROBLEM_MEDIA_TYPE = "application/problem+json"
 _TYPE_BASE = "https://quire.dev/problems/"
 
 
+# The one table: the status each kind of error answers with, and the title used when the error
+# names none. Two kinds share 503, and both tell the client to retry: "unavailable" (the storage
+# or metadata below cannot serve now) and "fenced" (the topic moved to another owner or is
+# closing). An internal error is a 500 answered by the unexpected-error path, which logs it.
+STATUS_BY_KIND: dict[ErrorKind, tuple[int, str]] = {
+    ErrorKind.not_found: (404, "Not found"),
+    ErrorKind.conflict: (409, "Conflict"),
+    ErrorKind.invalid: (422, "Invalid input"),
+    ErrorKind.bad_request: (400, "Bad request"),
+    ErrorKind.too_large: (413, "Too large"),
+    ErrorKind.unavailable: (503, "Service unavailable"),
+    ErrorKind.fenced: (503, "Topic moved; retry"),
+    ErrorKind.internal: (500, "Internal server error"),
+}
+
+# The kind an edge error's own status stands for (503 is "unavailable": the edge fences nothing).
+_KIND_BY_STATUS = {status: kind for kind, (status, _) in STATUS_BY_KIND.items() if kind != ErrorKind.fenced}
+
+
 class ApiError(QuireError):
-    """Bad input caught at the HTTP edge (before the domain sees it)."""
+    """Bad input caught at the HTTP edge (before the domain sees it). The edge knows the status
+    it answers, so the error carries it; its `kind` follows from it."""
 
     def __init__(self, status: int, detail: str, *, title: str | None = None, **extra: Any) -> None:
         super().__init__(detail)
@@ -38,76 +57,8 @@ class ApiError(QuireError):
         self.detail = detail
         self.title = title
         self.extra = extra
+        self.kind = _KIND_BY_STATUS.get(status, ErrorKind.invalid if status < 500 else ErrorKind.internal)
 
-
-@dataclass(frozen=True, slots=True)
-class Mapping_:
-    status: int
-    title: str
-
-
-# The table: domain exception class name -> (status, title). Exact names first (walking the
-# MRO, so a subclass lands on its parent's row), then the name patterns below. The titles here
-# are fallbacks: a domain error's own `title` (topics.errors) wins.
-STATUS_BY_NAME: dict[str, Mapping_] = {
-    # topics.errors (its module docstring lists the same statuses)
-    "InvalidArgumentError": Mapping_(422, "Invalid argument"),
-    "TenantNotFoundError": Mapping_(404, "Tenant not found"),
-    "NamespaceNotFoundError": Mapping_(404, "Namespace not found"),
-    "TopicNotFoundError": Mapping_(404, "Topic not found"),
-    "SubscriptionNotFoundError": Mapping_(404, "Subscription not found"),
-    "MessageNotFoundError": Mapping_(404, "Message not found"),
-    "TenantExistsError": Mapping_(409, "Tenant already exists"),
-    "NamespaceExistsError": Mapping_(409, "Namespace already exists"),
-    "TopicExistsError": Mapping_(409, "Topic already exists"),
-    "TenantNotEmptyError": Mapping_(409, "Tenant not empty"),
-    "NamespaceNotEmptyError": Mapping_(409, "Namespace not empty"),
-    "TopicBusyError": Mapping_(409, "Topic has subscriptions"),
-    "ConsumerBusyError": Mapping_(409, "Exclusive subscription busy"),
-    "CompactionConflictError": Mapping_(409, "Compaction already running"),
-    "MessageTooLargeError": Mapping_(413, "Message too large"),
-    "BatchTooLargeError": Mapping_(413, "Batch too large"),
-    "StorageUnavailableError": Mapping_(503, "Storage unavailable"),
-    # managed_ledger.errors
-    "EntryNotFoundError": Mapping_(404, "Message not found"),
-    "CursorNotFoundError": Mapping_(404, "Subscription not found"),
-    "ManagedLedgerWriteError": Mapping_(503, "Storage unavailable"),
-    "MetadataUnavailableError": Mapping_(503, "Metadata store unavailable"),
-    "NoBookiesError": Mapping_(503, "Not enough bookies"),
-    "ManagedLedgerFencedError": Mapping_(503, "Topic moved; retry"),
-    "ManagedLedgerClosedError": Mapping_(503, "Topic closing; retry"),
-    # the metadata store and the bookie
-    "NotFoundError": Mapping_(404, "Not found"),
-    "AlreadyExistsError": Mapping_(409, "Already exists"),
-    "NotEmptyError": Mapping_(409, "Not empty"),
-    "BadVersionError": Mapping_(409, "Concurrent update"),
-    "SchemaBehindError": Mapping_(503, "Metadata schema behind"),
-    "NoSuchLedgerError": Mapping_(404, "Message not found"),
-    "NoSuchEntryError": Mapping_(404, "Message not found"),
-    "EntryFormatError": Mapping_(422, "Invalid message"),
-}
-
-# Name fragments for classes the exact table does not list, checked in this order.
-STATUS_BY_PATTERN: tuple[tuple[str, Mapping_], ...] = (
-    ("NotFound", Mapping_(404, "Not found")),
-    ("TooLarge", Mapping_(413, "Too large")),
-    ("Exists", Mapping_(409, "Already exists")),
-    ("Conflict", Mapping_(409, "Conflict")),
-    ("Busy", Mapping_(409, "Conflict")),
-    ("Running", Mapping_(409, "Conflict")),
-    ("NotEmpty", Mapping_(409, "Not empty")),
-    ("Invalid", Mapping_(422, "Invalid input")),
-    ("Malformed", Mapping_(422, "Invalid input")),
-    ("BadRequest", Mapping_(400, "Bad request")),
-)
-
-# Bookie codes that mean "the storage cannot serve now, retry": 503, never a 500.
-_UNAVAILABLE_CODES = {
-    ErrorCode.UNAVAILABLE,
-    ErrorCode.TIMEOUT,
-    ErrorCode.TOO_MANY_REQUESTS,
-    ErrorCode.READ_ONLY,
-}
 
 _TITLES = {
     400: "Bad request",
@@ -120,27 +71,6 @@ _TITLES = {
     500: "Internal server error",
     503: "Service unavailable",
 }
-
-
-def lookup(exc: BaseException) -> Mapping_ | None:
-    """The table's entry for a domain exception, or None (an unexpected error: 500)."""
-    if isinstance(exc, BookieError):
-        if exc.code in _UNAVAILABLE_CODES:
-            return Mapping_(503, "Storage unavailable")
-        if exc.code in (ErrorCode.NO_SUCH_ENTRY, ErrorCode.NO_SUCH_LEDGER):
-            return Mapping_(404, "Message not found")
-    for cls in type(exc).__mro__:
-        found = STATUS_BY_NAME.get(cls.__name__)
-        if found is not None:
-            return found
-    if isinstance(exc, QuireError):
-        name = type(exc).__name__
-        for fragment, mapping in STATUS_BY_PATTERN:
-            if fragment in name:
-                return mapping
-        if getattr(exc, "retriable", False):
-            return Mapping_(503, "Service unavailable")
-    return None
 
 
 def problem(
@@ -160,17 +90,20 @@ def problem(
 
 
 def domain_problem(exc: BaseException) -> Response | None:
-    """The problem+json answer for a domain exception by the table, or None (unexpected: 500).
-    The FastAPI exception handlers and the raw-ASGI fast path both answer through it."""
-    mapping = lookup(exc)
-    if mapping is None:
+    """The problem+json answer for a Quire exception by its kind, or None for an internal error
+    or a foreign exception (unexpected: 500, logged by the caller). The FastAPI exception
+    handlers and the raw-ASGI fast path both answer through it."""
+    if isinstance(exc, ApiError):
+        return problem(exc.status, exc.detail, exc.title, **exc.extra)
+    if not isinstance(exc, QuireError) or exc.kind == ErrorKind.internal:
         return None
-    title = getattr(type(exc), "title", None)
+    status, default_title = STATUS_BY_KIND[exc.kind]
+    title = exc.title or default_title
     code = getattr(type(exc), "code", None)
     return problem(
-        mapping.status,
-        str(exc) or mapping.title,
-        title if isinstance(title, str) else mapping.title,
+        status,
+        str(exc) or title,
+        title,
         code if isinstance(code, str) else None,
         **_extra_fields(exc),
     )
@@ -203,11 +136,6 @@ def install(app: FastAPI, on_error: Any = None) -> None:
         if on_error is not None:
             on_error(status)
 
-    async def api_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, ApiError)
-        count(exc.status)
-        return problem(exc.status, exc.detail, exc.title, **exc.extra)
-
     async def validation_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
         detail, items = _validation_detail(exc.errors())
@@ -236,7 +164,6 @@ def install(app: FastAPI, on_error: Any = None) -> None:
         count(500)
         return problem(500, f"unexpected error: {type(exc).__name__}", "Internal server error")
 
-    app.add_exception_handler(ApiError, api_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(QuireError, domain_error)

@@ -39,14 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from bookie.errors import (
-    BookieError,
-    ErrorCode,
-    FencedError,
-    NoSuchEntryError,
-    NoSuchLedgerError,
-    ReadOnlyError,
-)
+from bookie.errors import BookieError, ErrorCode, NoSuchEntryError, error_from_code
 from bookie.protocol import (
     CODE,
     DEFAULT_MAX_FRAME_BYTES,
@@ -92,20 +85,7 @@ def reply_code(body: bytes) -> int:
 
 def reply_error(body: bytes, ledger_id: int, entry_id: int = -1) -> BookieError:
     """The typed error for a non-OK reply body, so callers can catch NoSuchEntryError etc."""
-    code = reply_code(body)
-    message = body[2:].decode(errors="replace")
-    if code == ErrorCode.NO_SUCH_LEDGER:
-        return NoSuchLedgerError(ledger_id)
-    if code == ErrorCode.NO_SUCH_ENTRY:
-        return NoSuchEntryError(ledger_id, entry_id)
-    if code == ErrorCode.FENCED:
-        return FencedError(ledger_id)
-    if code == ErrorCode.READ_ONLY:
-        return ReadOnlyError(message or "bookie is read-only")
-    try:
-        return BookieError(ErrorCode(code), message)
-    except ValueError:
-        return BookieError(ErrorCode.INTERNAL, f"unknown error code {code}: {message}")
+    return error_from_code(reply_code(body), body[2:].decode(errors="replace"), ledger_id, entry_id)
 
 
 def _local_error(code: ErrorCode, message: str) -> bytes:

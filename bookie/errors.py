@@ -2,18 +2,29 @@
 
 Every failure a client can branch on is a `BookieError` carrying an `ErrorCode` (the code also
 travels on the wire) and whether retrying the same request may succeed, as BookKeeper's return
-codes do.
+codes do. What each code means to a caller (its class, kind, whether to retry) is written once,
+in `WIRE_CODES`; `error_from_code` rebuilds an error from a reply with it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import IntEnum
 
+from common.errors import ErrorKind, QuireError
 
-class QuireError(Exception):
-    """Root of every Quire exception; each package's errors derive from it."""
-
-    retriable: bool = False
+__all__ = [
+    "WIRE_CODES",
+    "BookieError",
+    "ErrorCode",
+    "FencedError",
+    "NoSuchEntryError",
+    "NoSuchLedgerError",
+    "QuireError",
+    "ReadOnlyError",
+    "WireCode",
+    "error_from_code",
+]
 
 
 class ErrorCode(IntEnum):
@@ -30,44 +41,96 @@ class ErrorCode(IntEnum):
     CORRUPT = 10  # a checksum did not match
 
 
-_RETRIABLE = {ErrorCode.TOO_MANY_REQUESTS, ErrorCode.UNAVAILABLE, ErrorCode.TIMEOUT}
-
-
 class BookieError(QuireError):
+    """A bookie request failed; its kind, retriability and title follow its code."""
+
     def __init__(self, code: ErrorCode, message: str = "") -> None:
         super().__init__(f"{code.name}: {message}" if message else code.name)
         self.code = code
         self.message = message
-        self.retriable = code in _RETRIABLE
+        rule = WIRE_CODES[code]
+        self.kind = rule.kind
+        self.retriable = rule.retriable
+        self.title = rule.title
+
+    @classmethod
+    def from_reply(cls, code: ErrorCode, message: str, ledger_id: int, entry_id: int) -> BookieError:
+        """The error for a reply of `code` about `ledger_id`/`entry_id` (-1 when not about one)."""
+        return cls(code, message)
 
 
 class NoSuchLedgerError(BookieError):
     def __init__(self, ledger_id: int) -> None:
         super().__init__(ErrorCode.NO_SUCH_LEDGER, f"ledger {ledger_id}")
 
+    @classmethod
+    def from_reply(cls, code: ErrorCode, message: str, ledger_id: int, entry_id: int) -> BookieError:
+        return cls(ledger_id)
+
 
 class NoSuchEntryError(BookieError):
     def __init__(self, ledger_id: int, entry_id: int) -> None:
         super().__init__(ErrorCode.NO_SUCH_ENTRY, f"ledger {ledger_id} entry {entry_id}")
+
+    @classmethod
+    def from_reply(cls, code: ErrorCode, message: str, ledger_id: int, entry_id: int) -> BookieError:
+        return cls(ledger_id, entry_id)
 
 
 class FencedError(BookieError):
     def __init__(self, ledger_id: int) -> None:
         super().__init__(ErrorCode.FENCED, f"ledger {ledger_id} is fenced")
 
+    @classmethod
+    def from_reply(cls, code: ErrorCode, message: str, ledger_id: int, entry_id: int) -> BookieError:
+        return cls(ledger_id)
+
 
 class ReadOnlyError(BookieError):
     def __init__(self, message: str = "bookie is read-only") -> None:
         super().__init__(ErrorCode.READ_ONLY, message)
 
+    @classmethod
+    def from_reply(cls, code: ErrorCode, message: str, ledger_id: int, entry_id: int) -> BookieError:
+        return cls(message or "bookie is read-only")
 
-_BY_CODE: dict[ErrorCode, type[BookieError]] = {}
+
+@dataclass(frozen=True, slots=True)
+class WireCode:
+    """What one wire code means to a caller."""
+
+    error: type[BookieError]
+    kind: ErrorKind
+    retriable: bool
+    title: str | None = None
 
 
-def error_from_code(code: int, message: str) -> BookieError:
-    """Rebuild an error received over the wire."""
+_MISSING = "Message not found"  # a missing ledger or entry is, to a reader, a missing message
+_STORAGE = "Storage unavailable"
+
+# One row per code. A fenced ledger is translated by the managed ledger (another owner took the
+# topic over), so a FencedError that reaches a caller raw is a bug: internal, like a request the
+# bookie found malformed or an entry whose checksum failed.
+WIRE_CODES: dict[ErrorCode, WireCode] = {
+    ErrorCode.OK: WireCode(BookieError, ErrorKind.internal, False),
+    ErrorCode.NO_SUCH_LEDGER: WireCode(NoSuchLedgerError, ErrorKind.not_found, False, _MISSING),
+    ErrorCode.NO_SUCH_ENTRY: WireCode(NoSuchEntryError, ErrorKind.not_found, False, _MISSING),
+    ErrorCode.FENCED: WireCode(FencedError, ErrorKind.internal, False),
+    ErrorCode.READ_ONLY: WireCode(ReadOnlyError, ErrorKind.unavailable, False, _STORAGE),
+    ErrorCode.TOO_MANY_REQUESTS: WireCode(BookieError, ErrorKind.unavailable, True, _STORAGE),
+    ErrorCode.BAD_REQUEST: WireCode(BookieError, ErrorKind.internal, False),
+    ErrorCode.INTERNAL: WireCode(BookieError, ErrorKind.internal, False),
+    ErrorCode.UNAVAILABLE: WireCode(BookieError, ErrorKind.unavailable, True, _STORAGE),
+    ErrorCode.TIMEOUT: WireCode(BookieError, ErrorKind.unavailable, True, _STORAGE),
+    ErrorCode.CORRUPT: WireCode(BookieError, ErrorKind.internal, False),
+}
+
+
+def error_from_code(code: int, message: str, ledger_id: int = -1, entry_id: int = -1) -> BookieError:
+    """The typed error for a non-OK reply (so callers can catch NoSuchEntryError etc.); a code
+    this side does not know is an internal error that names it."""
     try:
         ec = ErrorCode(code)
     except ValueError:
-        ec = ErrorCode.INTERNAL
-    return BookieError(ec, message)
+        return BookieError(ErrorCode.INTERNAL, f"unknown error code {code}: {message}")
+    return WIRE_CODES[ec].error.from_reply(ec, message, ledger_id, entry_id)

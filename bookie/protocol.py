@@ -51,6 +51,7 @@ from enum import IntEnum
 import google_crc32c
 
 from bookie.errors import ErrorCode
+from common.errors import ErrorKind, QuireError
 
 VERSION = 1
 
@@ -101,8 +102,11 @@ _ADD_REPLY_LENGTH = _ADD_REPLY_REST.size + 4
 Frame = tuple[int, int, int, bytes]
 
 
-class FrameError(Exception):
-    """The byte stream cannot be framed any more: reply BAD_REQUEST and close."""
+class FrameError(QuireError):
+    """The byte stream cannot be framed any more: reply BAD_REQUEST and close. It stays between
+    a bookie and its peer; one that reaches anyone else is a bug."""
+
+    kind = ErrorKind.internal
 
     code = ErrorCode.BAD_REQUEST
 

@@ -7,22 +7,31 @@ at the boundary with `from exc` so the cause stays visible in logs.
 
 from __future__ import annotations
 
-from bookie.errors import QuireError
+from common.errors import ErrorKind, QuireError
 
 
 class CompactionError(QuireError):
     """A compaction run failed; the previous compacted view is untouched."""
 
+    kind = ErrorKind.internal
 
-class CompactionConflictError(CompactionError):
+
+class CompactionRunConflictError(CompactionError):
     """A run is already in progress for this topic (someone else won the state CAS)."""
+
+    kind = ErrorKind.conflict
+    title = "Compaction already running"
 
 
 class SparkJobError(CompactionError):
     """The PySpark job failed (a task could not read the bookies, the session died, ...)."""
 
+    kind = ErrorKind.unavailable
     retriable = True
 
 
-class TopicNotFoundError(CompactionError):
+class CompactionTopicNotFoundError(CompactionError):
     """The managed ledger to compact does not exist in the metadata store."""
+
+    kind = ErrorKind.not_found
+    title = "Topic not found"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from bookie.api import LedgerClient
 from bookie.errors import NoSuchEntryError, NoSuchLedgerError
 from bookie.types import LedgerSpec
-from compactor.errors import TopicNotFoundError
+from compactor.errors import CompactionTopicNotFoundError
 from managed_ledger.entry_format import KIND_COMPACTED, decode_batch_header, entry_kind
 from managed_ledger.metadata.api import (
     CompactionState,
@@ -123,7 +123,7 @@ async def build_plan(
 ) -> CompactionPlan:
     ml = await asyncio.to_thread(store.get_managed_ledger, ml_name)
     if ml is None:
-        raise TopicNotFoundError(f"managed ledger {ml_name!r} does not exist")
+        raise CompactionTopicNotFoundError(f"managed ledger {ml_name!r} does not exist")
     old = MessageId(*state.horizon) if state.horizon is not None else None
     ranges: list[ReadRange] = []
     if state.compacted_ledger_id is not None:

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from bookie.api import LedgerClient
 from compactor.config import CompactorConfig, KeylessPolicy
-from compactor.errors import CompactionConflictError, CompactionError
+from compactor.errors import CompactionError, CompactionRunConflictError
 from compactor.plan import CompactionPlan, build_plan
 from compactor.reference import EntrySink
 from compactor.writer import CompactedLedgerWriter, create_ledger_metadata, delete_ledger, now_ms
@@ -62,10 +62,10 @@ class CompactionRunner:
         return await asyncio.to_thread(self.store.get_compaction, ml_name)
 
     async def start(self, ml_name: str) -> CompactionState:
-        """Step 1: mark the run RUNNING, or raise CompactionConflictError."""
+        """Step 1: mark the run RUNNING, or raise CompactionRunConflictError."""
         state = await self._get(ml_name)
         if state.status == CompactionStatus.RUNNING:
-            raise CompactionConflictError(f"a compaction of {ml_name} is already running")
+            raise CompactionRunConflictError(f"a compaction of {ml_name} is already running")
         if state.run_ledger_id is not None:  # left by a run that died; nobody references it
             await delete_ledger(self.store, self.client, state.run_ledger_id)
         running = replace(
@@ -80,7 +80,7 @@ class CompactionRunner:
         try:
             return await self._put(running)
         except BadVersionError as exc:
-            raise CompactionConflictError(f"compaction state of {ml_name} changed under us") from exc
+            raise CompactionRunConflictError(f"compaction state of {ml_name} changed under us") from exc
 
     async def run(self, ml_name: str, keyless_policy: KeylessPolicy | None = None) -> CompactionState:
         """A whole run; returns the final state (SUCCESS), or raises CompactionError (ERROR kept)."""

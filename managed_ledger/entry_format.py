@@ -31,6 +31,7 @@ from typing import Any
 
 import msgpack
 
+from common.errors import ErrorKind, QuireError
 from managed_ledger.position import MessageId
 
 MAGIC = 0x51
@@ -41,8 +42,13 @@ _HEADER_TOPIC = bytes((MAGIC, VERSION, KIND_TOPIC))
 _HEADER_COMPACTED = bytes((MAGIC, VERSION, KIND_COMPACTED))
 
 
-class EntryFormatError(ValueError):
-    """The payload is not an entry of a known format and version."""
+class EntryFormatError(QuireError, ValueError):
+    """The payload is not an entry of a known format and version.
+
+    Payloads decoded here were read from storage, not sent by the caller, so a failure is
+    damaged or foreign data on our side: internal, never the caller's bad input."""
+
+    kind = ErrorKind.internal
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,48 +1,70 @@
 """Errors of the managed ledger layer.
 
-`ManagedLedgerError` is the root; each error says whether retrying the same call may succeed
-(BookKeeper-style), so the topics layer can answer "try again" or "gone" without string checks.
-Bookie and metadata errors are translated at this boundary with `raise ... from exc`.
+`ManagedLedgerError` is the root; each error says what kind of failure it is and whether
+retrying the same call may succeed (BookKeeper-style), so the topics layer can answer "try
+again" or "gone" without string checks. Bookie and metadata errors are translated at this
+boundary with `raise ... from exc`.
 """
 
 from __future__ import annotations
 
-from bookie.errors import QuireError
+from common.errors import ErrorKind, QuireError
 
 
 class ManagedLedgerError(QuireError):
     """Root of the managed ledger's errors."""
 
+    kind = ErrorKind.internal
+
 
 class EntryNotFoundError(ManagedLedgerError):
     """The entry was never written, is beyond the last confirmed entry, or was trimmed."""
+
+    kind = ErrorKind.not_found
+    title = "Message not found"
 
 
 class ManagedLedgerFencedError(ManagedLedgerError):
     """Another owner took the managed ledger over (a compare-and-set on its metadata lost, or
     the bookies fenced our ledger). This instance refuses every further write."""
 
+    kind = ErrorKind.fenced
+    title = "Topic moved; retry"
+
 
 class ManagedLedgerClosedError(ManagedLedgerError):
     """The managed ledger (or its factory) was closed."""
+
+    kind = ErrorKind.fenced
+    title = "Topic closing; retry"
 
 
 class ManagedLedgerWriteError(ManagedLedgerError):
     """An append failed on the bookies; the ledger is closed and the next append starts a new
     one, so retrying may succeed."""
 
+    kind = ErrorKind.unavailable
     retriable = True
+    title = "Storage unavailable"
 
 
-class MetadataUnavailableError(ManagedLedgerError):
+class ManagedLedgerMetadataError(ManagedLedgerError):
     """The metadata store failed for a reason other than a lost compare-and-set."""
 
+    kind = ErrorKind.unavailable
     retriable = True
+    title = "Metadata store unavailable"
 
 
 class CursorNotFoundError(ManagedLedgerError):
-    pass
+    """No cursor of that name exists on the managed ledger."""
+
+    kind = ErrorKind.not_found
+    title = "Subscription not found"
 
 
 class NoBookiesError(ManagedLedgerError):
     """Fewer bookies are configured than the ensemble size asks for."""
+
+    kind = ErrorKind.unavailable
+    title = "Not enough bookies"

@@ -47,8 +47,8 @@ from managed_ledger.errors import (
     ManagedLedgerClosedError,
     ManagedLedgerError,
     ManagedLedgerFencedError,
+    ManagedLedgerMetadataError,
     ManagedLedgerWriteError,
-    MetadataUnavailableError,
     NoBookiesError,
 )
 from managed_ledger.metadata.api import (
@@ -197,7 +197,7 @@ class ManagedLedger:
         except (NotFoundError, AlreadyExistsError):
             raise
         except MetadataError as exc:
-            raise MetadataUnavailableError(f"{self._name}: metadata store: {exc}") from exc
+            raise ManagedLedgerMetadataError(f"{self._name}: metadata store: {exc}") from exc
 
     def _fence(self) -> None:
         if not self._fenced:
@@ -681,6 +681,6 @@ def _translate(name: str, exc: Exception) -> ManagedLedgerError:
     if isinstance(exc, BookieError):
         err: ManagedLedgerError = ManagedLedgerWriteError(f"{name}: {exc}")
     else:
-        err = MetadataUnavailableError(f"{name}: {exc}")
+        err = ManagedLedgerMetadataError(f"{name}: {exc}")
     err.__cause__ = exc
     return err

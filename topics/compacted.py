@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 import msgpack
 
 from bookie.api import LedgerClient
-from bookie.errors import NoSuchLedgerError, QuireError
+from bookie.errors import NoSuchLedgerError
 from bookie.types import LedgerSpec
+from common.errors import ErrorKind, QuireError
 from managed_ledger.entry_format import KIND_COMPACTED, StoredMessage, decode_compacted, entry_kind
 from managed_ledger.metadata.api import CompactionState, MetadataStore, NotFoundError
 from managed_ledger.position import MessageId
@@ -35,6 +36,8 @@ LEDGERS_CACHED = 256
 
 class CompactedViewError(QuireError):
     """A compacted ledger's entry is not a compacted batch (a bug or a foreign ledger)."""
+
+    kind = ErrorKind.internal
 
 
 def first_message_id(payload: bytes) -> MessageId | None:

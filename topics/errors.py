@@ -1,25 +1,13 @@
 """Errors of the topics layer. Root: `TopicsError`; one class per case, each with a short `title`,
 a stable `code`, and the fields that help the caller (`limit`, `topic`, `subscription`, ...).
 
-The domain never raises HTTP errors; app/ maps these by class name. The intended statuses:
-
-| error                                                        | HTTP |
-|--------------------------------------------------------------|------|
-| InvalidArgumentError and its subclasses InvalidNameError,    | 422  |
-|   InvalidMessageIdError, InvalidPolicyError, WaitTooLongError|      |
-| TenantNotFoundError, NamespaceNotFoundError,                 | 404  |
-|   TopicNotFoundError, SubscriptionNotFoundError,             |      |
-|   MessageNotFoundError                                       |      |
-| TenantExistsError, NamespaceExistsError, TopicExistsError    | 409  |
-| TenantNotEmptyError, NamespaceNotEmptyError, TopicBusyError, | 409  |
-|   ConsumerBusyError, CompactionConflictError                 |      |
-| MessageTooLargeError, BatchTooLargeError                     | 413  |
-| StorageUnavailableError (retriable)                          | 503  |
+The domain never raises HTTP errors: each class sets its `kind`, and the HTTP status follows the
+kind.
 """
 
 from __future__ import annotations
 
-from bookie.errors import QuireError
+from common.errors import ErrorKind, QuireError
 
 
 class TopicsError(QuireError):
@@ -27,12 +15,14 @@ class TopicsError(QuireError):
 
     title = "Topics error"
     code = "topics-error"
+    kind = ErrorKind.internal
 
 
-# --- bad input (422) --------------------------------------------------------------------------
+# --- bad input --------------------------------------------------------------------------------
 class InvalidArgumentError(TopicsError):
     title = "Invalid argument"
     code = "invalid-argument"
+    kind = ErrorKind.invalid
 
 
 class InvalidNameError(InvalidArgumentError):
@@ -60,9 +50,12 @@ class InvalidPolicyError(InvalidArgumentError):
         self.reason = reason
 
 
-class WaitTooLongError(InvalidArgumentError):
+class WaitTooLongError(TopicsError):
+    """A well-formed wait over the server's cap: a bad request, not an invalid argument."""
+
     title = "Wait too long"
     code = "wait-too-long"
+    kind = ErrorKind.bad_request
 
     def __init__(self, wait_ms: int, limit: int) -> None:
         super().__init__(f"wait_ms {wait_ms} is over the limit of {limit} ms (setting max_wait_ms)")
@@ -70,10 +63,11 @@ class WaitTooLongError(InvalidArgumentError):
         self.limit = limit
 
 
-# --- not found (404) --------------------------------------------------------------------------
+# --- not found --------------------------------------------------------------------------------
 class TenantNotFoundError(TopicsError):
     title = "Tenant not found"
     code = "tenant-not-found"
+    kind = ErrorKind.not_found
 
     def __init__(self, tenant: str) -> None:
         super().__init__(f"tenant {tenant} does not exist")
@@ -83,6 +77,7 @@ class TenantNotFoundError(TopicsError):
 class NamespaceNotFoundError(TopicsError):
     title = "Namespace not found"
     code = "namespace-not-found"
+    kind = ErrorKind.not_found
 
     def __init__(self, namespace: str) -> None:
         super().__init__(f"namespace {namespace} does not exist")
@@ -92,6 +87,7 @@ class NamespaceNotFoundError(TopicsError):
 class TopicNotFoundError(TopicsError):
     title = "Topic not found"
     code = "topic-not-found"
+    kind = ErrorKind.not_found
 
     def __init__(self, topic: str, why: str = "") -> None:
         super().__init__(f"topic {topic} does not exist{': ' + why if why else ''}")
@@ -101,6 +97,7 @@ class TopicNotFoundError(TopicsError):
 class SubscriptionNotFoundError(TopicsError):
     title = "Subscription not found"
     code = "subscription-not-found"
+    kind = ErrorKind.not_found
 
     def __init__(self, topic: str, subscription: str) -> None:
         super().__init__(f"subscription {subscription} of topic {topic} does not exist")
@@ -111,6 +108,7 @@ class SubscriptionNotFoundError(TopicsError):
 class MessageNotFoundError(TopicsError):
     title = "Message not found"
     code = "message-not-found"
+    kind = ErrorKind.not_found
 
     def __init__(self, topic: str, message_id: str) -> None:
         super().__init__(f"no message {message_id} in topic {topic} (never written, or trimmed)")
@@ -118,20 +116,23 @@ class MessageNotFoundError(TopicsError):
         self.message_id = message_id
 
 
-# --- conflicts (409) --------------------------------------------------------------------------
+# --- conflicts --------------------------------------------------------------------------------
 class TenantExistsError(TopicsError):
     title = "Tenant already exists"
     code = "tenant-exists"
+    kind = ErrorKind.conflict
 
 
 class NamespaceExistsError(TopicsError):
     title = "Namespace already exists"
     code = "namespace-exists"
+    kind = ErrorKind.conflict
 
 
 class TopicExistsError(TopicsError):
     title = "Topic already exists"
     code = "topic-exists"
+    kind = ErrorKind.conflict
 
     def __init__(self, topic: str) -> None:
         super().__init__(f"topic {topic} already exists")
@@ -141,11 +142,13 @@ class TopicExistsError(TopicsError):
 class TenantNotEmptyError(TopicsError):
     title = "Tenant not empty"
     code = "tenant-not-empty"
+    kind = ErrorKind.conflict
 
 
 class NamespaceNotEmptyError(TopicsError):
     title = "Namespace not empty"
     code = "namespace-not-empty"
+    kind = ErrorKind.conflict
 
 
 class TopicBusyError(TopicsError):
@@ -153,6 +156,7 @@ class TopicBusyError(TopicsError):
 
     title = "Topic has subscriptions"
     code = "topic-busy"
+    kind = ErrorKind.conflict
 
     def __init__(self, topic: str, subscriptions: list[str]) -> None:
         super().__init__(
@@ -165,6 +169,7 @@ class TopicBusyError(TopicsError):
 class ConsumerBusyError(TopicsError):
     title = "Exclusive subscription busy"
     code = "consumer-busy"
+    kind = ErrorKind.conflict
 
     def __init__(self, topic: str, subscription: str, owner: str) -> None:
         super().__init__(
@@ -177,16 +182,18 @@ class ConsumerBusyError(TopicsError):
 class CompactionConflictError(TopicsError):
     title = "Compaction already running"
     code = "compaction-running"
+    kind = ErrorKind.conflict
 
     def __init__(self, topic: str) -> None:
         super().__init__(f"a compaction of topic {topic} is already running")
         self.topic = topic
 
 
-# --- too large (413) --------------------------------------------------------------------------
+# --- too large --------------------------------------------------------------------------------
 class MessageTooLargeError(TopicsError):
     title = "Message too large"
     code = "message-too-large"
+    kind = ErrorKind.too_large
 
     def __init__(self, index: int, size: int, limit: int) -> None:
         super().__init__(
@@ -200,6 +207,7 @@ class MessageTooLargeError(TopicsError):
 class BatchTooLargeError(TopicsError):
     title = "Batch too large"
     code = "batch-too-large"
+    kind = ErrorKind.too_large
 
     def __init__(self, what: str, size: int, limit: int) -> None:
         super().__init__(f"batch is {size} {what}, over the limit of {limit}")
@@ -207,8 +215,9 @@ class BatchTooLargeError(TopicsError):
         self.limit = limit
 
 
-# --- the storage below failed (503) -------------------------------------------------------------
+# --- the storage below failed -------------------------------------------------------------------
 class StorageUnavailableError(TopicsError):
     title = "Storage unavailable"
     code = "storage-unavailable"
+    kind = ErrorKind.unavailable
     retriable = True

@@ -52,6 +52,8 @@ from pathlib import Path
 
 import google_crc32c
 
+from common.errors import ErrorKind, QuireError
+
 FORMAT_VERSION = 1
 INDEX_MAGIC = b"QIDX"
 INDEX_HEADER = struct.Struct("<4sHHQ")
@@ -68,8 +70,10 @@ CHECKPOINT_LEDGER = struct.Struct("<QqqB")
 CHECKPOINT_NAME = "CHECKPOINT"
 
 
-class IndexDamagedError(Exception):
+class IndexDamagedError(QuireError):
     """An index file or slot failed its checks: the index must be rebuilt from the log."""
+
+    kind = ErrorKind.internal
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,37 +30,56 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from bookie.errors import QuireError
+from common.errors import ErrorKind, QuireError
 
 
 class MetadataError(QuireError):
     """Root of the metadata store's errors."""
 
+    kind = ErrorKind.internal
+
 
 class BadVersionError(MetadataError):
     """A compare-and-set lost the race: someone else updated the record first."""
 
+    kind = ErrorKind.conflict
+    title = "Concurrent update"
+
 
 class NotFoundError(MetadataError):
-    pass
+    """No record of that name exists."""
+
+    kind = ErrorKind.not_found
+    title = "Not found"
 
 
 class AlreadyExistsError(MetadataError):
-    pass
+    """A record of that name exists already."""
+
+    kind = ErrorKind.conflict
+    title = "Already exists"
 
 
 class NotEmptyError(MetadataError):
     """Deleting a tenant that still has namespaces, or a namespace that still has topics."""
 
+    kind = ErrorKind.conflict
+    title = "Not empty"
+
 
 class MetadataUnavailableError(MetadataError):
     """The database could not be reached, or a lock wait timed out; retrying may succeed."""
 
+    kind = ErrorKind.unavailable
     retriable = True
+    title = "Metadata store unavailable"
 
 
 class SchemaBehindError(MetadataError):
     """The database schema is older than this code; run the migrations."""
+
+    kind = ErrorKind.unavailable
+    title = "Metadata schema behind"
 
 
 class LedgerState(StrEnum):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from bookie.errors import BookieError, ErrorCode
 from bookie.memory import InMemoryLedgerClient
 from compactor.config import CompactorConfig
-from compactor.errors import CompactionConflictError, CompactionError
+from compactor.errors import CompactionError, CompactionRunConflictError
 from compactor.plan import CompactionPlan
 from compactor.reference import EntrySink, ReferenceEngine
 from compactor.runner import CompactionRunner
@@ -169,7 +169,7 @@ async def test_dead_run_is_errored_and_its_ledger_deleted_on_start() -> None:
     from dataclasses import replace
 
     store.put_compaction(replace(running, run_ledger_id=meta.ledger_id))
-    with pytest.raises(CompactionConflictError):
+    with pytest.raises(CompactionRunConflictError):
         await runner.run(ML)
     assert await runner.recover_dead_runs() == [ML]
     state = store.get_compaction(ML)

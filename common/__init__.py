@@ -1,0 +1,1 @@
+"""What every package shares and nothing below it depends on: the root error and its kinds."""

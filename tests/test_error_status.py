@@ -1,0 +1,184 @@
+"""Every error class answers over HTTP with the status (and title) pinned here.
+
+Statuses follow each error's kind (common.errors). This table pins, per concrete error class, what
+a client sees, through both ways the broker answers: the FastAPI exception handlers and
+`domain_problem` (the raw-ASGI fast path's). A class added later fails
+`test_every_error_class_is_pinned` until it gets a row, so its status is a decision made once.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from app.errors import domain_problem, install
+from bookie.errors import ErrorCode
+from common.errors import ErrorKind, QuireError
+
+PACKAGES = ("app", "bookie", "common", "compactor", "managed_ledger", "topics")
+
+# Exceptions used as a signal inside one module, never raised to a caller.
+NOT_ERRORS = {"app.fastpath._FallThrough"}
+
+_500 = "Internal server error"
+_MISSING = "Message not found"
+_STORAGE = "Storage unavailable"
+_METADATA = "Metadata store unavailable"
+
+# class -> (constructor arguments, HTTP status, problem title)
+PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
+    "common.errors.QuireError": (("boom",), 500, _500),
+    "app.errors.ApiError": ((415, "not JSON"), 415, "Unsupported media type"),
+    # bookie (a BookieError's status follows its code: see test_every_wire_code)
+    "bookie.errors.BookieError": ((ErrorCode.TIMEOUT, "slow"), 503, _STORAGE),
+    "bookie.errors.NoSuchLedgerError": ((7,), 404, _MISSING),
+    "bookie.errors.NoSuchEntryError": ((7, 3), 404, _MISSING),
+    "bookie.errors.FencedError": ((7,), 500, _500),
+    "bookie.errors.ReadOnlyError": ((), 503, _STORAGE),
+    "bookie.protocol.FrameError": (("frame CRC32C mismatch",), 500, _500),
+    "bookie.storage.index.IndexDamagedError": (("damaged slot",), 500, _500),
+    # managed ledger
+    "managed_ledger.errors.ManagedLedgerError": (("boom",), 500, _500),
+    "managed_ledger.errors.EntryNotFoundError": (("gone",), 404, _MISSING),
+    "managed_ledger.errors.ManagedLedgerFencedError": (("moved",), 503, "Topic moved; retry"),
+    "managed_ledger.errors.ManagedLedgerClosedError": (("closed",), 503, "Topic closing; retry"),
+    "managed_ledger.errors.ManagedLedgerWriteError": (("append failed",), 503, _STORAGE),
+    "managed_ledger.errors.ManagedLedgerMetadataError": (("store down",), 503, _METADATA),
+    "managed_ledger.errors.CursorNotFoundError": (("no cursor",), 404, "Subscription not found"),
+    "managed_ledger.errors.NoBookiesError": (("1 of 3",), 503, "Not enough bookies"),
+    "managed_ledger.entry_format.EntryFormatError": (("bad magic",), 500, _500),
+    "managed_ledger.metadata.api.MetadataError": (("boom",), 500, _500),
+    "managed_ledger.metadata.api.BadVersionError": (("lost",), 409, "Concurrent update"),
+    "managed_ledger.metadata.api.NotFoundError": (("no row",), 404, "Not found"),
+    "managed_ledger.metadata.api.AlreadyExistsError": (("row",), 409, "Already exists"),
+    "managed_ledger.metadata.api.NotEmptyError": (("has topics",), 409, "Not empty"),
+    "managed_ledger.metadata.api.MetadataUnavailableError": (("db down",), 503, _METADATA),
+    "managed_ledger.metadata.api.SchemaBehindError": (("migrate",), 503, "Metadata schema behind"),
+    "managed_ledger.metadata.sql._PolicyRace": (("raced",), 409, "Concurrent update"),
+    # topics
+    "topics.errors.TopicsError": (("boom",), 500, _500),
+    "topics.errors.InvalidArgumentError": (("bad",), 422, "Invalid argument"),
+    "topics.errors.InvalidNameError": (("a b", "has a space"), 422, "Invalid name"),
+    "topics.errors.InvalidMessageIdError": (("1:x",), 422, "Invalid message id"),
+    "topics.errors.InvalidPolicyError": (("retention", "negative"), 422, "Invalid policy"),
+    # The one status that changed on purpose: a wait over the cap was 422 in the domain.
+    "topics.errors.WaitTooLongError": ((5_000, 1_000), 400, "Wait too long"),
+    "topics.errors.TenantNotFoundError": (("t",), 404, "Tenant not found"),
+    "topics.errors.NamespaceNotFoundError": (("t/n",), 404, "Namespace not found"),
+    "topics.errors.TopicNotFoundError": (("t/n/x",), 404, "Topic not found"),
+    "topics.errors.SubscriptionNotFoundError": (("t/n/x", "s"), 404, "Subscription not found"),
+    "topics.errors.MessageNotFoundError": (("t/n/x", "1:2:0"), 404, _MISSING),
+    "topics.errors.TenantExistsError": (("t",), 409, "Tenant already exists"),
+    "topics.errors.NamespaceExistsError": (("t/n",), 409, "Namespace already exists"),
+    "topics.errors.TopicExistsError": (("t/n/x",), 409, "Topic already exists"),
+    "topics.errors.TenantNotEmptyError": (("t",), 409, "Tenant not empty"),
+    "topics.errors.NamespaceNotEmptyError": (("t/n",), 409, "Namespace not empty"),
+    "topics.errors.TopicBusyError": (("t/n/x", ["s"]), 409, "Topic has subscriptions"),
+    "topics.errors.ConsumerBusyError": (("t/n/x", "s", "c1"), 409, "Exclusive subscription busy"),
+    "topics.errors.CompactionConflictError": (("t/n/x",), 409, "Compaction already running"),
+    "topics.errors.MessageTooLargeError": ((0, 2_000, 1_000), 413, "Message too large"),
+    "topics.errors.BatchTooLargeError": (("bytes", 9_000, 5_000), 413, "Batch too large"),
+    "topics.errors.StorageUnavailableError": (("down",), 503, _STORAGE),
+    "topics.compacted.CompactedViewError": (("not compacted",), 500, _500),
+    # compactor
+    "compactor.errors.CompactionError": (("boom",), 500, _500),
+    "compactor.errors.CompactionRunConflictError": (("running",), 409, "Compaction already running"),
+    "compactor.errors.SparkJobError": (("task failed",), 503, "Service unavailable"),
+    "compactor.errors.CompactionTopicNotFoundError": (("no ml",), 404, "Topic not found"),
+}
+
+
+def _qualified(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _exception_classes() -> dict[str, type[BaseException]]:
+    """Every exception class defined in Quire's packages (importing each module once)."""
+    found: dict[str, type[BaseException]] = {}
+    for package_name in PACKAGES:
+        package = importlib.import_module(package_name)
+        modules = [package_name] + [
+            info.name for info in pkgutil.walk_packages(package.__path__, prefix=f"{package_name}.")
+        ]
+        for module_name in modules:
+            module = importlib.import_module(module_name)
+            for _, cls in inspect.getmembers(module, inspect.isclass):
+                if issubclass(cls, BaseException) and cls.__module__ == module_name:
+                    found[_qualified(cls)] = cls
+    return found
+
+
+CLASSES = _exception_classes()
+
+
+def _build(name: str) -> BaseException:
+    args = PINNED[name][0]
+    return CLASSES[name](*args)
+
+
+def test_every_error_class_is_pinned() -> None:
+    errors = set(CLASSES) - NOT_ERRORS
+    assert sorted(errors - set(PINNED)) == [], "give each new error class a kind and a row here"
+    assert sorted(set(PINNED) - errors) == [], "a pinned class no longer exists"
+
+
+def test_every_error_class_is_a_quire_error_with_a_kind() -> None:
+    for name in set(CLASSES) - NOT_ERRORS:
+        cls = CLASSES[name]
+        assert issubclass(cls, QuireError), name
+        assert isinstance(cls.kind, ErrorKind), name
+
+
+def test_no_two_error_classes_share_a_name() -> None:
+    names = [cls.__name__ for cls in CLASSES.values()]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    app = FastAPI()
+    install(app)
+
+    @app.get("/raise/{name}")
+    async def raise_it(name: str) -> None:
+        raise _build(name)
+
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://quire") as client:
+        yield client
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+async def test_status_and_title_through_the_fastapi_handlers(http: httpx.AsyncClient, name: str) -> None:
+    _, status, title = PINNED[name]
+    response = await http.get(f"/raise/{name}")
+    assert (response.status_code, response.json()["title"]) == (status, title)
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["status"] == status
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_status_and_title_through_domain_problem(name: str) -> None:
+    """The fast path answers through `domain_problem`; None means its unexpected-error 500."""
+    _, status, title = PINNED[name]
+    response = domain_problem(_build(name))
+    if status == 500:
+        assert response is None
+    else:
+        assert response is not None
+        assert response.status_code == status
+        assert f'"title":"{title}"'.encode() in bytes(response.body)
+
+
+def test_a_domain_title_wins_over_the_kinds_default() -> None:
+    response = domain_problem(_build("topics.errors.TopicBusyError"))
+    assert response is not None
+    assert b'"title":"Topic has subscriptions"' in bytes(response.body)
+    assert b'"type":"https://quire.dev/problems/topic-busy"' in bytes(response.body)
