@@ -68,6 +68,7 @@ STATUS_BY_NAME: dict[str, Mapping_] = {
     "MessageTooLargeError": Mapping_(413, "Message too large"),
     "BatchTooLargeError": Mapping_(413, "Batch too large"),
     "StorageUnavailableError": Mapping_(503, "Storage unavailable"),
+    "WriteInFlightError": Mapping_(503, "Write in flight"),
     # managed_ledger.errors
     "EntryNotFoundError": Mapping_(404, "Message not found"),
     "CursorNotFoundError": Mapping_(404, "Subscription not found"),
@@ -76,6 +77,7 @@ STATUS_BY_NAME: dict[str, Mapping_] = {
     "NoBookiesError": Mapping_(503, "Not enough bookies"),
     "ManagedLedgerFencedError": Mapping_(503, "Topic moved; retry"),
     "ManagedLedgerClosedError": Mapping_(503, "Topic closing; retry"),
+    "SequenceInFlightError": Mapping_(503, "Write in flight"),
     # the metadata store and the bookie
     "NotFoundError": Mapping_(404, "Not found"),
     "AlreadyExistsError": Mapping_(409, "Already exists"),

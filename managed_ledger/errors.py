@@ -46,3 +46,18 @@ class CursorNotFoundError(ManagedLedgerError):
 
 class NoBookiesError(ManagedLedgerError):
     """Fewer bookies are configured than the ensemble size asks for."""
+
+
+class SequenceInFlightError(ManagedLedgerError):
+    """Dedup cannot tell yet whether a producer's message is stored: a write of its sequence id
+    is in flight, or failed and the ledger is not yet recovered. Retrying later gets a definite
+    answer (stored, or a duplicate)."""
+
+    retriable = True
+
+    def __init__(self, producer_name: str, sequence_id: int) -> None:
+        super().__init__(
+            f"a write of sequence id {sequence_id} of producer {producer_name!r} is in flight; retry later"
+        )
+        self.producer_name = producer_name
+        self.sequence_id = sequence_id

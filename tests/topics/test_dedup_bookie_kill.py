@@ -143,7 +143,6 @@ def check(tallies: list[Tally], stored: list[tuple[str, int]]) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="a retry of an unresolved write is answered duplicate and lost")
 def test_dedup_loses_and_doubles_nothing_while_the_bookie_is_killed(tmp_path: Path) -> None:
     stack = start_stack(tmp_path)
     stop = threading.Event()
@@ -180,6 +179,7 @@ def test_dedup_loses_and_doubles_nothing_while_the_bookie_is_killed(tmp_path: Pa
             f"({sum(len(t.duplicate) for t in tallies)} as duplicate), {refused} refused attempts, "
             f"{len(stored)} stored"
         )
+        print(summary)  # shown with -s: how hard the run pressed
         assert kills >= 3, summary
         assert answered > 0, summary
         problems = check(tallies, stored)
