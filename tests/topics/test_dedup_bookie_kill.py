@@ -42,7 +42,7 @@ class Tally:
     name: str
     stored: list[int] = field(default_factory=list)  # answered with a message id
     duplicate: list[int] = field(default_factory=list)  # answered duplicate
-    refused: Counter[int] = field(default_factory=Counter)  # status of each refused attempt
+    refused: Counter[str] = field(default_factory=Counter)  # problem type of each refused attempt
     unexpected: list[str] = field(default_factory=list)  # answers a careful client cannot handle
 
 
@@ -67,7 +67,7 @@ def produce_until_accepted(http: httpx.Client, tally: Tally, seqs: list[int]) ->
                     tally.stored.append(s)
             return True
         if r is not None:
-            tally.refused[r.status_code] += 1
+            tally.refused[_problem_type(r)] += 1
             if r.status_code != 503:
                 tally.unexpected.append(f"{r.status_code} {r.text[:300]}")
                 return False
@@ -75,6 +75,13 @@ def produce_until_accepted(http: httpx.Client, tally: Tally, seqs: list[int]) ->
         pause = min(pause * 2, 0.5)
     tally.unexpected.append(f"batch {seqs[0]}.. not accepted within {BATCH_BOUND_S}s")
     return False
+
+
+def _problem_type(r: httpx.Response) -> str:
+    try:
+        return str(r.json()["type"]).rsplit("/", 1)[-1]
+    except (ValueError, KeyError, TypeError):
+        return str(r.status_code)
 
 
 def producer(base_url: str, tally: Tally, stop: threading.Event) -> None:
@@ -173,10 +180,10 @@ def test_dedup_loses_and_doubles_nothing_while_the_bookie_is_killed(tmp_path: Pa
             assert not any(thread.is_alive() for thread in threads), "a producer did not stop"
             stored = read_topic(http)
         answered = sum(len(t.stored) + len(t.duplicate) for t in tallies)
-        refused = sum(sum(t.refused.values()) for t in tallies)
+        refused = sum((t.refused for t in tallies), Counter[str]())
         summary = (
             f"{kills} bookie kills, {answered} messages answered "
-            f"({sum(len(t.duplicate) for t in tallies)} as duplicate), {refused} refused attempts, "
+            f"({sum(len(t.duplicate) for t in tallies)} as duplicate), refused attempts {dict(refused)}, "
             f"{len(stored)} stored"
         )
         print(summary)  # shown with -s: how hard the run pressed
