@@ -136,8 +136,10 @@ class ManagedLedger(Protocol):
 
     def dedup_check(self, producer_name: str, sequence_ids: Sequence[int | None]) -> list[bool]:
         """Pulsar's dedup rule per message: True = duplicate (sequence id <= the highest one
-        pushed for this producer, counting earlier ids of the same batch). Marks the
-        non-duplicates as pushed. With dedup off, or for a None id, False."""
+        persisted for this producer, or an earlier id of the same batch). Marks the
+        non-duplicates as pushed. Raises managed_ledger.errors.SequenceInFlightError, marking
+        nothing, when an id is above the persisted one but not above the pushed one (its write
+        is in flight or failed unresolved). With dedup off, or for a None id, False."""
         ...
 
     async def read_entries(self, start: Position, max_entries: int) -> list[tuple[Position, bytes]]:

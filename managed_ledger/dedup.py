@@ -1,9 +1,20 @@
 """Producer deduplication, by Pulsar's MessageDeduplication rule.
 
 Per producer two numbers: the highest sequence id *pushed* (accepted for writing, maybe not yet
-durable) and the highest *persisted* (durable). A message whose sequence id is <= the highest
-pushed one is a duplicate and is not written. When a write fails, pushed falls back to
-persisted, so the producer's retry of the lost messages is accepted again.
+durable) and the highest *persisted* (durable). A message is checked against both, as Pulsar's
+MessageDupStatus does:
+- id <= highest persisted: a duplicate, not written (the caller reports it as such);
+- highest persisted < id <= highest pushed: unknown, since a write of it is in flight or failed
+  and not yet resolved. Calling it a duplicate would lose it if that write fails, and writing it
+  again would store it twice if that write turns out durable, so the whole batch is refused
+  with a retriable error and the producer retries later;
+- id > highest pushed: new, written (and pushed from now on).
+
+Pushed falls back to persisted (Pulsar's resetHighestSequenceIdPushed) only once every write
+that failed is resolved: the managed ledger calls `write_failed` when it has closed the ledger
+through recovery (entries recovery proves durable are replayed into persisted first) or failed
+its waiting appends with no ledger open. A retry of a lost message is then new, a retry of one
+that was durable after all is a duplicate.
 
 The persisted map survives restarts as a snapshot in the metadata store (`DedupSnapshot`:
 the map as of a position, that entry included), taken every N entries or T ms and on close. On
@@ -19,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from managed_ledger.entry_format import EntryFormatError, batch_sequence
+from managed_ledger.errors import SequenceInFlightError
 from managed_ledger.position import Position
 
 if TYPE_CHECKING:
@@ -37,20 +49,31 @@ class Deduplication:
 
     def check(self, producer_name: str, sequence_ids: Sequence[int | None]) -> list[bool]:
         """True per duplicate message; marks the others pushed (earlier ids of the same batch
-        count: a batch [5, 5] keeps the first 5 only)."""
-        highest = self.pushed.get(producer_name, -1)
+        count: a batch [5, 5] keeps the first 5 only). Raises SequenceInFlightError, marking
+        nothing, when any id is unknown (pushed but not persisted)."""
+        persisted = self.persisted.get(producer_name, -1)
+        pushed = self.pushed.get(producer_name, -1)
+        highest = pushed
         out: list[bool] = []
         for seq in sequence_ids:
             if seq is None:
                 out.append(False)
-            elif seq <= highest:
+            elif seq <= persisted:
                 out.append(True)
+            elif seq <= pushed:
+                raise SequenceInFlightError(producer_name, seq)
+            elif seq <= highest:
+                out.append(True)  # an earlier message of this batch has it
             else:
                 highest = seq
                 out.append(False)
-        if highest >= 0:
+        if highest > pushed:
             self.pushed[producer_name] = highest
         return out
+
+    def mark_pushed(self, producer_name: str, sequence_id: int) -> None:
+        if sequence_id > self.pushed.get(producer_name, -1):
+            self.pushed[producer_name] = sequence_id
 
     def record_persisted(self, producer_name: str, sequence_id: int) -> None:
         if sequence_id > self.persisted.get(producer_name, -1):
@@ -59,7 +82,8 @@ class Deduplication:
             self.pushed[producer_name] = sequence_id
 
     def write_failed(self) -> None:
-        """Pulsar's resetHighestSequenceIdPushed: forget what was pushed but never persisted."""
+        """Pulsar's resetHighestSequenceIdPushed: forget what was pushed but never persisted.
+        Only once no write is unresolved: a retry is then new again (see the module doc)."""
         self.pushed = dict(self.persisted)
 
     def highest_persisted(self, producer_name: str) -> int | None:

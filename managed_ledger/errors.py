@@ -68,3 +68,20 @@ class NoBookiesError(ManagedLedgerError):
 
     kind = ErrorKind.unavailable
     title = "Not enough bookies"
+
+
+class SequenceInFlightError(ManagedLedgerError):
+    """Dedup cannot tell yet whether a producer's message is stored: a write of its sequence id
+    is in flight, or failed and the ledger is not yet recovered. Retrying later gets a definite
+    answer (stored, or a duplicate)."""
+
+    kind = ErrorKind.unavailable
+    retriable = True
+    title = "Write in flight"
+
+    def __init__(self, producer_name: str, sequence_id: int) -> None:
+        super().__init__(
+            f"a write of sequence id {sequence_id} of producer {producer_name!r} is in flight; retry later"
+        )
+        self.producer_name = producer_name
+        self.sequence_id = sequence_id

@@ -17,7 +17,10 @@ managed ledger is fenced and refuses every further write.
 
 A failed add fails its append (retriable); the writer refuses every later add, so the ledger is
 closed through recovery (fence, find the real last entry) and the next append starts a new one.
-Dedup's pushed sequence ids fall back to the persisted ones, as Pulsar does.
+Dedup's pushed sequence ids fall back to the persisted ones, as Pulsar does, but only once the
+failed writes are resolved: when the ledger is closed (entries recovery proves durable counted
+as persisted) or when the waiting appends fail with no ledger open. Until then a retry of an
+unresolved sequence id is refused as in flight (see `managed_ledger.dedup`).
 
 Trimming and ledger deletion live in `managed_ledger.retention`; opening and crash recovery in
 `managed_ledger.factory`.
@@ -50,6 +53,7 @@ from managed_ledger.errors import (
     ManagedLedgerMetadataError,
     ManagedLedgerWriteError,
     NoBookiesError,
+    SequenceInFlightError,
 )
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
@@ -285,9 +289,9 @@ class ManagedLedger:
         if isinstance(exc, FencedError):
             self._fence()
         if seg.failed is None:
+            # Dedup's pushed ids stay until the ledger is recovered: this add may be durable.
             seg.failed = exc
             seg.accepting = False
-            self.dedup.write_failed()
             self._start_switch()
 
     def _drain(self, seg: _Segment) -> None:
@@ -346,6 +350,16 @@ class ManagedLedger:
             op = self._pending.popleft()
             if not op.future.done():
                 op.future.set_exception(exc)
+        if self._segment is None:
+            self._reset_pushed()  # no ledger open: none of the failed appends was written
+
+    def _reset_pushed(self) -> None:
+        """Dedup's pushed ids fall back to the persisted ones, raised again by the appends still
+        waiting for a ledger. Called when no write to a ledger is unresolved."""
+        self.dedup.write_failed()
+        for op in self._pending:
+            if op.producer_name is not None and op.sequence_id is not None:
+                self.dedup.mark_pushed(op.producer_name, op.sequence_id)
 
     def _choose_ensemble(self, ledger_hint: int) -> tuple[str, ...]:
         size = self._config.ensemble_size
@@ -404,6 +418,8 @@ class ManagedLedger:
         seg.meta = await self.call_store(self.store.update_ledger, closed)
         info.entries, info.size_bytes, info.timestamp_ms = last + 1, size, now
         self._segment = None
+        # Every write to this ledger is resolved: durable ones are persisted, the rest are lost.
+        self._reset_pushed()
 
     async def _adopt_unconfirmed(self, info: LedgerInfo, last: int) -> None:
         """Entries recovery proved durable though their appends failed: count their bytes and
@@ -534,7 +550,15 @@ class ManagedLedger:
     def dedup_check(self, producer_name: str, sequence_ids: Sequence[int | None]) -> list[bool]:
         if not self._config.dedup_enabled:
             return [False] * len(sequence_ids)
-        return self.dedup.check(producer_name, sequence_ids)
+        try:
+            return self.dedup.check(producer_name, sequence_ids)
+        except SequenceInFlightError:
+            seg = self._segment
+            if seg is not None and not seg.accepting and not (self._fenced or self._closing):
+                # A refused retry appends nothing, so nothing else may start the recovery
+                # that resolves its write (an earlier attempt may have failed).
+                self._start_switch()
+            raise
 
     async def snapshot_dedup(self) -> None:
         """Store producer -> highest persisted sequence id as of the last confirmed entry."""

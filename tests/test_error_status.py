@@ -53,6 +53,7 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "managed_ledger.errors.ManagedLedgerMetadataError": (("store down",), 503, _METADATA),
     "managed_ledger.errors.CursorNotFoundError": (("no cursor",), 404, "Subscription not found"),
     "managed_ledger.errors.NoBookiesError": (("1 of 3",), 503, "Not enough bookies"),
+    "managed_ledger.errors.SequenceInFlightError": (("p1", 7), 503, "Write in flight"),
     "managed_ledger.entry_format.EntryFormatError": (("bad magic",), 500, _500),
     "managed_ledger.metadata.api.MetadataError": (("boom",), 500, _500),
     "managed_ledger.metadata.api.BadVersionError": (("lost",), 409, "Concurrent update"),
@@ -86,6 +87,7 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "topics.errors.MessageTooLargeError": ((0, 2_000, 1_000), 413, "Message too large"),
     "topics.errors.BatchTooLargeError": (("bytes", 9_000, 5_000), 413, "Batch too large"),
     "topics.errors.StorageUnavailableError": (("down",), 503, _STORAGE),
+    "topics.errors.WriteInFlightError": (("t/n/x", "p1", 7), 503, "Write in flight"),
     "topics.compacted.CompactedViewError": (("not compacted",), 500, _500),
     # compactor
     "compactor.errors.CompactionError": (("boom",), 500, _500),

@@ -221,3 +221,23 @@ class StorageUnavailableError(TopicsError):
     code = "storage-unavailable"
     kind = ErrorKind.unavailable
     retriable = True
+
+
+class WriteInFlightError(TopicsError):
+    """With dedup on, a produce batch holds a sequence id whose earlier write is in flight, or
+    failed and is not yet resolved: whether that message is stored is not known yet. The whole
+    batch is refused and nothing is written; a retry later is answered stored or duplicate."""
+
+    title = "Write in flight"
+    code = "write-in-flight"
+    kind = ErrorKind.unavailable
+    retriable = True
+
+    def __init__(self, topic: str, producer_name: str, sequence_id: int) -> None:
+        super().__init__(
+            f"a write of sequence id {sequence_id} of producer {producer_name!r} to topic {topic} is "
+            "in flight or not yet resolved; nothing of this batch was written; retry later"
+        )
+        self.topic = topic
+        self.producer_name = producer_name
+        self.sequence_id = sequence_id

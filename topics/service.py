@@ -5,8 +5,10 @@ Data plane here; the admin plane is `topics.admin.AdminPlane`, the shared core `
 Produce: a request's batch is checked against the limits as a whole, dedup-filtered per managed
 ledger, encoded as one entry per managed ledger it touches and appended without a lock: appends
 of concurrent requests pipeline in the managed ledger (positions in call order), so nothing
-awaits between a batch's dedup check and its append call. A partitioned topic's batch is one
-entry per partition touched: atomic per partition, not across partitions.
+awaits between a batch's dedup check and its append call. A batch holding a sequence id whose
+earlier write is still unresolved is refused whole (WriteInFlightError, retriable), never
+answered duplicate: that write may yet fail. A partitioned topic's batch is one entry per
+partition touched: atomic per partition, not across partitions.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Literal
 
 from managed_ledger.api import Cursor
 from managed_ledger.entry_format import Message, StoredMessage, encode_batch_raw
-from managed_ledger.errors import EntryNotFoundError
+from managed_ledger.errors import EntryNotFoundError, SequenceInFlightError
 from managed_ledger.position import MessageId
 from topics import names
 from topics.admin import AdminPlane
@@ -41,6 +43,7 @@ from topics.errors import (
     TopicNotFoundError,
     TopicsError,
     WaitTooLongError,
+    WriteInFlightError,
 )
 from topics.readers import EARLIEST, after, decode_entry, latest, read_merged
 from topics.subscriptions import options_to_properties
@@ -100,7 +103,10 @@ class TopicService(AdminPlane):
         ml = t.mls[partition]
         duplicates: list[bool] | None = None
         if producer is not None and t.policies.deduplication_enabled:
-            duplicates = ml.dedup_check(producer, [m.sequence_id for m in messages])
+            try:
+                duplicates = ml.dedup_check(producer, [m.sequence_id for m in messages])
+            except SequenceInFlightError as exc:
+                raise WriteInFlightError(t.name, producer, exc.sequence_id) from exc
         rows: list[list[object]] = []
         highest: int | None = None
         for i, m in enumerate(messages):

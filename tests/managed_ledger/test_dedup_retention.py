@@ -11,7 +11,7 @@ from bookie.memory import InMemoryLedgerClient
 from bookie.types import LedgerSpec
 from managed_ledger import retention
 from managed_ledger.dedup import Deduplication
-from managed_ledger.errors import ManagedLedgerWriteError
+from managed_ledger.errors import ManagedLedgerWriteError, SequenceInFlightError
 from managed_ledger.ledger import ManagedLedger
 from managed_ledger.position import Position
 from managed_ledger.ranges import LedgerInfo
@@ -23,11 +23,11 @@ MB = 1024 * 1024
 def test_dedup_rule_counts_earlier_ids_of_the_same_batch() -> None:
     d = Deduplication()
     assert d.check("p", [1, 2, 2, None, 1, 3]) == [False, False, True, False, True, False]
-    assert d.check("p", [3, 4]) == [True, False]
+    d.record_persisted("p", 3)
+    assert d.check("p", [3, 4, 4]) == [True, False, True]
     assert d.check("q", [0]) == [False]
-    d.record_persisted("p", 2)
-    d.write_failed()  # 3 and 4 were pushed, never persisted: a retry of them is accepted
-    assert d.check("p", [2, 3, 4]) == [True, False, False]
+    d.write_failed()  # 4 was pushed, never persisted: a retry of it is accepted
+    assert d.check("p", [2, 3, 4]) == [True, True, False]
 
 
 async def _produce(ml: ManagedLedger, producer: str, seqs: list[int], publish_time: int = 1) -> bool:
@@ -58,6 +58,9 @@ async def test_failed_append_lets_the_retry_through() -> None:
     with pytest.raises(ManagedLedgerWriteError):
         await _produce(ml, "p", [3])
     client.fail_adds = None
+    with pytest.raises(SequenceInFlightError):  # until the failed ledger is recovered
+        await _produce(ml, "p", [3])
+    await ml.rollover()  # waits for the recovery the failure started
     assert await _produce(ml, "p", [3])
     assert not await _produce(ml, "p", [3])
 

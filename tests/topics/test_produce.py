@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import orjson
 import pytest
 
+from app.errors import domain_problem
+from bookie.errors import BookieError, ErrorCode
 from managed_ledger.entry_format import Message
 from managed_ledger.metadata.memory import InMemoryMetadataStore
 from managed_ledger.position import MessageId
@@ -17,7 +20,9 @@ from topics.errors import (
     InvalidNameError,
     MessageTooLargeError,
     NamespaceNotFoundError,
+    StorageUnavailableError,
     TopicNotFoundError,
+    WriteInFlightError,
 )
 from topics.service import TopicService
 
@@ -108,6 +113,36 @@ async def test_dedup_reports_duplicates_per_message(svc: TopicService) -> None:
     assert all_dups == [ProduceResult(None, True)]
     other_producer = await svc.produce(T, "other", [Message(b"a", sequence_id=1)])
     assert not other_producer[0].duplicate
+
+
+async def test_dedup_refuses_a_retry_of_an_unresolved_write_whole(svc: TopicService, env: Env) -> None:
+    await svc.create_topic(T)
+    await svc.set_policy(T, "deduplicationEnabled", True)
+    await svc.produce(T, "prod", [Message(b"a", sequence_id=1)])
+    env.client.fail_adds = BookieError(ErrorCode.UNAVAILABLE, "bookie down")
+    with pytest.raises(StorageUnavailableError):
+        await svc.produce(T, "prod", [Message(b"b", sequence_id=2)])
+    env.client.fail_adds = None
+    # No loop pass since the failure: the failed ledger is not recovered, 2's fate is unknown.
+    retry = [Message(b"a", sequence_id=1), Message(b"b", sequence_id=2)]
+    with pytest.raises(WriteInFlightError) as refused:
+        await svc.produce(T, "prod", retry)
+    response = domain_problem(refused.value)
+    assert response is not None and response.status_code == 503
+    assert response.media_type == "application/problem+json"
+    body = orjson.loads(bytes(response.body))
+    assert body["type"].endswith("/write-in-flight") and "sequence id 2" in body["detail"]
+    for _ in range(500):  # the refusal started the recovery (store calls run in threads)
+        try:
+            results = await svc.produce(T, "prod", retry)
+            break
+        except WriteInFlightError:
+            await asyncio.sleep(0.01)
+    else:
+        pytest.fail("the retry was never resolved")
+    assert [r.duplicate for r in results] == [True, False]  # 2 was lost: written now, once
+    page = await svc.read(T, "earliest", 100, False, 0)
+    assert [m.value for m in page.messages] == [b"a", b"b"]
 
 
 async def test_dedup_off_stores_repeats(svc: TopicService) -> None:
