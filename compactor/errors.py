@@ -26,3 +26,7 @@ class SparkJobError(CompactionError):
 
 class TopicNotFoundError(CompactionError):
     """The managed ledger to compact does not exist in the metadata store."""
+
+
+class LeaseLostError(CompactionError):
+    """The run's lease lapsed or another process took the state over: the run records nothing."""

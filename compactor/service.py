@@ -1,9 +1,11 @@
 """The compaction service: polls the metadata store for requested runs and runs them one at a time.
 
-Requests come from the admin trigger (`PUT .../compaction` sets `requested` on the managed
-ledger's CompactionState) and from the topics service's threshold check, which sets the same
-flag. On start, states left RUNNING by a compactor that died become ERROR ("compactor died") and
-their half-written ledgers are deleted. Runs are serial: Spark already uses every core for one.
+Requests come from the admin trigger (`PUT .../compaction` marks the managed ledger's
+CompactionState RUNNING and requested, under a request lease) and from the topics service's
+threshold check, which does the same. Each poll first sweeps: runs whose lease lapsed (their
+compactor died) are recorded as ERROR and the ledgers dead runs left behind are deleted. Runs are
+serial: Spark already uses every core for one. While a run goes on, the requests queued behind it
+have their request leases pushed out, so they wait for this live compactor instead of expiring.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from bookie.api import LedgerClient
 from compactor.config import CompactorConfig, KeylessPolicy
 from compactor.errors import CompactionError
 from compactor.runner import CompactionEngine, CompactionRunner
-from managed_ledger.metadata.api import CompactionState, CompactionStatus, MetadataStore
+from managed_ledger.metadata.api import CompactionState, MetadataStore
+from topics import compaction_lease
 from topics.names import namespace_of, partition_index
 
 log = logging.getLogger("quire.compactor")
@@ -45,8 +48,8 @@ class CompactionService:
         self.runner = CompactionRunner(store, client, config, engine)
 
     async def start(self) -> None:
-        """Clean up after a compactor that died, then warm the engine (the Spark session)."""
-        for ml_name in await self.runner.recover_dead_runs():
+        """Clean up after compactors that died, then warm the engine (the Spark session)."""
+        for ml_name in await self.runner.sweep():
             log.warning("compaction of %s was RUNNING when its compactor died: marked ERROR", ml_name)
         warm_up = getattr(self.engine, "warm_up", None)
         if warm_up is not None:
@@ -54,7 +57,8 @@ class CompactionService:
 
     async def requested(self) -> list[str]:
         states = await asyncio.to_thread(self.store.list_compactions)
-        return sorted(s.topic for s in states if s.requested and s.status != CompactionStatus.RUNNING)
+        now = self.runner.clock.now_ms()
+        return sorted(s.topic for s in states if compaction_lease.waiting(s, now))
 
     async def run_one(self, ml_name: str) -> CompactionState | None:
         """One run; a failure is recorded in the store (ERROR + reason) and logged, not raised."""
@@ -75,12 +79,36 @@ class CompactionService:
         return state
 
     async def poll_once(self) -> list[str]:
-        """Run every requested compaction now; returns the managed ledgers it ran."""
-        ran = []
-        for ml_name in await self.requested():
-            await self.run_one(ml_name)
-            ran.append(ml_name)
+        """Sweep dead runs, then run every requested compaction now; returns the managed ledgers
+        it ran."""
+        for ml_name in await self.runner.sweep():
+            log.warning("compaction of %s lost its lease: marked ERROR", ml_name)
+        queue = await self.requested()
+        ran: list[str] = []
+        keeper = asyncio.create_task(self._keep_requests(queue, ran), name="compaction-queue")
+        try:
+            for ml_name in queue:
+                ran.append(ml_name)
+                await self.run_one(ml_name)
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
         return ran
+
+    async def _keep_requests(self, queue: list[str], started: list[str]) -> None:
+        """Push out the request leases of the queued requests not started yet, every quarter lease."""
+        lease_ms = self.config.lease_ms
+        while True:
+            await asyncio.sleep(lease_ms / 4 / 1000)
+            for ml_name in queue[len(started) :]:
+                now = self.runner.clock.now_ms()
+                try:
+                    await asyncio.to_thread(
+                        compaction_lease.extend_request, self.store, ml_name, now, lease_ms
+                    )
+                except Exception:  # the store is down: the next beat retries
+                    log.exception("could not extend the compaction request of %s", ml_name)
 
     async def serve(self, stop: asyncio.Event) -> None:
         """Poll until `stop` is set. A run in progress is cancelled: it records ERROR
