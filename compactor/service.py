@@ -4,8 +4,8 @@ Requests come from the admin trigger (`PUT .../compaction` marks the managed led
 CompactionState RUNNING and requested, under a request lease) and from the topics service's
 threshold check, which does the same. Each poll first sweeps: runs whose lease lapsed (their
 compactor died) are recorded as ERROR and the ledgers dead runs left behind are deleted. Runs are
-serial: Spark already uses every core for one. While a run goes on, the requests queued behind it
-have their request leases pushed out, so they wait for this live compactor instead of expiring.
+serial: Spark already uses every core for one. While the service lives, requests waiting for a
+compactor have their request leases pushed out, so they wait for it instead of expiring.
 """
 
 from __future__ import annotations
@@ -83,36 +83,30 @@ class CompactionService:
         it ran."""
         for ml_name in await self.runner.sweep():
             log.warning("compaction of %s lost its lease: marked ERROR", ml_name)
-        queue = await self.requested()
-        ran: list[str] = []
-        keeper = asyncio.create_task(self._keep_requests(queue, ran), name="compaction-queue")
-        try:
-            for ml_name in queue:
-                ran.append(ml_name)
-                await self.run_one(ml_name)
-        finally:
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keeper
+        ran = []
+        for ml_name in await self.requested():
+            await self.run_one(ml_name)
+            ran.append(ml_name)
         return ran
 
-    async def _keep_requests(self, queue: list[str], started: list[str]) -> None:
-        """Push out the request leases of the queued requests not started yet, every quarter lease."""
+    async def keep_requests_alive(self) -> None:
+        """While this compactor lives (warming up, or busy with a long run), push out the request
+        lease of every request still waiting for a compactor, each quarter lease: a request then
+        expires only when no compactor is alive to take it."""
         lease_ms = self.config.lease_ms
         while True:
             await asyncio.sleep(lease_ms / 4 / 1000)
-            for ml_name in queue[len(started) :]:
-                now = self.runner.clock.now_ms()
-                try:
-                    await asyncio.to_thread(
-                        compaction_lease.extend_request, self.store, ml_name, now, lease_ms
-                    )
-                except Exception:  # the store is down: the next beat retries
-                    log.exception("could not extend the compaction request of %s", ml_name)
+            try:
+                for state in await asyncio.to_thread(self.store.list_compactions):
+                    now = self.runner.clock.now_ms()
+                    await asyncio.to_thread(compaction_lease.extend_request, self.store, state, now, lease_ms)
+            except Exception:  # the store is down: the next beat retries
+                log.exception("could not extend the waiting compaction requests")
 
     async def serve(self, stop: asyncio.Event) -> None:
         """Poll until `stop` is set. A run in progress is cancelled: it records ERROR
         ("compaction cancelled") and deletes its ledger; the previous view stays."""
+        keeping = asyncio.create_task(self.keep_requests_alive(), name="compaction-requests")
         polling = asyncio.create_task(self._poll_until(stop))
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait({polling, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -121,6 +115,9 @@ class CompactionService:
             polling.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await polling
+        keeping.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await keeping
 
     async def _poll_until(self, stop: asyncio.Event) -> None:
         await self.start()

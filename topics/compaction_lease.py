@@ -133,10 +133,10 @@ def request(store: MetadataStore, topic: str, now_ms: int, request_lease_ms: int
     return None
 
 
-def extend_request(store: MetadataStore, topic: str, now_ms: int, request_lease_ms: int) -> bool:
-    """Push out the request lease of a request a live compactor has queued but not taken yet, so a
-    request waiting behind a long run does not expire. False when it is no longer waiting."""
-    state = store.get_compaction(topic)
+def extend_request(store: MetadataStore, state: CompactionState, now_ms: int, request_lease_ms: int) -> bool:
+    """Push out the request lease of a request that a live compactor will take when it can, so a
+    request waiting behind a long run does not expire. False (nothing written) when `state` is
+    not a waiting request or changed since it was read."""
     if state.status != CompactionStatus.RUNNING or not waiting(state, now_ms):
         return False
     try:

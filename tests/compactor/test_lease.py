@@ -1,11 +1,12 @@
 """The run lease with the reference engine on the in-memory store and client, on a manual clock:
 a dead run's lapsed lease is ERROR and its ledger deleted, a run that lost its lease records
-nothing and deletes its ledger, a renewed lease outlives many lease lengths, and queued requests
-wait for a live compactor instead of expiring."""
+nothing and deletes its ledger, a renewed lease outlives many lease lengths, and requests wait
+for a live compactor instead of expiring."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
@@ -180,7 +181,13 @@ async def test_requests_queued_behind_a_long_run_wait_for_it() -> None:
 
     service = CompactionService(env.store, env.client, env.config, HookedEngine(env.engine, long_run))
     service.runner = CompactionRunner(env.store, env.client, env.config, service.engine, env.clock)
-    assert await service.poll_once() == [ML, other]  # sorted: ML runs first
+    keeping = asyncio.create_task(service.keep_requests_alive())
+    try:
+        assert await service.poll_once() == [ML, other]  # sorted: ML runs first
+    finally:
+        keeping.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await keeping
     for ml in (ML, other):
         state = env.state(ml)
         assert state.status == CompactionStatus.SUCCESS and state.last_failed_ms is None, state
