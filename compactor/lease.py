@@ -16,7 +16,13 @@ from typing import Any
 
 from compactor.errors import LeaseLostError
 from managed_ledger.clock import Clock
-from managed_ledger.metadata.api import BadVersionError, CompactionState, MetadataStore, NotFoundError
+from managed_ledger.metadata.api import (
+    BadVersionError,
+    CompactionState,
+    CompactionStatus,
+    MetadataStore,
+    NotFoundError,
+)
 from topics.compaction_lease import LEASE_LOST, lapsed
 
 log = logging.getLogger(__name__)
@@ -39,29 +45,33 @@ class RunLease:
     async def write(self, **changes: Any) -> CompactionState:
         """CAS the state with `changes`; LeaseLostError when the lease is gone (nothing written)."""
         async with self._lock:
-            if self.lost:
-                raise LeaseLostError(self.lost)
-            now = self.clock.now_ms()
-            if lapsed(self.state, now):
-                self._lose(f"{LEASE_LOST}: it ran out before this run renewed it")
-            try:
-                self.state = await asyncio.to_thread(
-                    self.store.put_compaction, replace(self.state, **changes)
-                )
-            except (BadVersionError, NotFoundError):
-                self._lose(f"{LEASE_LOST}: another process changed the compaction state of {self.topic}")
-            return self.state
+            return await self._write(changes)
+
+    async def renew(self) -> CompactionState:
+        """Push the lease out by its length; nothing once the run has recorded its end."""
+        async with self._lock:
+            if self.state.status != CompactionStatus.RUNNING:
+                return self.state
+            return await self._write({"lease_expires_ms": self.clock.now_ms() + self.lease_ms})
+
+    async def _write(self, changes: dict[str, Any]) -> CompactionState:
+        if self.lost:
+            raise LeaseLostError(self.lost)
+        if lapsed(self.state, self.clock.now_ms()):
+            self._lose(f"{LEASE_LOST}: it ran out before this run renewed it")
+        try:
+            self.state = await asyncio.to_thread(self.store.put_compaction, replace(self.state, **changes))
+        except (BadVersionError, NotFoundError):
+            self._lose(f"{LEASE_LOST}: another process changed the compaction state of {self.topic}")
+        return self.state
 
     def _lose(self, reason: str) -> None:
         self.lost = reason
         raise LeaseLostError(reason)
 
-    async def renew(self) -> CompactionState:
-        return await self.write(lease_expires_ms=self.clock.now_ms() + self.lease_ms)
-
     async def heartbeat(self) -> None:
         """Renew until cancelled or until the lease is lost. A failed renewal (the store down) is
-        retried at the next beat: the lease covers three more."""
+        retried at the next beat: the lease lasts three more beats."""
         period_s = self.lease_ms / 4 / 1000
         while True:
             await asyncio.sleep(period_s)

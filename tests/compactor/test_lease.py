@@ -203,3 +203,12 @@ async def test_a_request_no_compactor_took_is_error_for_the_poll() -> None:
     assert await service.poll_once() == []
     state = env.state()
     assert state.status == CompactionStatus.ERROR and state.last_error.startswith(compaction_lease.NO_TAKER)
+
+
+async def test_a_renewal_after_the_run_recorded_its_end_writes_nothing() -> None:
+    env = Env()
+    await topic_with(env, ML, b"1")
+    lease = await env.runner.start(ML)
+    assert (await lease.renew()).version == lease.state.version == 2  # taken, then renewed
+    ended = await lease.write(status=CompactionStatus.SUCCESS, lease_holder="", lease_expires_ms=None)
+    assert await lease.renew() == ended == env.state()  # a late heartbeat leaves the end alone
