@@ -19,6 +19,7 @@ from bookie.api import LedgerClient
 from compactor.config import CompactorConfig, KeylessPolicy
 from compactor.errors import CompactionError
 from compactor.runner import CompactionEngine, CompactionRunner
+from managed_ledger.clock import Clock
 from managed_ledger.metadata.api import CompactionState, MetadataStore
 from topics import compaction_lease
 from topics.names import namespace_of, partition_index
@@ -40,12 +41,17 @@ def keyless_policy_for(store: MetadataStore, ml_name: str, default: KeylessPolic
 
 class CompactionService:
     def __init__(
-        self, store: MetadataStore, client: LedgerClient, config: CompactorConfig, engine: CompactionEngine
+        self,
+        store: MetadataStore,
+        client: LedgerClient,
+        config: CompactorConfig,
+        engine: CompactionEngine,
+        clock: Clock | None = None,
     ) -> None:
         self.store = store
         self.config = config
         self.engine = engine
-        self.runner = CompactionRunner(store, client, config, engine)
+        self.runner = CompactionRunner(store, client, config, engine, clock)
 
     async def start(self) -> None:
         """Clean up after compactors that died, then warm the engine (the Spark session)."""

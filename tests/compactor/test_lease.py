@@ -179,8 +179,8 @@ async def test_requests_queued_behind_a_long_run_wait_for_it() -> None:
             env.clock.advance(LEASE_MS // 2)
             await lease_pushed_past(env, other, before)
 
-    service = CompactionService(env.store, env.client, env.config, HookedEngine(env.engine, long_run))
-    service.runner = CompactionRunner(env.store, env.client, env.config, service.engine, env.clock)
+    engine = HookedEngine(env.engine, long_run)
+    service = CompactionService(env.store, env.client, env.config, engine, env.clock)
     keeping = asyncio.create_task(service.keep_requests_alive())
     try:
         assert await service.poll_once() == [ML, other]  # sorted: ML runs first
@@ -198,8 +198,7 @@ async def test_a_request_no_compactor_took_is_error_for_the_poll() -> None:
     await topic_with(env, ML, b"1")
     compaction_lease.request(env.store, ML, env.clock.now_ms(), LEASE_MS)
     env.clock.advance(LEASE_MS)
-    service = CompactionService(env.store, env.client, env.config, env.engine)
-    service.runner = env.runner
+    service = CompactionService(env.store, env.client, env.config, env.engine, env.clock)
     assert await service.poll_once() == []
     state = env.state()
     assert state.status == CompactionStatus.ERROR and state.last_error.startswith(compaction_lease.NO_TAKER)
