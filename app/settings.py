@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     spark_master: str = "local[*]"
     compaction_threshold_bytes: int = Field(0, ge=0)
     compaction_poll_interval_ms: int = Field(1_000, gt=0)
+    # A compaction run's lease: a run whose compactor stops renewing it for this long is ERROR
+    # (and so is a request no compactor took within it).
+    compaction_lease_ms: int = Field(30_000, gt=0)
     keyless_compaction_policy: Literal["drop", "keep"] = "drop"
     # inputs (estimated bytes) up to this run as one Spark task: no shuffle stage (0 = never)
     compaction_single_task_max_bytes: int = Field(32 * 1024**2, ge=0)

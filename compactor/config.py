@@ -33,6 +33,11 @@ class CompactorConfig:
     # dominates an incremental run; 0 always runs the distributed (read, shuffle, pack) job
     single_task_max_bytes: int = 32 * 1024 * 1024
     poll_interval_ms: int = 1_000
+    # A run holds its topic's compaction state under a lease of this length, renewed every
+    # quarter of it; a run whose lease lapses is ERROR for everyone and cannot record its result.
+    lease_ms: int = 30_000
+    # This compactor's name as a lease holder; empty: host, pid and a random suffix.
+    instance_id: str = ""
     threshold_bytes: int = 0  # the default compaction threshold (0 = off); topics may override
     # test-only hook, off by default: a run pauses this long after its entries are written and
     # before it closes its ledger, so tests can watch RUNNING, get a 409, or kill -9 mid-run

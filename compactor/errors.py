@@ -35,3 +35,10 @@ class CompactionTopicNotFoundError(CompactionError):
 
     kind = ErrorKind.not_found
     title = "Topic not found"
+
+
+class LeaseLostError(CompactionError):
+    """The run's lease lapsed or another process took the state over: the run records nothing."""
+
+    kind = ErrorKind.conflict
+    title = "Compaction lease lost"

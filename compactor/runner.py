@@ -1,40 +1,50 @@
 """One compaction run of one managed ledger, with its state kept in the metadata store.
 
-Sequence (docs/semantics.md, Compaction), each step a compare-and-set on the topic's `CompactionState`:
-1. RUNNING (requested cleared, started_ms set); a run already RUNNING is a conflict. A ledger a
-   dead run left behind (`run_ledger_id`) is deleted first.
+Sequence (docs/semantics.md, Compaction), each step a compare-and-set on the topic's
+`CompactionState` under the run's lease (topics/compaction_lease.py has the lease rules):
+1. take the run: RUNNING, this compactor as lease holder, `requested` cleared, started_ms set. A
+   run requested but not yet taken is taken; one held under a live lease is a conflict, a lapsed
+   one is ERROR first. A ledger a dead run left behind (`run_ledger_id`) is deleted first.
 2. the plan: new horizon = the topic's last message id now; ranges to read.
 3. a NEW ledger: metadata created, recorded as `run_ledger_id`, then written by the engine
    (Spark job or reference) and closed.
-4. ONE CAS: compacted ledger id + horizon + SUCCESS + counts (run_ledger_id cleared).
+4. ONE CAS: compacted ledger id + horizon + SUCCESS + counts (run_ledger_id and lease cleared).
 5. only then the previous compacted ledger is deleted (metadata, then bookies).
-A failure at 2-4 deletes the half-written ledger, leaves the previous view as it was and records
-ERROR with the reason.
+A heartbeat renews the lease throughout. A failure at 2-4 deletes the half-written ledger, leaves
+the previous view as it was and records ERROR with the reason; a run that lost its lease deletes
+its ledger and records nothing (its CAS fails: the state is no longer its own).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import socket
+import uuid
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from bookie.api import LedgerClient
 from compactor.config import CompactorConfig, KeylessPolicy
-from compactor.errors import CompactionError, CompactionRunConflictError
+from compactor.errors import CompactionError, CompactionRunConflictError, LeaseLostError
+from compactor.lease import RunLease
 from compactor.plan import CompactionPlan, build_plan
 from compactor.reference import EntrySink
-from compactor.writer import CompactedLedgerWriter, create_ledger_metadata, delete_ledger, now_ms
+from compactor.writer import CompactedLedgerWriter, create_ledger_metadata, delete_ledger
+from managed_ledger.clock import Clock, SystemClock
 from managed_ledger.metadata.api import (
     BadVersionError,
     CompactionState,
     CompactionStatus,
     MetadataStore,
+    NotFoundError,
 )
 from managed_ledger.position import MessageId
+from topics import compaction_lease
 
 log = logging.getLogger(__name__)
-DIED = "compactor died"
 CANCELLED = "compaction cancelled: the compactor stopped"
 
 
@@ -48,65 +58,78 @@ class CompactionEngine(Protocol):
 
 class CompactionRunner:
     def __init__(
-        self, store: MetadataStore, client: LedgerClient, config: CompactorConfig, engine: CompactionEngine
+        self,
+        store: MetadataStore,
+        client: LedgerClient,
+        config: CompactorConfig,
+        engine: CompactionEngine,
+        clock: Clock | None = None,
     ) -> None:
         self.store = store
         self.client = client
         self.config = config
         self.engine = engine
+        self.clock: Clock = clock or SystemClock()
+        self.instance_id = config.instance_id or default_instance_id()
 
     async def _put(self, state: CompactionState) -> CompactionState:
         return await asyncio.to_thread(self.store.put_compaction, state)
 
-    async def _get(self, ml_name: str) -> CompactionState:
-        return await asyncio.to_thread(self.store.get_compaction, ml_name)
+    async def _observe(self, ml_name: str) -> CompactionState:
+        return await asyncio.to_thread(compaction_lease.observe, self.store, ml_name, self.clock.now_ms())
 
-    async def start(self, ml_name: str) -> CompactionState:
-        """Step 1: mark the run RUNNING, or raise CompactionRunConflictError."""
-        state = await self._get(ml_name)
-        if state.status == CompactionStatus.RUNNING:
-            raise CompactionRunConflictError(f"a compaction of {ml_name} is already running")
+    async def start(self, ml_name: str) -> RunLease:
+        """Step 1: take the run under a lease, or raise CompactionRunConflictError."""
+        state = await self._observe(ml_name)
+        if state.status == CompactionStatus.RUNNING and not compaction_lease.waiting(
+            state, self.clock.now_ms()
+        ):
+            raise CompactionRunConflictError(
+                f"a compaction of {ml_name} is already running ({state.lease_holder})"
+            )
         if state.run_ledger_id is not None:  # left by a run that died; nobody references it
             await delete_ledger(self.store, self.client, state.run_ledger_id)
-        running = replace(
-            state,
-            status=CompactionStatus.RUNNING,
-            requested=False,
-            started_ms=now_ms(),
-            ended_ms=None,
-            last_error="",
-            run_ledger_id=None,
-        )
+        now = self.clock.now_ms()
+        taken = compaction_lease.taken(state, self.instance_id, now, self.config.lease_ms)
         try:
-            return await self._put(running)
-        except BadVersionError as exc:
+            state = await self._put(replace(taken, run_ledger_id=None))
+        except (BadVersionError, NotFoundError) as exc:
             raise CompactionRunConflictError(f"compaction state of {ml_name} changed under us") from exc
+        return RunLease(self.store, state, self.config.lease_ms, self.clock)
 
     async def run(self, ml_name: str, keyless_policy: KeylessPolicy | None = None) -> CompactionState:
-        """A whole run; returns the final state (SUCCESS), or raises CompactionError (ERROR kept)."""
-        state = await self.start(ml_name)
+        """A whole run; returns the final state (SUCCESS), or raises CompactionError (ERROR kept,
+        unless the run lost its lease: then whoever holds the state now has the say)."""
+        lease = await self.start(ml_name)
         policy = keyless_policy or self.config.keyless_policy
+        heartbeat = asyncio.create_task(lease.heartbeat(), name=f"compaction-lease {ml_name}")
         try:
-            state = await self._compact(state, policy)
+            return await self._compact(lease, policy)
         except asyncio.CancelledError:
             # the service is stopping: clean up like a failure (shielded, so it completes)
-            await asyncio.shield(self._fail(ml_name, CompactionError(CANCELLED)))
+            await asyncio.shield(self._fail(lease, CompactionError(CANCELLED)))
             raise
         except Exception as exc:
-            await self._fail(ml_name, exc)
+            await self._fail(lease, exc)
             if isinstance(exc, CompactionError):
                 raise
             raise CompactionError(f"compaction of {ml_name} failed: {exc}") from exc
-        return state
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
 
-    async def _compact(self, state: CompactionState, policy: KeylessPolicy) -> CompactionState:
+    async def _compact(self, lease: RunLease, policy: KeylessPolicy) -> CompactionState:
+        state = lease.state
         plan = await build_plan(self.store, self.client, state.topic, state)
         if not plan.has_new_messages:
-            return await self._put(_succeeded(state, state.compacted_ledger_id, plan, 0, None))
+            changes = _succeeded(state, state.compacted_ledger_id, plan, 0, None, self.clock.now_ms())
+            return await lease.write(**changes)
         meta = await create_ledger_metadata(
             self.store, self.config.bookies, self.config.write_quorum, self.config.ack_quorum
         )
-        state = await self._put(replace(state, run_ledger_id=meta.ledger_id))
+        lease.run_ledger_id = meta.ledger_id  # from here on a failure deletes it
+        await lease.write(run_ledger_id=meta.ledger_id)
         writer = CompactedLedgerWriter(self.store, self.client, meta)
         await writer.open()
         try:
@@ -116,14 +139,15 @@ class CompactionRunner:
         except BaseException:
             await writer.abandon()
             raise
-        done = _succeeded(state, closed.ledger_id, plan, messages_in, writer)
-        state = await self._put(done)  # the one CAS that switches the view
+        # the one CAS that switches the view; it fails if the lease was lost meanwhile
+        changes = _succeeded(state, closed.ledger_id, plan, messages_in, writer, self.clock.now_ms())
+        done = await lease.write(**changes)
         if plan.previous_ledger_id is not None and plan.previous_ledger_id != closed.ledger_id:
             try:
                 await delete_ledger(self.store, self.client, plan.previous_ledger_id)
             except Exception:  # the new view is in place; a leftover ledger is only space
                 log.exception("could not delete the previous compacted ledger %s", plan.previous_ledger_id)
-        return state
+        return done
 
     async def _test_delay(self, ml_name: str) -> None:
         """The test-only pause of CompactorConfig.test_run_delay_ms (0, the default: none)."""
@@ -132,40 +156,54 @@ class CompactionRunner:
             log.warning("test hook: compaction of %s pauses %d ms before closing", ml_name, delay_ms)
             await asyncio.sleep(delay_ms / 1000)
 
-    async def _fail(self, ml_name: str, exc: BaseException) -> None:
-        """Delete the half-written ledger and record ERROR; the previous view stays as it was."""
-        log.warning("compaction of %s failed: %s", ml_name, exc)
-        for _ in range(5):  # a concurrent writer of the state is unlikely; retry the CAS a little
-            state = await self._get(ml_name)
-            if state.run_ledger_id is not None:
-                try:
-                    await delete_ledger(self.store, self.client, state.run_ledger_id)
-                except Exception:  # keep run_ledger_id so the next run deletes it
-                    log.exception("could not delete run ledger %s", state.run_ledger_id)
-                    await self._try_put(_failed(state, exc, keep_run_ledger=True))
-                    return
-            if await self._try_put(_failed(state, exc, keep_run_ledger=False)):
-                return
-
-    async def _try_put(self, state: CompactionState) -> bool:
+    async def _fail(self, lease: RunLease, exc: BaseException) -> None:
+        """Delete the half-written ledger and record ERROR while the lease holds; the previous
+        view stays as it was. A ledger that could not be deleted stays named in the state, so a
+        later poll deletes it."""
+        log.warning("compaction of %s failed: %s", lease.topic, exc)
+        deleted = True
+        if lease.run_ledger_id is not None:
+            try:
+                await delete_ledger(self.store, self.client, lease.run_ledger_id)
+            except Exception:
+                log.exception("could not delete run ledger %s", lease.run_ledger_id)
+                deleted = False
+        if lease.lost:
+            log.warning("compaction of %s records nothing: %s", lease.topic, lease.lost)
+            return
         try:
-            await self._put(state)
-        except BadVersionError:
-            return False
-        return True
+            await lease.write(**_failed(exc, self.clock.now_ms(), None if deleted else lease.run_ledger_id))
+        except LeaseLostError as lost:
+            log.warning("compaction of %s records nothing: %s", lease.topic, lost)
+        except Exception:  # the store is down: the lease lapses and reads as ERROR anyway
+            log.exception("could not record the failed compaction of %s", lease.topic)
 
-    async def recover_dead_runs(self) -> list[str]:
-        """At service start: a RUNNING state means its compactor died; ERROR it, delete its ledger."""
-        states = await asyncio.to_thread(self.store.list_compactions)
-        fixed = []
-        for state in states:
-            if state.status != CompactionStatus.RUNNING:
-                continue
-            if state.run_ledger_id is not None:
-                await delete_ledger(self.store, self.client, state.run_ledger_id)
-            if await self._try_put(_failed(state, CompactionError(DIED), keep_run_ledger=False)):
-                fixed.append(state.topic)
-        return fixed
+    async def sweep(self) -> list[str]:
+        """Record ERROR for every run whose lease lapsed, and delete the ledgers that dead runs left
+        behind (of states no longer RUNNING). Returns the managed ledgers found dead."""
+        dead = []
+        for state in await asyncio.to_thread(self.store.list_compactions):
+            if compaction_lease.lapsed(state, self.clock.now_ms()):
+                state = await self._observe(state.topic)
+                dead.append(state.topic)
+            if state.status != CompactionStatus.RUNNING and state.run_ledger_id is not None:
+                await self._drop_run_ledger(state)
+        return dead
+
+    async def _drop_run_ledger(self, state: CompactionState) -> None:
+        assert state.run_ledger_id is not None
+        try:
+            await delete_ledger(self.store, self.client, state.run_ledger_id)
+            await self._put(replace(state, run_ledger_id=None))
+        except (BadVersionError, NotFoundError):
+            pass  # the state moved on; whoever changed it deals with its ledger
+        except Exception:  # a bookie is down: the next sweep retries
+            log.exception("could not delete the ledger %s of a dead compaction", state.run_ledger_id)
+
+
+def default_instance_id() -> str:
+    """A lease holder name unique to this process: host, pid and a random suffix."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 def _succeeded(
@@ -174,27 +212,30 @@ def _succeeded(
     plan: CompactionPlan,
     messages_in: int,
     writer: CompactedLedgerWriter | None,
-) -> CompactionState:
-    now = now_ms()
-    base = replace(
-        state,
-        status=CompactionStatus.SUCCESS,
-        ended_ms=now,
-        last_succeeded_ms=now,
-        last_error="",
-        run_ledger_id=None,
-        messages_in=messages_in,
-        horizon=_as_tuple(plan.new_horizon),
-    )
+    now: int,
+) -> dict[str, Any]:
+    """The changes that record a successful run (and end its lease)."""
+    changes: dict[str, Any] = {
+        "status": CompactionStatus.SUCCESS,
+        "ended_ms": now,
+        "last_succeeded_ms": now,
+        "last_error": "",
+        "run_ledger_id": None,
+        "lease_holder": "",
+        "lease_expires_ms": None,
+        "messages_in": messages_in,
+        "horizon": _as_tuple(plan.new_horizon),
+    }
     if writer is None:  # nothing new: the previous ledger stays the view
-        return replace(base, messages_out=state.messages_out if ledger_id is not None else 0)
-    return replace(
-        base,
+        changes["messages_out"] = state.messages_out if ledger_id is not None else 0
+        return changes
+    changes.update(
         compacted_ledger_id=ledger_id,
         messages_out=writer.messages,
         compacted_entries=writer.entries,
         compacted_size_bytes=writer.size_bytes,
     )
+    return changes
 
 
 def _as_tuple(horizon: MessageId | None) -> tuple[int, int, int] | None:
@@ -203,13 +244,14 @@ def _as_tuple(horizon: MessageId | None) -> tuple[int, int, int] | None:
     return (horizon.ledger_id, horizon.entry_id, horizon.batch_index)
 
 
-def _failed(state: CompactionState, exc: BaseException, keep_run_ledger: bool) -> CompactionState:
-    now = now_ms()
-    return replace(
-        state,
-        status=CompactionStatus.ERROR,
-        last_error=str(exc) or type(exc).__name__,
-        ended_ms=now,
-        last_failed_ms=now,
-        run_ledger_id=state.run_ledger_id if keep_run_ledger else None,
-    )
+def _failed(exc: BaseException, now: int, run_ledger_id: int | None) -> dict[str, Any]:
+    """The changes that record a failed run (and end its lease)."""
+    return {
+        "status": CompactionStatus.ERROR,
+        "last_error": str(exc) or type(exc).__name__,
+        "ended_ms": now,
+        "last_failed_ms": now,
+        "run_ledger_id": run_ledger_id,
+        "lease_holder": "",
+        "lease_expires_ms": None,
+    }

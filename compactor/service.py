@@ -1,9 +1,11 @@
 """The compaction service: polls the metadata store for requested runs and runs them one at a time.
 
-Requests come from the admin trigger (`PUT .../compaction` sets `requested` on the managed
-ledger's CompactionState) and from the topics service's threshold check, which sets the same
-flag. On start, states left RUNNING by a compactor that died become ERROR ("compactor died") and
-their half-written ledgers are deleted. Runs are serial: Spark already uses every core for one.
+Requests come from the admin trigger (`PUT .../compaction` marks the managed ledger's
+CompactionState RUNNING and requested, under a request lease) and from the topics service's
+threshold check, which does the same. Each poll first sweeps: runs whose lease lapsed (their
+compactor died) are recorded as ERROR and the ledgers dead runs left behind are deleted. Runs are
+serial: Spark already uses every core for one. While the service lives, requests waiting for a
+compactor have their request leases pushed out, so they wait for it instead of expiring.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from bookie.api import LedgerClient
 from compactor.config import CompactorConfig, KeylessPolicy
 from compactor.errors import CompactionError
 from compactor.runner import CompactionEngine, CompactionRunner
-from managed_ledger.metadata.api import CompactionState, CompactionStatus, MetadataStore
+from managed_ledger.clock import Clock
+from managed_ledger.metadata.api import CompactionState, MetadataStore
+from topics import compaction_lease
 from topics.names import namespace_of, partition_index
 
 log = logging.getLogger("quire.compactor")
@@ -37,16 +41,21 @@ def keyless_policy_for(store: MetadataStore, ml_name: str, default: KeylessPolic
 
 class CompactionService:
     def __init__(
-        self, store: MetadataStore, client: LedgerClient, config: CompactorConfig, engine: CompactionEngine
+        self,
+        store: MetadataStore,
+        client: LedgerClient,
+        config: CompactorConfig,
+        engine: CompactionEngine,
+        clock: Clock | None = None,
     ) -> None:
         self.store = store
         self.config = config
         self.engine = engine
-        self.runner = CompactionRunner(store, client, config, engine)
+        self.runner = CompactionRunner(store, client, config, engine, clock)
 
     async def start(self) -> None:
-        """Clean up after a compactor that died, then warm the engine (the Spark session)."""
-        for ml_name in await self.runner.recover_dead_runs():
+        """Clean up after compactors that died, then warm the engine (the Spark session)."""
+        for ml_name in await self.runner.sweep():
             log.warning("compaction of %s was RUNNING when its compactor died: marked ERROR", ml_name)
         warm_up = getattr(self.engine, "warm_up", None)
         if warm_up is not None:
@@ -54,7 +63,8 @@ class CompactionService:
 
     async def requested(self) -> list[str]:
         states = await asyncio.to_thread(self.store.list_compactions)
-        return sorted(s.topic for s in states if s.requested and s.status != CompactionStatus.RUNNING)
+        now = self.runner.clock.now_ms()
+        return sorted(s.topic for s in states if compaction_lease.waiting(s, now))
 
     async def run_one(self, ml_name: str) -> CompactionState | None:
         """One run; a failure is recorded in the store (ERROR + reason) and logged, not raised."""
@@ -75,16 +85,34 @@ class CompactionService:
         return state
 
     async def poll_once(self) -> list[str]:
-        """Run every requested compaction now; returns the managed ledgers it ran."""
+        """Sweep dead runs, then run every requested compaction now; returns the managed ledgers
+        it ran."""
+        for ml_name in await self.runner.sweep():
+            log.warning("compaction of %s lost its lease: marked ERROR", ml_name)
         ran = []
         for ml_name in await self.requested():
             await self.run_one(ml_name)
             ran.append(ml_name)
         return ran
 
+    async def keep_requests_alive(self) -> None:
+        """While this compactor lives (warming up, or busy with a long run), push out the request
+        lease of every request still waiting for a compactor, each quarter lease: a request then
+        expires only when no compactor is alive to take it."""
+        lease_ms = self.config.lease_ms
+        while True:
+            await asyncio.sleep(lease_ms / 4 / 1000)
+            try:
+                for state in await asyncio.to_thread(self.store.list_compactions):
+                    now = self.runner.clock.now_ms()
+                    await asyncio.to_thread(compaction_lease.extend_request, self.store, state, now, lease_ms)
+            except Exception:  # the store is down: the next beat retries
+                log.exception("could not extend the waiting compaction requests")
+
     async def serve(self, stop: asyncio.Event) -> None:
         """Poll until `stop` is set. A run in progress is cancelled: it records ERROR
         ("compaction cancelled") and deletes its ledger; the previous view stays."""
+        keeping = asyncio.create_task(self.keep_requests_alive(), name="compaction-requests")
         polling = asyncio.create_task(self._poll_until(stop))
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait({polling, stopping}, return_when=asyncio.FIRST_COMPLETED)
@@ -93,6 +121,9 @@ class CompactionService:
             polling.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await polling
+        keeping.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await keeping
 
     async def _poll_until(self, stop: asyncio.Event) -> None:
         await self.start()

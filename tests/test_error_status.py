@@ -92,6 +92,7 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     # compactor
     "compactor.errors.CompactionError": (("boom",), 500, _500),
     "compactor.errors.CompactionRunConflictError": (("running",), 409, "Compaction already running"),
+    "compactor.errors.LeaseLostError": (("lapsed",), 409, "Compaction lease lost"),
     "compactor.errors.SparkJobError": (("task failed",), 503, "Service unavailable"),
     "compactor.errors.CompactionTopicNotFoundError": (("no ml",), 404, "Topic not found"),
 }

@@ -6,20 +6,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import replace
 from typing import Any
 
 from bookie.types import LedgerSpec
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
-    BadVersionError,
     CompactionState,
     CompactionStatus,
     NotEmptyError,
     NotFoundError,
 )
 from managed_ledger.position import MessageId, Position
-from topics import names, policies
+from topics import compaction_lease, names, policies
 from topics.api import PolicyName, TopicPolicies
 from topics.base import OpenTopic, TopicsBase
 from topics.errors import (
@@ -37,7 +35,6 @@ from topics.errors import (
 )
 
 log = logging.getLogger("quire.topics")
-_CAS_ATTEMPTS = 8
 
 
 class AdminPlane(TopicsBase):
@@ -275,31 +272,26 @@ class AdminPlane(TopicsBase):
 
     # --- compaction ----------------------------------------------------------------------------
     async def trigger_compaction(self, topic: str) -> None:
+        """Request a run of every managed ledger of the topic: RUNNING from now on. A run still
+        requested or running under a live lease is a conflict; a lapsed one is ERROR first."""
         t = await self._topic(topic)
+        now = self._clock.now_ms()
         for ml in t.mls:
-            await self._call(self._request_compaction, t.name, ml.name)
+            state = await self._call(compaction_lease.observe, self._store, ml.name, now)
+            if compaction_lease.live(state, now):
+                raise CompactionConflictError(t.name)
+        lease_ms = self._config.compaction_lease_ms
+        for ml in t.mls:
+            if await self._call(compaction_lease.request, self._store, ml.name, now, lease_ms) is None:
+                raise CompactionConflictError(t.name)
         invalidate = getattr(self._compacted, "invalidate", None)
         if callable(invalidate):
             invalidate()
 
-    def _request_compaction(self, topic: str, ml_name: str) -> None:
-        """CAS the managed ledger's compaction state to requested (runs in a thread)."""
-        for _ in range(_CAS_ATTEMPTS):
-            state = self._store.get_compaction(ml_name)
-            if state.status == CompactionStatus.RUNNING:
-                raise CompactionConflictError(topic)
-            if state.requested:
-                return
-            try:
-                self._store.put_compaction(replace(state, requested=True))
-                return
-            except BadVersionError:
-                continue
-        raise CompactionConflictError(topic)
-
     async def compaction_status(self, topic: str) -> dict[str, Any]:
         t = await self._topic(topic)
-        states = [await self._call(self._store.get_compaction, ml.name) for ml in t.mls]
+        now = self._clock.now_ms()
+        states = [await self._call(compaction_lease.observe, self._store, ml.name, now) for ml in t.mls]
         out = _status_dict(_overall(states))
         if t.partitions:
             out["partitions"] = {s.topic: _status_dict(s) for s in states}
@@ -323,13 +315,13 @@ class AdminPlane(TopicsBase):
             if threshold <= 0:
                 continue
             for ml in t.mls:
-                state = await self._call(self._store.get_compaction, ml.name)
-                if state.requested or state.status == CompactionStatus.RUNNING:
+                now = self._clock.now_ms()
+                state = await self._call(compaction_lease.observe, self._store, ml.name, now)
+                if compaction_lease.live(state, now) or _bytes_since_horizon(ml, state) <= threshold:
                     continue
-                if _bytes_since_horizon(ml, state) > threshold:
-                    with contextlib.suppress(CompactionConflictError):
-                        await self._call(self._request_compaction, t.name, ml.name)
-                        requested.append(ml.name)
+                lease_ms = self._config.compaction_lease_ms
+                if await self._call(compaction_lease.request, self._store, ml.name, now, lease_ms):
+                    requested.append(ml.name)
         return requested
 
 

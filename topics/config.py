@@ -39,3 +39,5 @@ class TopicsConfig:
     cursor_flush_interval_ms: int = 1_000
     # --- background work ----------------------------------------------------------------------
     compaction_check_interval_ms: int = 5_000
+    # How long a requested compaction may wait for a compactor to take it before it is ERROR.
+    compaction_lease_ms: int = 30_000

@@ -2,8 +2,9 @@
 
 Builds the metadata store (schema upgraded at open, as every process does), the bookie client and
 the compactor's config from the settings, then polls for requested runs until SIGTERM/SIGINT; a
-run in progress finishes before the process exits (kill -9 leaves a RUNNING state that the next
-start turns into ERROR, deleting the half-written ledger).
+run in progress is cancelled and recorded as ERROR before the process exits. After a kill -9 the
+run's lease lapses: it reads as ERROR within one lease, and the next poll of any compactor
+deletes its half-written ledger.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def compactor_config(settings: Settings) -> CompactorConfig:
         spark_master=settings.spark_master,
         single_task_max_bytes=settings.compaction_single_task_max_bytes,
         poll_interval_ms=settings.compaction_poll_interval_ms,
+        lease_ms=settings.compaction_lease_ms,
         threshold_bytes=settings.compaction_threshold_bytes,
         test_run_delay_ms=settings.compactor_test_run_delay_ms,
         test_run_delay_match=settings.compactor_test_run_delay_match,

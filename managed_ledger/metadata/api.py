@@ -150,7 +150,10 @@ class CompactionState:
     """A topic's compaction: the compacted ledger and horizon, and the last run's status.
 
     `horizon` is the message id (ledger, entry, batch_index) of the last message the compacted
-    ledger covers; `requested` is set by an admin trigger and cleared when a run starts.
+    ledger covers; `requested` is set by an admin trigger (with status RUNNING) and cleared when a
+    compactor takes the run. While RUNNING, `lease_expires_ms` bounds how long the state may stay
+    so unless it is renewed: `lease_holder` is the compactor instance running it ("" while the
+    run is only requested). A lapsed lease means the run is dead (see topics/compaction_lease.py).
     """
 
     topic: str
@@ -168,6 +171,8 @@ class CompactionState:
     last_succeeded_ms: int | None = None
     last_failed_ms: int | None = None
     run_ledger_id: int | None = None  # the ledger a RUNNING run is writing (deleted if it dies)
+    lease_holder: str = ""
+    lease_expires_ms: int | None = None
     version: int = 0
 
 

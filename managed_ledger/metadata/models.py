@@ -15,7 +15,8 @@ Tables (every table a caller updates has `version`, the compare-and-set token):
 - tenants, namespaces (`tenant/ns`, FK tenant), topics (`tenant/ns/topic`, FK namespace).
 - policies: scope (`t/n` or `t/n/x`) -> JSON object.
 - compaction_states: one row per topic (or partition): compacted ledger, horizon
-  (ledger, entry, batch_index), last run's status, error, times and counters.
+  (ledger, entry, batch_index), last run's status, error, times and counters, and the run
+  lease (holder, expiry) of a RUNNING run.
 """
 
 from __future__ import annotations
@@ -145,4 +146,6 @@ class CompactionStateRow(Base):
     last_succeeded_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     last_failed_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     run_ledger_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    lease_holder: Mapped[str] = mapped_column(String(256), nullable=False, server_default="")
+    lease_expires_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     version: Mapped[int] = mapped_column(Integer, nullable=False)

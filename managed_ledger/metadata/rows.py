@@ -207,6 +207,8 @@ _COMPACTION_PLAIN = (
     "last_succeeded_ms",
     "last_failed_ms",
     "run_ledger_id",
+    "lease_holder",
+    "lease_expires_ms",
 )
 
 

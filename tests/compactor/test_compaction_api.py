@@ -2,11 +2,13 @@
 `quire broker` and a `quire compactor` (local Spark) as separate processes on free ports, sharing
 one SQLite metadata store. The module shares one stack; each test uses its own topic.
 
-Covered (issue 5): trigger (204) and status NOT_RUN -> RUNNING -> SUCCESS, 409 while a run is
-RUNNING, readers and a read_compacted subscription from earliest and from ids inside and after the
-horizon, last-message-id of the compacted view (null when every key was deleted), restarts of the
-broker and the compactor between runs (status kept), retention trimming before and after
-compaction, auto-trigger by threshold, and a compactor killed with -9 mid-run.
+Covered (issue 5): trigger (204) and status NOT_RUN -> RUNNING -> SUCCESS, RUNNING from the
+moment a trigger is accepted, 409 while a run is requested or RUNNING, readers and a
+read_compacted subscription from earliest and from ids inside and after the horizon,
+last-message-id of the compacted view (null when every key was deleted), restarts of the broker
+and the compactor between runs (status kept), retention trimming before and after compaction,
+auto-trigger by threshold, and a compactor killed with -9 mid-run: its run is ERROR once its
+lease lapses, with no compactor running, and a request nobody takes expires the same way.
 
 Runs of topics named `slow-*` pause before closing their ledger (the compactor's test-only hook
 QUIRE_COMPACTOR_TEST_RUN_DELAY_MS), so the tests can see RUNNING, get a 409 and kill -9 mid-run.
@@ -67,6 +69,7 @@ NS = ("public", "default")
 RUN_BOUND_S = 180.0  # a run on a loaded 2-core machine (first Spark job of a cold session)
 WAIT_BOUND_S = 30.0
 DELAY_MS = 4_000
+LEASE_MS = 6_000  # short, so a dead run's lease lapses soon; renewed every 1.5 s by a live run
 PAUSED = "test hook: compaction of"  # the compactor's log line when a run reaches the pause
 
 
@@ -103,6 +106,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         QUIRE_SPARK_MASTER="local[2]",
         QUIRE_COMPACTOR_TEST_RUN_DELAY_MS=str(DELAY_MS),
         QUIRE_COMPACTOR_TEST_RUN_DELAY_MATCH="/slow-",
+        QUIRE_COMPACTION_LEASE_MS=str(LEASE_MS),
     )
     live = None
     try:
@@ -335,15 +339,23 @@ def test_retention_trims_before_and_after_compaction(live: Live, api: Client) ->
     assert ids(read_all(api, topic)) == kept[1:] + tail  # every live key, then after the horizon
 
 
+def test_trigger_is_running_at_once_and_a_second_one_conflicts(live: Live, api: Client) -> None:
+    topic = new_topic("slow")
+    send(api, topic, [("a", "1"), ("a", "2")])
+    assert trigger(api, topic) == 204
+    accepted = status(api, topic)
+    assert str(accepted.status) == "RUNNING", accepted.to_dict()  # never the previous run's result
+    assert trigger(api, topic) == 409  # requested, not yet taken
+    wait_status(api, topic, live, "RUNNING")  # taken by the compactor, paused by the test hook
+    assert trigger(api, topic) == 409  # running
+    assert str(wait_status(api, topic, live, "SUCCESS", "ERROR").status) == "SUCCESS"
+
+
 @pytest.mark.slow
-def test_running_409_kill9_and_compactor_restart(live: Live, api: Client) -> None:
+def test_kill9_mid_run_is_error_within_the_lease_and_a_new_run_succeeds(live: Live, api: Client) -> None:
     topic = new_topic("slow")
     first = send(api, topic, [("a", "1"), ("b", "2"), ("a", "3")])
-    assert str(status(api, topic).status) == "NOT_RUN"
-    assert trigger(api, topic) == 204
-    wait_status(api, topic, live, "RUNNING")
-    assert trigger(api, topic) == 409  # one run at a time
-    assert str(wait_status(api, topic, live, "SUCCESS", "ERROR").status) == "SUCCESS"
+    compact(api, topic, live)
     view = ids(read_all(api, topic))
     assert view == first[1:]
     view_ledger = internal_stats(api, topic).compacted_ledger.ledger_id
@@ -359,20 +371,46 @@ def test_running_409_kill9_and_compactor_restart(live: Live, api: Client) -> Non
     assert run_ledger is not None and ledger_on_bookie(live, run_ledger)
     live.compactor.kill9()
     live.compactor.stop()
-    assert str(status(api, topic).status) == "RUNNING"  # nobody left to say otherwise
+    assert not live.compactor.alive()
+
+    # no compactor is running: the broker itself reports the dead run once its lease lapses
+    errored = wait_without_compactor(api, topic, "ERROR")
+    assert "lost its lease" in str(errored.last_error), errored.to_dict()
     assert internal_stats(api, topic).compacted_ledger.ledger_id == view_ledger != run_ledger
     assert ids(read_all(api, topic)) == view + more  # the old view, then the topic after it
     assert ids(read_all(api, topic, first[2])) == [first[2], *more]
+    assert run_ledger_of(live, topic) == run_ledger  # kept for a compactor to delete
 
-    # a new compactor marks the dead run ERROR and deletes its ledger; the next run succeeds
+    # a request that no compactor takes expires too
+    assert trigger(api, topic) == 204
+    assert str(status(api, topic).status) == "RUNNING"
+    assert trigger(api, topic) == 409
+    unclaimed = wait_without_compactor(api, topic, "ERROR")
+    assert "no compactor took the run" in str(unclaimed.last_error), unclaimed.to_dict()
+
+    # a new request is accepted, and a restarted compactor deletes the dead run's ledger and runs it
+    assert trigger(api, topic) == 204
     live.start_compactor()
-    errored = wait_status(api, topic, live, "ERROR")
-    assert "died" in str(errored.last_error)
+    done = wait_status(api, topic, live, "SUCCESS", "ERROR")
+    assert str(done.status) == "SUCCESS", (done.to_dict(), live.compactor.log()[-3000:])
+    assert pairs(read_all(api, topic)) == [("a", "3"), ("b", "4"), ("c", "5")]
     assert not ledger_on_bookie(live, run_ledger)
     assert run_ledger not in {m.ledger_id for m in ledgers_in_store(live)}
-    compact(api, topic, live)
-    assert pairs(read_all(api, topic)) == [("a", "3"), ("b", "4"), ("c", "5")]
     assert_no_orphaned_ledgers(live)
+
+
+def wait_without_compactor(api: Client, topic: str, wanted: str) -> CompactionStatus:
+    """Wait (bounded: the lease plus slack) for a status while no compactor runs."""
+    seen: list[CompactionStatus] = []
+
+    def reached() -> bool:
+        seen.append(status(api, topic))
+        return str(seen[-1].status) == wanted
+
+    wait_until(
+        reached, LEASE_MS / 1000 + WAIT_BOUND_S, f"compaction status {wanted} of {topic}", interval_s=0.2
+    )
+    return seen[-1]
 
 
 # --- the metadata store and the bookie, for orphaned ledgers -----------------------------------

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from bookie.errors import BookieError, ErrorCode
 from bookie.memory import InMemoryLedgerClient
 from compactor.config import CompactorConfig
-from compactor.errors import CompactionError, CompactionRunConflictError
+from compactor.errors import CompactionError
 from compactor.plan import CompactionPlan
 from compactor.reference import EntrySink, ReferenceEngine
 from compactor.runner import CompactionRunner
@@ -155,34 +155,6 @@ async def test_write_failure_mid_run_reports_error() -> None:
     assert state.compacted_ledger_id is None
     ml = store.get_managed_ledger(ML)
     assert ml is not None and set(client.ledgers) == set(ml.ledger_ids)
-
-
-async def test_dead_run_is_errored_and_its_ledger_deleted_on_start() -> None:
-    store, client, runner = make()
-    topic = TopicWriter(store, client, ML)
-    await topic.append([msg("a", b"1")])
-    good = await runner.run(ML)
-    # a run that was killed -9 after creating its ledger: RUNNING, run_ledger_id recorded
-    running = await runner.start(ML)
-    meta = store.create_ledger(("b:1",), 1, 1, 0)
-    await client.create_ledger(runner_spec(meta.ledger_id))
-    from dataclasses import replace
-
-    store.put_compaction(replace(running, run_ledger_id=meta.ledger_id))
-    with pytest.raises(CompactionRunConflictError):
-        await runner.run(ML)
-    assert await runner.recover_dead_runs() == [ML]
-    state = store.get_compaction(ML)
-    assert (state.status, state.last_error, state.run_ledger_id) == (
-        CompactionStatus.ERROR,
-        "compactor died",
-        None,
-    )
-    assert meta.ledger_id not in client.ledgers
-    with pytest.raises(NotFoundError):
-        store.get_ledger(meta.ledger_id)
-    assert state.compacted_ledger_id == good.compacted_ledger_id
-    assert (await runner.run(ML)).status == CompactionStatus.SUCCESS
 
 
 def runner_spec(ledger_id: int):  # type: ignore[no-untyped-def]

@@ -397,6 +397,31 @@ def test_compaction_state_create_update(store: MetadataStore) -> None:
         store.put_compaction(replace(running, status=CompactionStatus.ERROR, last_error="late"))
 
 
+def test_compaction_run_lease_is_taken_and_renewed_by_cas(opener: Opener) -> None:
+    broker, compactor = opener(), opener()  # two processes' stores on one database
+    requested = broker.put_compaction(
+        CompactionState(
+            topic="public/default/t", status=CompactionStatus.RUNNING, requested=True, lease_expires_ms=5_000
+        )
+    )
+    assert (requested.lease_holder, requested.lease_expires_ms) == ("", 5_000)
+    taken = compactor.put_compaction(
+        replace(requested, requested=False, lease_holder="compactor-1", lease_expires_ms=30_000)
+    )
+    assert broker.get_compaction("public/default/t") == taken
+    with pytest.raises(BadVersionError):  # a second compactor taking the same request loses
+        broker.put_compaction(replace(requested, requested=False, lease_holder="compactor-2"))
+    renewed = compactor.put_compaction(replace(taken, lease_expires_ms=40_000))
+    assert broker.get_compaction("public/default/t").lease_expires_ms == 40_000
+    expired = broker.put_compaction(
+        replace(renewed, status=CompactionStatus.ERROR, lease_holder="", lease_expires_ms=None)
+    )
+    with pytest.raises(BadVersionError):  # the holder's next renewal finds its lease gone
+        compactor.put_compaction(replace(renewed, lease_expires_ms=50_000))
+    assert compactor.list_compactions() == [expired]
+    assert (expired.lease_holder, expired.lease_expires_ms) == ("", None)
+
+
 # --- records -----------------------------------------------------------------------------------
 def test_records_are_deep_immutable_and_plain(store: MetadataStore) -> None:
     store.create_managed_ledger("ml")

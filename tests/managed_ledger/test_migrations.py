@@ -125,7 +125,7 @@ def test_each_earlier_revision_to_head_keeps_data(metadata_url: str, start: str)
             7,
             4,
         )
-        assert state.run_ledger_id is None
+        assert (state.run_ledger_id, state.lease_holder, state.lease_expires_ms) == (None, "", None)
         # The id sequence carries on after rows written before the upgrade.
         assert store.create_ledger(("b:1",), 1, 1, 0).ledger_id > ledger.ledger_id
     finally:

@@ -12,6 +12,7 @@ from managed_ledger.entry_format import Message
 from managed_ledger.errors import ManagedLedgerClosedError
 from managed_ledger.metadata.api import CompactionStatus
 from tests.topics.conftest import Env
+from topics import compaction_lease
 from topics.api import SubscriptionOptions
 from topics.config import TopicsConfig
 from topics.errors import (
@@ -155,13 +156,52 @@ async def test_trigger_compaction_and_conflict(svc: TopicService, env: Env) -> N
     await svc.create_topic(T)
     assert (await svc.compaction_status(T))["status"] == "NOT_RUN"
     await svc.trigger_compaction(T)
-    await svc.trigger_compaction(T)  # already requested: still fine
+    assert (await svc.compaction_status(T))["status"] == "RUNNING"  # from the moment it is accepted
+    with pytest.raises(CompactionConflictError):
+        await svc.trigger_compaction(T)  # already requested
     state = env.store.get_compaction(T)
-    assert state.requested
-    env.store.put_compaction(replace(state, status=CompactionStatus.RUNNING))
+    assert state.requested and state.lease_holder == ""
+    lease_ms = TopicsConfig().compaction_lease_ms
+    assert state.lease_expires_ms == env.clock.now_ms() + lease_ms
+    # a compactor takes it: still a conflict while its lease holds
+    env.store.put_compaction(compaction_lease.taken(state, "c-1", env.clock.now_ms(), lease_ms))
     with pytest.raises(CompactionConflictError):
         await svc.trigger_compaction(T)
     assert (await svc.compaction_status(T))["status"] == "RUNNING"
+
+
+async def test_a_request_no_compactor_takes_expires(svc: TopicService, env: Env) -> None:
+    await svc.create_topic(T)
+    await svc.trigger_compaction(T)
+    env.clock.advance(TopicsConfig().compaction_lease_ms - 1)
+    assert (await svc.compaction_status(T))["status"] == "RUNNING"
+    env.clock.advance(1)
+    status = await svc.compaction_status(T)
+    assert (status["status"], status["requested"]) == ("ERROR", False)
+    assert status["lastError"].startswith(compaction_lease.NO_TAKER)
+    assert env.store.get_compaction(T).status == CompactionStatus.ERROR  # recorded, not only shown
+    await svc.trigger_compaction(T)  # a new request is accepted
+    assert (await svc.compaction_status(T))["status"] == "RUNNING"
+
+
+async def test_a_run_whose_lease_lapses_is_error_for_the_next_trigger(svc: TopicService, env: Env) -> None:
+    await svc.create_topic(T)
+    await svc.trigger_compaction(T)
+    lease_ms = TopicsConfig().compaction_lease_ms
+    state = env.store.get_compaction(T)
+    running = env.store.put_compaction(
+        replace(compaction_lease.taken(state, "c-1", env.clock.now_ms(), lease_ms), run_ledger_id=7)
+    )
+    env.clock.advance(lease_ms)
+    await svc.trigger_compaction(T)  # the dead run is ERROR first, then a new run is requested
+    again = env.store.get_compaction(T)
+    assert (again.status, again.requested, again.lease_holder) == (CompactionStatus.RUNNING, True, "")
+    assert again.run_ledger_id == 7  # the dead run's ledger, for the compactor to delete
+    assert again.last_failed_ms == env.clock.now_ms() and again.version == running.version + 2
+    env.clock.advance(lease_ms)
+    assert env.store.get_compaction(T).status == CompactionStatus.RUNNING  # nobody looked yet
+    assert await svc.check_compaction_thresholds() == []  # threshold 0: not requested again
+    assert env.store.get_compaction(T).status == CompactionStatus.RUNNING
 
 
 async def test_auto_compaction_threshold(svc: TopicService, env: Env) -> None:
@@ -169,8 +209,17 @@ async def test_auto_compaction_threshold(svc: TopicService, env: Env) -> None:
     assert await svc.check_compaction_thresholds() == []  # threshold 0: off
     await svc.set_policy(T, "compactionThreshold", 50)
     assert await svc.check_compaction_thresholds() == [T]
-    assert env.store.get_compaction(T).requested
+    state = env.store.get_compaction(T)
+    assert state.requested and state.status == CompactionStatus.RUNNING
     assert await svc.check_compaction_thresholds() == []  # already requested
+    # the run's compactor dies: the check sees the lapsed lease and requests a new run
+    lease_ms = TopicsConfig().compaction_lease_ms
+    env.store.put_compaction(compaction_lease.taken(state, "c-1", env.clock.now_ms(), lease_ms))
+    assert await svc.check_compaction_thresholds() == []
+    env.clock.advance(lease_ms)
+    assert await svc.check_compaction_thresholds() == [T]
+    again = env.store.get_compaction(T)
+    assert again.requested and again.last_error == "" and again.last_failed_ms == env.clock.now_ms()
 
 
 async def test_waiters_learn_of_deletes(svc: TopicService) -> None:
