@@ -7,7 +7,7 @@ Sequence (DESIGN.md §7), each step a compare-and-set on the topic's `Compaction
 3. a NEW ledger: metadata created, recorded as `run_ledger_id`, then written by the engine
    (Spark job or reference) and closed.
 4. ONE CAS: compacted ledger id + horizon + SUCCESS + counts (run_ledger_id cleared).
-5. only then the previous compacted ledger is deleted (metadata, then bookies).
+5. only then the previous compacted ledger is deleted (`bookie.ledgers` has the order).
 A failure at 2-4 deletes the half-written ledger, leaves the previous view as it was and records
 ERROR with the reason.
 """
@@ -24,7 +24,7 @@ from compactor.config import CompactorConfig, KeylessPolicy
 from compactor.errors import CompactionConflictError, CompactionError
 from compactor.plan import CompactionPlan, build_plan
 from compactor.reference import EntrySink
-from compactor.writer import CompactedLedgerWriter, create_ledger_metadata, delete_ledger, now_ms
+from compactor.writer import CompactedLedgerWriter, delete_ledger, now_ms
 from managed_ledger.metadata.api import (
     BadVersionError,
     CompactionState,
@@ -103,12 +103,10 @@ class CompactionRunner:
         plan = await build_plan(self.store, self.client, state.topic, state)
         if not plan.has_new_messages:
             return await self._put(_succeeded(state, state.compacted_ledger_id, plan, 0, None))
-        meta = await create_ledger_metadata(
-            self.store, self.config.bookies, self.config.write_quorum, self.config.ack_quorum
+        writer = await CompactedLedgerWriter.create(
+            self.store, self.client, self.config.bookies, self.config.write_quorum, self.config.ack_quorum
         )
-        state = await self._put(replace(state, run_ledger_id=meta.ledger_id))
-        writer = CompactedLedgerWriter(self.store, self.client, meta)
-        await writer.open()
+        state = await self._put(replace(state, run_ledger_id=writer.ledger_id))
         try:
             messages_in = await self.engine.compute(plan, policy, writer.add)
             await self._test_delay(state.topic)

@@ -8,10 +8,11 @@ last. Appends that arrive while no ledger takes writes wait in `_pending`, in ca
 are started on the next ledger in that order (`_drain`); `_starting` counts those not yet handed
 to the writer, and no append takes the direct path while any is, so positions follow call order.
 
-Ledger switch order (one `_switch` task at a time): close the full ledger (the writer's close
-waits for its adds, then the ledger metadata becomes CLOSED with its last entry, length and
-closing time); then, only if appends wait, create the next ledger: metadata first (id from the
-store's sequence), then the managed ledger's list (compare-and-set), then the bookie writer.
+Ledger switch order (one `_switch` task at a time): close the full ledger
+(`bookie.ledgers.LedgerManager.close`: the writer's close waits for its adds, then the ledger
+metadata becomes CLOSED with its last entry, length and closing time); then, only if appends
+wait, create the next ledger (`LedgerManager.create`: metadata, then the bookie writer), then
+add it to the managed ledger's list (compare-and-set). Only then do appends reach it.
 A lost compare-and-set, or the bookies fencing our ledger, means another owner took over: the
 managed ledger is fenced and refuses every further write.
 
@@ -29,12 +30,13 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from bookie.api import LedgerClient, LedgerWriter
+from bookie.api import LedgerClient
 from bookie.errors import BookieError, FencedError, NoSuchEntryError, NoSuchLedgerError
+from bookie.ledgers import LedgerHandle, LedgerManager, call_blocking
 from managed_ledger import dedup, retention
 from managed_ledger.api import InitialPosition, ManagedLedgerConfig
 from managed_ledger.clock import Clock
@@ -56,8 +58,6 @@ from managed_ledger.metadata.api import (
     BadVersionError,
     CursorMetadata,
     DedupSnapshot,
-    LedgerMetadata,
-    LedgerState,
     ManagedLedgerMetadata,
     MetadataError,
     MetadataStore,
@@ -65,7 +65,6 @@ from managed_ledger.metadata.api import (
 )
 from managed_ledger.position import Position
 from managed_ledger.ranges import LedgerInfo, LedgerList
-from managed_ledger.retention import spec_of
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -77,8 +76,7 @@ class _Segment:
     """The ledger being written: what was pushed to it (maybe not yet durable) and its writer."""
 
     info: LedgerInfo
-    meta: LedgerMetadata
-    writer: LedgerWriter
+    handle: LedgerHandle
     created_ms: int
     pushed_entries: int = 0
     pushed_size: int = 0
@@ -102,6 +100,7 @@ class ManagedLedger:
         *,
         client: LedgerClient,
         store: MetadataStore,
+        lifecycle: LedgerManager,
         clock: Clock,
         bookies: Sequence[str],
         meta: ManagedLedgerMetadata,
@@ -111,6 +110,7 @@ class ManagedLedger:
         self._config = config
         self.client = client
         self.store = store
+        self.lifecycle = lifecycle
         self.clock = clock
         self._bookies = tuple(bookies)
         self.meta = meta
@@ -189,8 +189,12 @@ class ManagedLedger:
     # --- metadata calls ------------------------------------------------------------------------
     async def call_store(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a store call off the event loop; a lost compare-and-set fences this instance."""
+        return await self.guard(call_blocking(fn, *args))
+
+    async def guard(self, call: Awaitable[T]) -> T:
+        """Await a metadata call; a lost compare-and-set fences this instance."""
         try:
-            return await asyncio.to_thread(fn, *args)
+            return await call
         except BadVersionError as exc:
             self._fence()
             raise ManagedLedgerFencedError(f"{self._name}: another owner updated its metadata") from exc
@@ -255,7 +259,7 @@ class ManagedLedger:
 
     async def _write(self, seg: _Segment, payload: bytes, producer: str | None, seq: int | None) -> Position:
         try:
-            entry_id = await seg.writer.add_entry(payload)
+            entry_id = await seg.handle.add_entry(payload)
         except BookieError as exc:
             self._add_failed(seg, exc)
             if isinstance(exc, FencedError):
@@ -355,64 +359,48 @@ class ManagedLedger:
         return tuple(self._bookies[(start + i) % len(self._bookies)] for i in range(size))
 
     async def _open_segment(self) -> _Segment:
-        """Metadata first, then the ledger list (CAS), then the bookie writer."""
+        """The ledger (metadata, then writer), then the ledger list (CAS)."""
         now = self.clock.now_ms()
         cfg = self._config
         ensemble = self._choose_ensemble(len(self._ledgers) + sum(map(ord, self._name)))
-        meta = await self.call_store(
-            self.store.create_ledger, ensemble, cfg.write_quorum, cfg.ack_quorum, now
-        )
-        async with self.meta_lock:
-            updated = replace(self.meta, ledger_ids=(*self.meta.ledger_ids, meta.ledger_id))
-            self.meta = await self.call_store(self.store.update_managed_ledger, updated)
-        info = LedgerInfo(meta.ledger_id, 0, 0, 0, spec_of(meta))
-        self._ledgers.add(info)
         try:
-            writer = await self.client.create_ledger(info.spec)
+            handle = await self.guard(self.lifecycle.create(ensemble, cfg.write_quorum, cfg.ack_quorum))
         except BookieError as exc:
-            # Close it empty at once so no OPEN ledger is left in the middle of the list.
-            info.timestamp_ms = now
-            closed = replace(meta, state=LedgerState.CLOSED, closed_ms=now)
-            with contextlib.suppress(ManagedLedgerError):
-                await self.call_store(self.store.update_ledger, closed)
             raise ManagedLedgerWriteError(f"{self._name}: cannot create ledger: {exc}") from exc
-        seg = _Segment(info, meta, writer, now)
+        try:
+            async with self.meta_lock:
+                updated = replace(self.meta, ledger_ids=(*self.meta.ledger_ids, handle.ledger_id))
+                self.meta = await self.call_store(self.store.update_managed_ledger, updated)
+        except ManagedLedgerFencedError:
+            # Another owner's list: no list names the new ledger, so nothing may keep it.
+            with contextlib.suppress(*QuireErrorTypes):
+                await self.lifecycle.delete(handle.ledger_id)
+            raise
+        info = LedgerInfo(handle.ledger_id, 0, 0, 0, handle.spec)
+        self._ledgers.add(info)
+        seg = _Segment(info, handle, now)
         self._segment = seg
         return seg
 
     async def _close_segment(self, seg: _Segment) -> None:
-        """Close the ledger for good: last entry from the writer (or recovery after a failure),
-        then the metadata (CLOSED, last entry, length, closing time)."""
-        last = -1
-        if seg.failed is None:
-            try:
-                last = await seg.writer.close()
-            except BookieError as exc:
-                seg.failed = exc
-        if seg.failed is not None:
-            if self._fenced:
-                return  # the new owner recovers and closes it
-            last = await self.client.recover(seg.info.spec)
-        info = seg.info
+        """Close the ledger for good (through recovery after a failed add), then take over
+        the entries recovery proved durable though their appends failed."""
+        if seg.handle.failed is not None and self._fenced:
+            return  # the new owner recovers and closes it
+        closed = await self.guard(self.lifecycle.close(seg.handle))
+        info, last = seg.info, closed.last_entry_id
         if last + 1 > info.entries:
             await self._adopt_unconfirmed(info, last)
-        size = seg.pushed_size if seg.failed is None and last + 1 == seg.pushed_entries else info.size_bytes
-        now = self.clock.now_ms()
-        closed = replace(
-            seg.meta, state=LedgerState.CLOSED, last_entry_id=last, length_bytes=size, closed_ms=now
-        )
-        seg.meta = await self.call_store(self.store.update_ledger, closed)
-        info.entries, info.size_bytes, info.timestamp_ms = last + 1, size, now
+        info.entries, info.size_bytes = last + 1, closed.length_bytes
+        info.timestamp_ms = closed.closed_ms or self.clock.now_ms()
         self._segment = None
 
     async def _adopt_unconfirmed(self, info: LedgerInfo, last: int) -> None:
-        """Entries recovery proved durable though their appends failed: count their bytes and
-        their sequence ids (the producer will retry them; dedup must see them as stored)."""
+        """Entries recovery proved durable though their appends failed: their sequence ids
+        count as stored (the producer will retry them; dedup must see them as stored)."""
         payloads = await self.client.read_entries(info.spec, info.entries, last)
         for payload in payloads:
             self.replay_sequence(payload)
-            info.size_bytes += len(payload)
-        info.entries = last + 1
 
     def replay_sequence(self, payload: bytes) -> None:
         dedup.replay(self.dedup, payload)

@@ -10,24 +10,21 @@ one that is neither stops the walk, so what remains is always a suffix of the li
 default). Non-durable readers are not cursors here, so they never hold data.
 
 Deletion order (`remove_ledgers`): the ledger list loses the ids and records them under the
-`deleting` property in one compare-and-set, then the bookie ledgers are deleted, then their
-metadata, then the property is cleared. A crash anywhere leaves the ids in `deleting`, and the
-next open finishes the job: no reference to a deleted ledger and no bookie ledger without a way
-to find it.
+`deleting` property in one compare-and-set, then each ledger is deleted by
+`bookie.ledgers.LedgerManager.delete` (its own crash-safe order), then the property is cleared.
+A crash anywhere leaves the ids in `deleting`, and the next open finishes the job: no reference
+to a deleted ledger and no bookie ledger without a way to find it.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bookie.errors import BookieError
-from bookie.types import LedgerSpec
 from managed_ledger.api import RetentionPolicy
 from managed_ledger.errors import ManagedLedgerWriteError
-from managed_ledger.metadata.api import LedgerMetadata, NotFoundError
 from managed_ledger.position import Position
 from managed_ledger.ranges import LedgerInfo
 
@@ -65,10 +62,6 @@ def ledgers_to_delete(
         out.append(info.ledger_id)
         size_to_delete += info.size_bytes
     return out
-
-
-def spec_of(meta: LedgerMetadata) -> LedgerSpec:
-    return LedgerSpec(meta.ledger_id, tuple(meta.ensemble), meta.write_quorum, meta.ack_quorum)
 
 
 DELETING = "deleting"  # ManagedLedgerMetadata property: ledger ids removed but not yet deleted
@@ -120,22 +113,16 @@ async def remove_ledgers(ml: ManagedLedger, ids: Sequence[int]) -> None:
 
 
 async def finish_deletions(ml: ManagedLedger) -> None:
-    """Delete every ledger listed under `deleting`: bookie ledger, then its metadata; then clear
-    the property. Idempotent, so a crash at any step is repaired by running it again."""
+    """Delete every ledger listed under `deleting`, then clear the property. Idempotent, so a
+    crash at any step is repaired by running it again."""
     ids = deleting_ids(ml.meta.properties)
     if not ids:
         return
     for ledger_id in ids:
         try:
-            meta = await ml.call_store(ml.store.get_ledger, ledger_id)
-        except NotFoundError:
-            continue  # metadata goes last: its bookie ledger is already deleted
-        try:
-            await ml.client.delete_ledger(spec_of(meta))
+            await ml.guard(ml.lifecycle.delete(ledger_id))
         except BookieError as exc:
             raise ManagedLedgerWriteError(f"{ml.name}: cannot delete ledger {ledger_id}: {exc}") from exc
-        with contextlib.suppress(NotFoundError):
-            await ml.call_store(ml.store.delete_ledger, ledger_id)
     async with ml.meta_lock:
         remaining = [i for i in deleting_ids(ml.meta.properties) if i not in ids]
         updated = replace(ml.meta, properties=_with_deleting(ml.meta.properties, remaining))
