@@ -34,6 +34,20 @@ class ManagedLedgerWriteError(ManagedLedgerError):
     retriable = True
 
 
+class ManagedLedgerReadError(ManagedLedgerError):
+    """Reading entries from the bookies failed (a read, or the recovery of a ledger on open);
+    the managed ledger is unchanged, so retrying may succeed."""
+
+    retriable = True
+
+
+class ManagedLedgerDeleteError(ManagedLedgerError):
+    """Deleting a ledger on the bookies failed; its id stays listed as being deleted and the
+    next trim or open finishes it, so retrying may succeed."""
+
+    retriable = True
+
+
 class MetadataUnavailableError(ManagedLedgerError):
     """The metadata store failed for a reason other than a lost compare-and-set."""
 

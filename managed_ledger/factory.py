@@ -12,6 +12,7 @@ Open, in this order (a crash at any step leaves a state the next open handles):
    left in `deleting` are deleted now (see `retention`).
 4. Cursors are loaded; with dedup on, its snapshot is loaded and the entries after it replayed
    (`dedup.rebuild`; also run when a policy turns dedup on later).
+Steps 3 and 4 are `ManagedLedger.start`.
 New writes go to a new ledger, created on the first append.
 
 The factory's first open also finishes ledger deletions a crash interrupted anywhere in the
@@ -28,15 +29,15 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
 
 from bookie.api import LedgerClient
 from bookie.errors import BookieError
-from bookie.ledgers import LedgerManager, ledger_spec
-from managed_ledger import dedup, retention
+from bookie.ledgers import LedgerManager, call_blocking, ledger_spec
+from managed_ledger import retention
 from managed_ledger.api import ManagedLedgerConfig
 from managed_ledger.clock import Clock, SystemClock
-from managed_ledger.errors import ManagedLedgerClosedError, ManagedLedgerWriteError
+from managed_ledger.errors import ManagedLedgerClosedError, ManagedLedgerReadError
+from managed_ledger.fencing import Fence
 from managed_ledger.ledger import ManagedLedger
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
@@ -46,6 +47,7 @@ from managed_ledger.metadata.api import (
     NotFoundError,
 )
 from managed_ledger.ranges import LedgerInfo, LedgerList
+from managed_ledger.record import ManagedLedgerRecord, deleting_ids, with_deleting
 
 log = logging.getLogger(__name__)
 DELETED = "deleted"  # ManagedLedgerMetadata property: a delete of the managed ledger is under way
@@ -111,12 +113,7 @@ class ManagedLedgerFactory:
             await self._sweep()
         meta = await self._load_meta(name)
         ledgers, dropped = await self._recover_ledgers(meta.ledger_ids)
-        kept = ledgers.ids
-        props = dict(meta.properties)
-        pending = sorted(set(retention.deleting_ids(props)) | set(dropped))
-        if pending:
-            props[retention.DELETING] = ",".join(map(str, pending))
-        claimed = replace(meta, ledger_ids=kept, properties=props)
+        pending = [*deleting_ids(meta.properties), *dropped]
         ml = ManagedLedger(
             name,
             config,
@@ -128,29 +125,19 @@ class ManagedLedgerFactory:
             meta=meta,
             ledgers=ledgers,
         )
-        ml.meta = await ml.call_store(self.store.update_managed_ledger, claimed)
-        await retention.finish_deletions(ml)
-        for cursor in await ml.call_store(self.store.list_cursors, name):
-            ml.restore_cursor(cursor)
-        if config.dedup_enabled:
-            await dedup.rebuild(ml)
-        else:  # dedup may be turned on later: its first snapshot must CAS the stored one
-            stored = await ml.call_store(self.store.get_dedup_snapshot, name)
-            ml.dedup.snapshot_version = stored.version if stored is not None else 0
-        if self.timers:
-            ml.start_timers()
+        await ml.start(with_deleting(meta.properties, pending), timers=self.timers)
         return ml
 
     async def _load_meta(self, name: str) -> ManagedLedgerMetadata:
-        meta = await asyncio.to_thread(self.store.get_managed_ledger, name)
+        meta = await call_blocking(self.store.get_managed_ledger, name)
         if meta is not None and meta.properties.get(DELETED):
             await self._finish_delete(meta)
             meta = None
         if meta is None:
             try:
-                meta = await asyncio.to_thread(self.store.create_managed_ledger, name)
+                meta = await call_blocking(self.store.create_managed_ledger, name)
             except AlreadyExistsError:
-                meta = await asyncio.to_thread(self.store.get_managed_ledger, name)
+                meta = await call_blocking(self.store.get_managed_ledger, name)
                 assert meta is not None
         return meta
 
@@ -174,7 +161,7 @@ class ManagedLedgerFactory:
             except NotFoundError:
                 continue
             except BookieError as exc:
-                raise ManagedLedgerWriteError(f"cannot recover ledger {ledger_id}: {exc}") from exc
+                raise ManagedLedgerReadError(f"cannot recover ledger {ledger_id}: {exc}") from exc
             if meta.last_entry_id < 0:
                 dropped.append(ledger_id)
                 continue
@@ -191,37 +178,23 @@ class ManagedLedgerFactory:
 
     async def delete(self, name: str) -> None:
         """Mark the managed ledger deleted and list all its ledgers as `deleting` (one CAS),
-        delete them (bookie, then metadata), then its record, cursors and dedup snapshot."""
+        delete them (`bookie.ledgers` has the order), then its record, cursors and dedup
+        snapshot."""
         ml = self._ledgers.pop(name, None)
         if ml is not None:
             await ml.close()
-        meta = await asyncio.to_thread(self.store.get_managed_ledger, name)
+        meta = await call_blocking(self.store.get_managed_ledger, name)
         if meta is None:
             return
         await self._finish_delete(meta)
 
     async def _finish_delete(self, meta: ManagedLedgerMetadata) -> None:
-        ids = [*meta.ledger_ids, *retention.deleting_ids(meta.properties)]
-        props = {**meta.properties, DELETED: "1"}
-        if ids:
-            props[retention.DELETING] = ",".join(map(str, sorted(set(ids))))
-        marked = await asyncio.to_thread(
-            self.store.update_managed_ledger, replace(meta, ledger_ids=(), properties=props)
-        )
-        holder = ManagedLedger(
-            meta.name,
-            ManagedLedgerConfig(),
-            client=self.client,
-            store=self.store,
-            lifecycle=self.lifecycle,
-            clock=self.clock,
-            bookies=self.bookies,
-            meta=marked,
-            ledgers=LedgerList(),
-        )
-        await retention.finish_deletions(holder)
+        record = ManagedLedgerRecord(self.store, meta, Fence(meta.name))
+        ids = [*meta.ledger_ids, *deleting_ids(meta.properties)]
+        await record.claim((), with_deleting({**meta.properties, DELETED: "1"}, ids))
+        await retention.finish_deletions(record, self.lifecycle)
         with contextlib.suppress(NotFoundError):
-            await asyncio.to_thread(self.store.delete_managed_ledger, meta.name)
+            await call_blocking(self.store.delete_managed_ledger, meta.name)
 
     async def close(self) -> None:
         self._closed = True
