@@ -37,12 +37,13 @@ from pathlib import Path
 import psutil
 
 from bookie.client import BookieLedgerClient
+from bookie.ledgers import ledger_spec
 from compactor.config import CompactorConfig
 from compactor.job import SparkEngine
 from compactor.reference import ReferenceEngine
 from compactor.runner import CompactionRunner
 from compactor.spark import stop_session
-from compactor.writer import delete_ledger, spec_of
+from compactor.writer import delete_ledger
 from managed_ledger.entry_format import decode_batch, encode_batch_raw
 from managed_ledger.metadata.sql import SqlMetadataStore
 from managed_ledger.position import MessageId
@@ -129,10 +130,10 @@ async def raw_replay(store: SqlMetadataStore, client: BookieLedgerClient) -> tup
         last = (
             meta.last_entry_id
             if meta.last_entry_id >= 0
-            else await client.read_last_add_confirmed(spec_of(meta))
+            else await client.read_last_add_confirmed(ledger_spec(meta))
         )
         for first in range(0, last + 1, 256):
-            payloads = await client.read_entries(spec_of(meta), first, min(first + 255, last))
+            payloads = await client.read_entries(ledger_spec(meta), first, min(first + 255, last))
             for entry_id, p in enumerate(payloads, start=first):
                 count += len(decode_batch(ledger_id, entry_id, p))
     return time.perf_counter() - start, count

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from bookie.api import LedgerClient
 from bookie.errors import NoSuchEntryError, NoSuchLedgerError
+from bookie.ledgers import ledger_spec
 from bookie.types import LedgerSpec
 from compactor.errors import CompactionTopicNotFoundError
 from managed_ledger.entry_format import KIND_COMPACTED, decode_batch_header, entry_kind
@@ -52,7 +53,7 @@ class ReadRange:
 
     @property
     def spec(self) -> LedgerSpec:
-        return LedgerSpec(self.ledger_id, self.ensemble, self.write_quorum, self.ack_quorum)
+        return ledger_spec(self)
 
     @property
     def entries(self) -> int:
@@ -84,10 +85,6 @@ def _range(meta: LedgerMetadata, first: int, last: int, compacted: bool) -> Read
     )
 
 
-def _spec(meta: LedgerMetadata) -> LedgerSpec:
-    return LedgerSpec(meta.ledger_id, tuple(meta.ensemble), meta.write_quorum, meta.ack_quorum)
-
-
 async def last_readable_entry(client: LedgerClient, spec: LedgerSpec) -> int:
     """The last entry of an open ledger that its bookies serve (-1 when none)."""
     try:
@@ -106,7 +103,7 @@ async def last_readable_entry(client: LedgerClient, spec: LedgerSpec) -> int:
 async def _ledger_end(client: LedgerClient, meta: LedgerMetadata) -> int:
     if meta.state == LedgerState.CLOSED:
         return meta.last_entry_id
-    return await last_readable_entry(client, _spec(meta))
+    return await last_readable_entry(client, ledger_spec(meta))
 
 
 async def _horizon_of(client: LedgerClient, last: ReadRange) -> MessageId:

@@ -9,7 +9,7 @@ Sequence (docs/semantics.md, Compaction), each step a compare-and-set on the top
 3. a NEW ledger: metadata created, recorded as `run_ledger_id`, then written by the engine
    (Spark job or reference) and closed.
 4. ONE CAS: compacted ledger id + horizon + SUCCESS + counts (run_ledger_id and lease cleared).
-5. only then the previous compacted ledger is deleted (metadata, then bookies).
+5. only then the previous compacted ledger is deleted (`bookie.ledgers` has the order).
 A heartbeat renews the lease throughout. A failure at 2-4 deletes the half-written ledger, leaves
 the previous view as it was and records ERROR with the reason; a run that lost its lease deletes
 its ledger and records nothing (its CAS fails: the state is no longer its own).
@@ -32,7 +32,7 @@ from compactor.errors import CompactionError, CompactionRunConflictError, LeaseL
 from compactor.lease import RunLease
 from compactor.plan import CompactionPlan, build_plan
 from compactor.reference import EntrySink
-from compactor.writer import CompactedLedgerWriter, create_ledger_metadata, delete_ledger
+from compactor.writer import CompactedLedgerWriter, delete_ledger
 from managed_ledger.clock import Clock, SystemClock
 from managed_ledger.metadata.api import (
     BadVersionError,
@@ -125,13 +125,11 @@ class CompactionRunner:
         if not plan.has_new_messages:
             changes = _succeeded(state, state.compacted_ledger_id, plan, 0, None, self.clock.now_ms())
             return await lease.write(**changes)
-        meta = await create_ledger_metadata(
-            self.store, self.config.bookies, self.config.write_quorum, self.config.ack_quorum
+        writer = await CompactedLedgerWriter.create(
+            self.store, self.client, self.config.bookies, self.config.write_quorum, self.config.ack_quorum
         )
-        lease.run_ledger_id = meta.ledger_id  # from here on a failure deletes it
-        await lease.write(run_ledger_id=meta.ledger_id)
-        writer = CompactedLedgerWriter(self.store, self.client, meta)
-        await writer.open()
+        lease.run_ledger_id = writer.ledger_id  # from here on a failure deletes it
+        await lease.write(run_ledger_id=writer.ledger_id)
         try:
             messages_in = await self.engine.compute(plan, policy, writer.add)
             await self._test_delay(state.topic)

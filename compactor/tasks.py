@@ -30,14 +30,14 @@ import asyncio
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 import pyarrow as pa
 
 from bookie.api import LedgerClient
 from bookie.errors import NoSuchLedgerError
-from bookie.types import LedgerSpec
+from bookie.ledgers import ledger_spec
 from managed_ledger.entry_format import KIND_COMPACTED, KIND_TOPIC, MAGIC, VERSION
 
 ClientFactory = Callable[[], LedgerClient]
@@ -135,8 +135,19 @@ def _window(plan: TaskPlan, lid: int, eid: int, n: int) -> tuple[int, int]:
     return lo, hi
 
 
+class _ShippedLedger(NamedTuple):
+    """The ledger placement of a RANGE_SCHEMA row (the driver copied it from the metadata)."""
+
+    ledger_id: int
+    ensemble: tuple[str, ...]
+    write_quorum: int
+    ack_quorum: int
+
+
 async def _read_range(client: LedgerClient, plan: TaskPlan, r: dict[str, Any], latest: _Latest) -> None:
-    spec = LedgerSpec(r["ledger_id"], tuple(r["ensemble"].split(",")), r["write_quorum"], r["ack_quorum"])
+    spec = ledger_spec(
+        _ShippedLedger(r["ledger_id"], tuple(r["ensemble"].split(",")), r["write_quorum"], r["ack_quorum"])
+    )
     lid, compacted, step = spec.ledger_id, r["compacted"], max(1, r["entries_per_read"])
     unpackb = msgpack.unpackb
     first, last = r["first_entry_id"], r["last_entry_id"]

@@ -1,23 +1,23 @@
-"""Writing a compacted ledger: metadata first, then entries through the bookies, then close.
+"""Writing a compacted ledger through the ledger lifecycle (`bookie.ledgers.LedgerManager`).
 
-Write order (a kill -9 at any point leaves nothing unaccounted for): the ledger's metadata is
-created OPEN, the run records it as `run_ledger_id` in the topic's compaction state, and only then
-are entries written; closing waits for every add, then the metadata becomes CLOSED with the last
-entry id and length. A run that dies is cleaned up by the next one through `run_ledger_id`.
+Write order (a kill -9 at any point leaves nothing unaccounted for): the ledger is created
+(metadata first, then its writer), the run records it as `run_ledger_id` in the topic's
+compaction state, and only then are entries written; closing waits for every add, then the
+metadata becomes CLOSED with the last entry id and length. A run that dies is cleaned up by the
+next one through `run_ledger_id`; a crash before `run_ledger_id` is recorded leaves one empty
+OPEN ledger that nothing references.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections import deque
-from dataclasses import replace
+from collections.abc import Sequence
 
-from bookie.api import LedgerClient, LedgerWriter
-from bookie.errors import NoSuchLedgerError
-from bookie.types import LedgerSpec
-from managed_ledger.metadata.api import LedgerMetadata, LedgerState, MetadataStore, NotFoundError
+from bookie.api import LedgerClient
+from bookie.ledger_metadata import LedgerMetadata, LedgerMetadataStore
+from bookie.ledgers import LedgerHandle, LedgerManager
 
 ADDS_IN_FLIGHT = 8
 
@@ -26,51 +26,47 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def spec_of(meta: LedgerMetadata) -> LedgerSpec:
-    return LedgerSpec(meta.ledger_id, tuple(meta.ensemble), meta.write_quorum, meta.ack_quorum)
-
-
 class CompactedLedgerWriter:
     """Pipelined adds of compacted entries to one new ledger (a few adds in flight at a time)."""
 
-    def __init__(self, store: MetadataStore, client: LedgerClient, meta: LedgerMetadata) -> None:
-        self._store = store
-        self._client = client
-        self.meta = meta
-        self._writer: LedgerWriter | None = None
+    def __init__(self, ledgers: LedgerManager, handle: LedgerHandle) -> None:
+        self._ledgers = ledgers
+        self._handle = handle
         self._in_flight: deque[asyncio.Future[int]] = deque()
         self.entries = 0
         self.messages = 0
         self.size_bytes = 0
 
-    async def open(self) -> None:
-        self._writer = await self._client.create_ledger(spec_of(self.meta))
+    @classmethod
+    async def create(
+        cls,
+        store: LedgerMetadataStore,
+        client: LedgerClient,
+        ensemble: Sequence[str],
+        write_quorum: int,
+        ack_quorum: int,
+    ) -> CompactedLedgerWriter:
+        ledgers = LedgerManager(store, client, clock=now_ms)
+        return cls(ledgers, await ledgers.create(ensemble, write_quorum, ack_quorum))
+
+    @property
+    def ledger_id(self) -> int:
+        return self._handle.ledger_id
 
     async def add(self, payload: bytes, count: int) -> None:
-        assert self._writer is not None, "open() first"
         while len(self._in_flight) >= ADDS_IN_FLIGHT:
             await self._in_flight.popleft()
         # ensure_future starts coroutines in creation order, so entry ids follow call order
-        self._in_flight.append(asyncio.ensure_future(self._writer.add_entry(payload)))
+        self._in_flight.append(asyncio.ensure_future(self._handle.add_entry(payload)))
         self.entries += 1
         self.messages += count
         self.size_bytes += len(payload)
 
     async def close(self) -> LedgerMetadata:
         """Wait for every add, close the ledger and mark its metadata CLOSED."""
-        assert self._writer is not None, "open() first"
         while self._in_flight:
             await self._in_flight.popleft()
-        last = await self._writer.close()
-        closed = replace(
-            self.meta,
-            state=LedgerState.CLOSED,
-            last_entry_id=last,
-            length_bytes=self.size_bytes,
-            closed_ms=now_ms(),
-        )
-        self.meta = await asyncio.to_thread(self._store.update_ledger, closed)
-        return self.meta
+        return await self._ledgers.close(self._handle)
 
     async def abandon(self) -> None:
         """Let adds in flight settle (failures ignored) so nothing writes after a delete."""
@@ -80,18 +76,6 @@ class CompactedLedgerWriter:
         self._in_flight.clear()
 
 
-async def create_ledger_metadata(
-    store: MetadataStore, ensemble: tuple[str, ...], write_quorum: int, ack_quorum: int
-) -> LedgerMetadata:
-    return await asyncio.to_thread(store.create_ledger, ensemble, write_quorum, ack_quorum, now_ms())
-
-
-async def delete_ledger(store: MetadataStore, client: LedgerClient, ledger_id: int) -> None:
-    """Delete a ledger: metadata first, then its entries on the bookies (both idempotent here)."""
-    try:
-        meta = await asyncio.to_thread(store.get_ledger, ledger_id)
-    except NotFoundError:
-        return
-    await asyncio.to_thread(store.delete_ledger, ledger_id)
-    with contextlib.suppress(NoSuchLedgerError):
-        await client.delete_ledger(spec_of(meta))
+async def delete_ledger(store: LedgerMetadataStore, client: LedgerClient, ledger_id: int) -> None:
+    """Delete a ledger in the lifecycle's one crash-safe order (idempotent)."""
+    await LedgerManager(store, client, clock=now_ms).delete(ledger_id)

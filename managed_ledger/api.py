@@ -165,10 +165,6 @@ class ManagedLedger(Protocol):
         """The position right after `position` (where an 'after:' read starts)."""
         ...
 
-    async def wait_for_entries(self, after: Position | None, timeout_s: float) -> bool:
-        """Wait until an entry after `after` exists (long polling); False on timeout."""
-        ...
-
     async def find_position_by_publish_time(self, timestamp_ms: int) -> Position | None:
         """The first entry whose publish time >= timestamp_ms (None if none)."""
         ...

@@ -19,27 +19,39 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from managed_ledger.metadata.api import CursorMetadata
 from managed_ledger.position import Position
-from managed_ledger.ranges import AckedRanges
+from managed_ledger.ranges import AckedRanges, LedgerList
 
-if TYPE_CHECKING:
-    from managed_ledger.ledger import ManagedLedger
+
+class CursorSource(Protocol):
+    """What a cursor needs of its managed ledger: the ledger list (positions and counts), its
+    entries, and a flush of every dirty cursor."""
+
+    @property
+    def ledger_list(self) -> LedgerList: ...
+
+    async def read_entries(self, start: Position, max_entries: int) -> list[tuple[Position, bytes]]: ...
+
+    async def find_position_by_publish_time(self, timestamp_ms: int) -> Position | None: ...
+
+    async def flush_cursors(self) -> None: ...
 
 
 class ManagedCursor:
-    def __init__(self, ml: ManagedLedger, meta: CursorMetadata) -> None:
-        self._ml = ml
+    def __init__(self, source: CursorSource, meta: CursorMetadata) -> None:
+        self._source = source
+        self._ledgers = source.ledger_list
         self._meta = meta
         self._name = meta.name
         self._mark_delete = Position(*meta.mark_delete)
-        self._acked = AckedRanges(ml.next_position)
+        self._acked = AckedRanges(self._ledgers.next_position)
         for first, last in meta.individually_deleted:
             self._acked.add_range(Position(*first), Position(*last))
         self._properties: dict[str, object] = dict(meta.properties)
-        self._read_position = ml.next_position(self._mark_delete)
+        self._read_position = self._ledgers.next_position(self._mark_delete)
         self._changes = 0  # bumped on every change; a flush cleans only what it saw
         self._flushed_changes = 0
         self.persisted_mark_delete = self._mark_delete
@@ -56,7 +68,7 @@ class ManagedCursor:
     @property
     def read_position(self) -> Position:
         if self._read_position <= self._mark_delete:
-            self._read_position = self._ml.next_position(self._mark_delete)
+            self._read_position = self._ledgers.next_position(self._mark_delete)
         return self._read_position
 
     @property
@@ -69,10 +81,10 @@ class ManagedCursor:
 
     @property
     def backlog(self) -> int:
-        last = self._ml.last_confirmed_position
+        last = self._ledgers.last_position()
         if last is None:
             return 0
-        ledgers = self._ml.ledger_list
+        ledgers = self._ledgers
         acked = sum(ledgers.count_between(Position(f.ledger_id, f.entry_id - 1), la) for f, la in self._acked)
         return max(0, ledgers.count_between(self._mark_delete, last) - acked)
 
@@ -86,29 +98,29 @@ class ManagedCursor:
     async def read_entries(self, max_entries: int) -> list[tuple[Position, bytes]]:
         out: list[tuple[Position, bytes]] = []
         while len(out) < max_entries:
-            batch = await self._ml.read_entries(self.read_position, max_entries - len(out))
+            batch = await self._source.read_entries(self.read_position, max_entries - len(out))
             if not batch:
                 break
-            self._read_position = self._ml.next_position(batch[-1][0])
+            self._read_position = self._ledgers.next_position(batch[-1][0])
             out.extend((p, data) for p, data in batch if not self._acked.contains(p))
         return out
 
     def rewind(self, position: Position | None = None) -> None:
-        nxt = self._ml.next_position(self._mark_delete)
+        nxt = self._ledgers.next_position(self._mark_delete)
         self._read_position = nxt if position is None or position < nxt else position
 
     # --- acks ----------------------------------------------------------------------------------
     def ack(self, positions: Iterable[Position]) -> None:
         changed = False
         for position in positions:
-            if position > self._mark_delete and self._ml.ledger_list.contains(position):
+            if position > self._mark_delete and self._ledgers.contains(position):
                 changed |= self._acked.add(position)
         if changed:
             self._advance_mark_delete()
             self._changed()
 
     def ack_cumulative(self, position: Position) -> None:
-        last = self._ml.last_confirmed_position
+        last = self._ledgers.last_position()
         if last is not None and position > last:
             position = last
         if position <= self._mark_delete:
@@ -120,14 +132,13 @@ class ManagedCursor:
 
     def _advance_mark_delete(self) -> None:
         while True:
-            last = self._acked.pop_first_if_starts_at(self._ml.next_position(self._mark_delete))
+            last = self._acked.pop_first_if_starts_at(self._ledgers.next_position(self._mark_delete))
             if last is None:
                 return
             self._mark_delete = last
 
     def _changed(self) -> None:
-        self._changes += 1
-        self._ml.cursor_changed(self)
+        self._changes += 1  # the managed ledger's timer flushes dirty cursors on its interval
 
     # --- seeks ---------------------------------------------------------------------------------
     async def reset(self, position: Position) -> None:
@@ -138,19 +149,15 @@ class ManagedCursor:
         await self.flush()
 
     async def reset_to_time(self, timestamp_ms: int) -> None:
-        position = await self._ml.find_position_by_publish_time(timestamp_ms)
+        position = await self._source.find_position_by_publish_time(timestamp_ms)
         if position is None:
-            last = self._ml.last_confirmed_position
-            position = (
-                self._ml.next_position(last)
-                if last is not None
-                else self._ml.next_position(self._mark_delete)
-            )
+            last = self._ledgers.last_position()
+            position = self._ledgers.next_position(last if last is not None else self._mark_delete)
         await self.reset(position)
 
     # --- persistence ---------------------------------------------------------------------------
     async def flush(self) -> None:
-        await self._ml.flush_cursors()
+        await self._source.flush_cursors()
 
     async def set_properties(self, properties: dict[str, object]) -> None:
         self._properties = dict(properties)

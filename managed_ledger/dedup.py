@@ -26,17 +26,11 @@ snapshot position be the last confirmed entry at the moment it is taken.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterable, Mapping, Sequence
 
 from managed_ledger.entry_format import EntryFormatError, batch_sequence
 from managed_ledger.errors import SequenceInFlightError
-from managed_ledger.position import Position
-
-if TYPE_CHECKING:
-    from managed_ledger.ledger import ManagedLedger
-
-REPLAY_CHUNK = 1_000
+from managed_ledger.metadata.api import DedupSnapshot
 
 
 class Deduplication:
@@ -86,9 +80,6 @@ class Deduplication:
         Only once no write is unresolved: a retry is then new again (see the module doc)."""
         self.pushed = dict(self.persisted)
 
-    def highest_persisted(self, producer_name: str) -> int | None:
-        return self.persisted.get(producer_name)
-
 
 def replay(dedup: Deduplication, payload: bytes) -> None:
     """Raise the entry's producer to its batch's highest sequence id (entries that are not
@@ -101,19 +92,17 @@ def replay(dedup: Deduplication, payload: bytes) -> None:
         dedup.record_persisted(producer, seq)
 
 
-async def rebuild(ml: ManagedLedger) -> None:
+async def rebuild(
+    state: Deduplication, snapshot: DedupSnapshot | None, entries: AsyncIterable[bytes]
+) -> None:
     """Dedup state after a restart (or when dedup is turned on): the stored snapshot, raised by
-    every entry after its position, merged into what this instance already knows."""
-    snapshot = await ml.call_store(ml.store.get_dedup_snapshot, ml.name)
+    every entry after its position (`entries`), merged into what `state` already knows."""
     found = Deduplication(snapshot.sequences if snapshot is not None else None)
-    start = ml.next_position(Position(*snapshot.position)) if snapshot is not None else Position(-1, -1)
     replayed = 0
-    while entries := await ml.read_entries(start, REPLAY_CHUNK):
-        for _, payload in entries:
-            replay(found, payload)
-        replayed += len(entries)
-        start = ml.next_position(entries[-1][0])
+    async for payload in entries:
+        replay(found, payload)
+        replayed += 1
     for producer, seq in found.persisted.items():
-        ml.dedup.record_persisted(producer, seq)
-    ml.dedup.entries_since_snapshot += replayed  # the next snapshot covers them
-    ml.dedup.snapshot_version = snapshot.version if snapshot is not None else 0
+        state.record_persisted(producer, seq)
+    state.entries_since_snapshot += replayed  # the next snapshot covers them
+    state.snapshot_version = snapshot.version if snapshot is not None else 0

@@ -48,6 +48,24 @@ class ManagedLedgerWriteError(ManagedLedgerError):
     title = "Storage unavailable"
 
 
+class ManagedLedgerReadError(ManagedLedgerError):
+    """Reading entries from the bookies failed (a read, or the recovery of a ledger on open);
+    the managed ledger is unchanged, so retrying may succeed."""
+
+    kind = ErrorKind.unavailable
+    retriable = True
+    title = "Storage unavailable"
+
+
+class ManagedLedgerDeleteError(ManagedLedgerError):
+    """Deleting a ledger on the bookies failed; its id stays listed as being deleted and the
+    next trim or open finishes it, so retrying may succeed."""
+
+    kind = ErrorKind.unavailable
+    retriable = True
+    title = "Storage unavailable"
+
+
 class ManagedLedgerMetadataError(ManagedLedgerError):
     """The metadata store failed for a reason other than a lost compare-and-set."""
 

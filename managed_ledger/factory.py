@@ -4,46 +4,52 @@ Open, in this order (a crash at any step leaves a state the next open handles):
 1. Read (or create) the managed ledger's record. If it carries the `deleted` mark, a delete
    was interrupted: finish it and start afresh.
 2. Every ledger of the list that is not CLOSED (the last one, after a crash; or one a crash left
-   IN_RECOVERY) is recovered: metadata IN_RECOVERY, the bookies fence it (the old writer can add
-   no more) and find its real last entry, its bytes are counted, metadata CLOSED with that last
-   entry, length and time. A ledger whose metadata is gone is dropped from the list.
+   IN_RECOVERY) is recovered and closed (`bookie.ledgers.LedgerManager.recover_and_close`: the
+   bookies fence it and find its real last entry). A ledger whose metadata is gone (or marked
+   for deletion) is dropped from the list.
 3. One compare-and-set of the list claims ownership (an older owner's next update of the list
    loses and fences it); empty ledgers leave the list through `deleting`, and ledgers a crash
-   left in `deleting` are deleted now (bookie ledger, then metadata: see `retention`).
+   left in `deleting` are deleted now (see `retention`).
 4. Cursors are loaded; with dedup on, its snapshot is loaded and the entries after it replayed
    (`dedup.rebuild`; also run when a policy turns dedup on later).
+Steps 3 and 4 are `ManagedLedger.start`.
 New writes go to a new ledger, created on the first append.
 
-Known gap: a crash between `store.create_ledger` and the list's compare-and-set leaves one
-OPEN ledger record that no list names. It has no bookie data (the writer comes after the list),
-so it costs one metadata row; nothing reads it.
+The factory's first open also finishes ledger deletions a crash interrupted anywhere in the
+cluster (`LedgerManager.finish_deletions`).
+
+Known gap: a crash between creating a ledger and the list's compare-and-set leaves one OPEN
+ledger that no list names. It has no entries (appends reach a ledger only once it is listed),
+so it costs one metadata row and maybe an empty ledger on the bookies; nothing reads it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Sequence
-from dataclasses import replace
 
 from bookie.api import LedgerClient
 from bookie.errors import BookieError
-from managed_ledger import dedup, retention
+from bookie.ledgers import LedgerManager, call_blocking, ledger_spec
+from managed_ledger import retention
 from managed_ledger.api import ManagedLedgerConfig
 from managed_ledger.clock import Clock, SystemClock
-from managed_ledger.errors import ManagedLedgerClosedError, ManagedLedgerWriteError
-from managed_ledger.ledger import READ_CHUNK, ManagedLedger
+from managed_ledger.errors import ManagedLedgerClosedError, ManagedLedgerReadError
+from managed_ledger.fencing import Fence
+from managed_ledger.ledger import ManagedLedger
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
-    LedgerMetadata,
-    LedgerState,
     ManagedLedgerMetadata,
+    MetadataError,
     MetadataStore,
     NotFoundError,
 )
 from managed_ledger.ranges import LedgerInfo, LedgerList
-from managed_ledger.retention import spec_of
+from managed_ledger.record import ManagedLedgerRecord, deleting_ids, with_deleting
 
+log = logging.getLogger(__name__)
 DELETED = "deleted"  # ManagedLedgerMetadata property: a delete of the managed ledger is under way
 
 
@@ -68,6 +74,8 @@ class ManagedLedgerFactory:
         self.bookies = tuple(bookies)
         self.clock: Clock = clock or SystemClock()
         self.timers = timers
+        self.lifecycle = LedgerManager(store, client, clock=self.clock.now_ms)
+        self._swept = False
         self._ledgers: dict[str, ManagedLedger] = {}
         self._opening: dict[str, asyncio.Future[ManagedLedger]] = {}
         self._closed = False
@@ -101,49 +109,47 @@ class ManagedLedgerFactory:
             del self._ledgers[ml.name]
 
     async def _open(self, name: str, config: ManagedLedgerConfig) -> ManagedLedger:
+        if not self._swept:
+            await self._sweep()
         meta = await self._load_meta(name)
         ledgers, dropped = await self._recover_ledgers(meta.ledger_ids)
-        kept = ledgers.ids
-        props = dict(meta.properties)
-        pending = sorted(set(retention.deleting_ids(props)) | set(dropped))
-        if pending:
-            props[retention.DELETING] = ",".join(map(str, pending))
-        claimed = replace(meta, ledger_ids=kept, properties=props)
+        pending = [*deleting_ids(meta.properties), *dropped]
         ml = ManagedLedger(
             name,
             config,
             client=self.client,
             store=self.store,
+            lifecycle=self.lifecycle,
             clock=self.clock,
             bookies=self.bookies,
             meta=meta,
             ledgers=ledgers,
         )
-        ml.meta = await ml.call_store(self.store.update_managed_ledger, claimed)
-        await retention.finish_deletions(ml)
-        for cursor in await ml.call_store(self.store.list_cursors, name):
-            ml.restore_cursor(cursor)
-        if config.dedup_enabled:
-            await dedup.rebuild(ml)
-        else:  # dedup may be turned on later: its first snapshot must CAS the stored one
-            stored = await ml.call_store(self.store.get_dedup_snapshot, name)
-            ml.dedup.snapshot_version = stored.version if stored is not None else 0
-        if self.timers:
-            ml.start_timers()
+        await ml.start(with_deleting(meta.properties, pending), timers=self.timers)
         return ml
 
     async def _load_meta(self, name: str) -> ManagedLedgerMetadata:
-        meta = await asyncio.to_thread(self.store.get_managed_ledger, name)
+        meta = await call_blocking(self.store.get_managed_ledger, name)
         if meta is not None and meta.properties.get(DELETED):
             await self._finish_delete(meta)
             meta = None
         if meta is None:
             try:
-                meta = await asyncio.to_thread(self.store.create_managed_ledger, name)
+                meta = await call_blocking(self.store.create_managed_ledger, name)
             except AlreadyExistsError:
-                meta = await asyncio.to_thread(self.store.get_managed_ledger, name)
+                meta = await call_blocking(self.store.get_managed_ledger, name)
                 assert meta is not None
         return meta
+
+    async def _sweep(self) -> None:
+        """Finish the ledger deletions a crash interrupted; retried on the next open if it fails
+        (a leftover only costs space, so it never stops an open)."""
+        self._swept = True
+        try:
+            await self.lifecycle.finish_deletions()
+        except (BookieError, MetadataError) as exc:
+            self._swept = False
+            log.warning("could not finish interrupted ledger deletions: %s", exc)
 
     async def _recover_ledgers(self, ledger_ids: Sequence[int]) -> tuple[LedgerList, list[int]]:
         """The list with every ledger closed; empty ones are returned apart, to be deleted."""
@@ -151,78 +157,44 @@ class ManagedLedgerFactory:
         dropped: list[int] = []
         for ledger_id in ledger_ids:
             try:
-                meta = await asyncio.to_thread(self.store.get_ledger, ledger_id)
+                meta = await self.lifecycle.recover_and_close(ledger_id)
             except NotFoundError:
                 continue
-            if meta.state != LedgerState.CLOSED:
-                meta = await self._recover_ledger(meta)
+            except BookieError as exc:
+                raise ManagedLedgerReadError(f"cannot recover ledger {ledger_id}: {exc}") from exc
             if meta.last_entry_id < 0:
                 dropped.append(ledger_id)
                 continue
             ledgers.add(
                 LedgerInfo(
-                    ledger_id, meta.last_entry_id + 1, meta.length_bytes, meta.closed_ms or 0, spec_of(meta)
+                    ledger_id,
+                    meta.last_entry_id + 1,
+                    meta.length_bytes,
+                    meta.closed_ms or 0,
+                    ledger_spec(meta),
                 )
             )
         return ledgers, dropped
 
-    async def _recover_ledger(self, meta: LedgerMetadata) -> LedgerMetadata:
-        """Fence the ledger and close it at the last entry the bookies prove (BookKeeper's
-        recovery); its length is counted by reading its entries."""
-        if meta.state == LedgerState.OPEN:
-            meta = await asyncio.to_thread(
-                self.store.update_ledger, replace(meta, state=LedgerState.IN_RECOVERY)
-            )
-        spec = spec_of(meta)
-        try:
-            last = await self.client.recover(spec)
-            length = 0
-            for first in range(0, last + 1, READ_CHUNK):
-                payloads = await self.client.read_entries(spec, first, min(last, first + READ_CHUNK - 1))
-                length += sum(len(p) for p in payloads)
-        except BookieError as exc:
-            raise ManagedLedgerWriteError(f"cannot recover ledger {meta.ledger_id}: {exc}") from exc
-        closed = replace(
-            meta,
-            state=LedgerState.CLOSED,
-            last_entry_id=last,
-            length_bytes=length,
-            closed_ms=self.clock.now_ms(),
-        )
-        return await asyncio.to_thread(self.store.update_ledger, closed)
-
     async def delete(self, name: str) -> None:
         """Mark the managed ledger deleted and list all its ledgers as `deleting` (one CAS),
-        delete them (bookie, then metadata), then its record, cursors and dedup snapshot."""
+        delete them (`bookie.ledgers` has the order), then its record, cursors and dedup
+        snapshot."""
         ml = self._ledgers.pop(name, None)
         if ml is not None:
             await ml.close()
-        meta = await asyncio.to_thread(self.store.get_managed_ledger, name)
+        meta = await call_blocking(self.store.get_managed_ledger, name)
         if meta is None:
             return
         await self._finish_delete(meta)
 
     async def _finish_delete(self, meta: ManagedLedgerMetadata) -> None:
-        ids = [*meta.ledger_ids, *retention.deleting_ids(meta.properties)]
-        props = {**meta.properties, DELETED: "1"}
-        if ids:
-            props[retention.DELETING] = ",".join(map(str, sorted(set(ids))))
-        marked = await asyncio.to_thread(
-            self.store.update_managed_ledger, replace(meta, ledger_ids=(), properties=props)
-        )
-        holder = ManagedLedger(
-            meta.name,
-            ManagedLedgerConfig(),
-            client=self.client,
-            store=self.store,
-            clock=self.clock,
-            bookies=self.bookies,
-            meta=marked,
-            ledgers=LedgerList(),
-        )
-        await retention.finish_deletions(holder)
+        record = ManagedLedgerRecord(self.store, meta, Fence(meta.name))
+        ids = [*meta.ledger_ids, *deleting_ids(meta.properties)]
+        await record.claim((), with_deleting({**meta.properties, DELETED: "1"}, ids))
+        await retention.finish_deletions(record, self.lifecycle)
         with contextlib.suppress(NotFoundError):
-            await asyncio.to_thread(self.store.delete_managed_ledger, meta.name)
+            await call_blocking(self.store.delete_managed_ledger, meta.name)
 
     async def close(self) -> None:
         self._closed = True

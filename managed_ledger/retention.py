@@ -10,29 +10,26 @@ one that is neither stops the walk, so what remains is always a suffix of the li
 default). Non-durable readers are not cursors here, so they never hold data.
 
 Deletion order (`remove_ledgers`): the ledger list loses the ids and records them under the
-`deleting` property in one compare-and-set, then the bookie ledgers are deleted, then their
-metadata, then the property is cleared. A crash anywhere leaves the ids in `deleting`, and the
-next open finishes the job: no reference to a deleted ledger and no bookie ledger without a way
-to find it.
+`deleting` property in one compare-and-set, then each ledger is deleted by
+`bookie.ledgers.LedgerManager.delete` (its own crash-safe order), then the property is cleared.
+A crash anywhere leaves the ids in `deleting`, and the next open finishes the job: no reference
+to a deleted ledger and no bookie ledger without a way to find it.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from bookie.errors import BookieError
-from bookie.types import LedgerSpec
+from bookie.ledgers import LedgerManager
 from managed_ledger.api import RetentionPolicy
-from managed_ledger.errors import ManagedLedgerWriteError
-from managed_ledger.metadata.api import LedgerMetadata, NotFoundError
+from managed_ledger.errors import ManagedLedgerDeleteError, ManagedLedgerMetadataError
+from managed_ledger.metadata.api import MetadataError
 from managed_ledger.position import Position
-from managed_ledger.ranges import LedgerInfo
+from managed_ledger.ranges import LedgerInfo, LedgerList
+from managed_ledger.record import DELETING, ManagedLedgerRecord, deleting_ids
 
-if TYPE_CHECKING:
-    from managed_ledger.ledger import ManagedLedger
+__all__ = ["DELETING", "deleting_ids", "finish_deletions", "ledgers_to_delete", "remove_ledgers"]
 
 MB = 1024 * 1024
 
@@ -67,76 +64,27 @@ def ledgers_to_delete(
     return out
 
 
-def spec_of(meta: LedgerMetadata) -> LedgerSpec:
-    return LedgerSpec(meta.ledger_id, tuple(meta.ensemble), meta.write_quorum, meta.ack_quorum)
-
-
-DELETING = "deleting"  # ManagedLedgerMetadata property: ledger ids removed but not yet deleted
-
-
-def deleting_ids(properties: Mapping[str, str]) -> list[int]:
-    text = properties.get(DELETING, "")
-    return [int(x) for x in text.split(",") if x]
-
-
-def _with_deleting(properties: Mapping[str, str], ids: Sequence[int]) -> dict[str, str]:
-    out = dict(properties)
-    if ids:
-        out[DELETING] = ",".join(str(i) for i in sorted(set(ids)))
-    else:
-        out.pop(DELETING, None)
-    return out
-
-
-async def trim(ml: ManagedLedger) -> None:
-    """Delete the ledgers retention allows, following the persisted cursors."""
-    async with ml.trim_lock:
-        if ml.is_fenced:
-            return
-        ids = ledgers_to_delete(
-            list(ml.ledger_list), ml.slowest_durable_mark_delete(), ml.config.retention, ml.clock.now_ms()
-        )
-        if not ids:
-            return
-        if ml.config.dedup_enabled:
-            # The dedup replay after a restart starts at the snapshot: cover what we delete.
-            await ml.snapshot_dedup()
-        await remove_ledgers(ml, ids)
-
-
-async def remove_ledgers(ml: ManagedLedger, ids: Sequence[int]) -> None:
+async def remove_ledgers(
+    record: ManagedLedgerRecord, ledgers: LedgerList, lifecycle: LedgerManager, ids: Sequence[int]
+) -> None:
     """Take ids out of the list and record them as `deleting` (one CAS), then delete them."""
-    async with ml.meta_lock:
-        meta = ml.meta
-        updated = replace(
-            meta,
-            ledger_ids=tuple(i for i in meta.ledger_ids if i not in ids),
-            properties=_with_deleting(meta.properties, [*deleting_ids(meta.properties), *ids]),
-        )
-        ml.meta = await ml.call_store(ml.store.update_managed_ledger, updated)
+    await record.move_to_deleting(ids)
     for ledger_id in ids:
-        ml.ledger_list.remove(ledger_id)
-    await finish_deletions(ml)
+        ledgers.remove(ledger_id)
+    await finish_deletions(record, lifecycle)
 
 
-async def finish_deletions(ml: ManagedLedger) -> None:
-    """Delete every ledger listed under `deleting`: bookie ledger, then its metadata; then clear
-    the property. Idempotent, so a crash at any step is repaired by running it again."""
-    ids = deleting_ids(ml.meta.properties)
+async def finish_deletions(record: ManagedLedgerRecord, lifecycle: LedgerManager) -> None:
+    """Delete every ledger listed under `deleting`, then clear the property. Idempotent, so a
+    crash at any step is repaired by running it again."""
+    ids, name = record.deleting, record.meta.name
     if not ids:
         return
     for ledger_id in ids:
         try:
-            meta = await ml.call_store(ml.store.get_ledger, ledger_id)
-        except NotFoundError:
-            continue  # metadata goes last: its bookie ledger is already deleted
-        try:
-            await ml.client.delete_ledger(spec_of(meta))
+            await lifecycle.delete(ledger_id)
         except BookieError as exc:
-            raise ManagedLedgerWriteError(f"{ml.name}: cannot delete ledger {ledger_id}: {exc}") from exc
-        with contextlib.suppress(NotFoundError):
-            await ml.call_store(ml.store.delete_ledger, ledger_id)
-    async with ml.meta_lock:
-        remaining = [i for i in deleting_ids(ml.meta.properties) if i not in ids]
-        updated = replace(ml.meta, properties=_with_deleting(ml.meta.properties, remaining))
-        ml.meta = await ml.call_store(ml.store.update_managed_ledger, updated)
+            raise ManagedLedgerDeleteError(f"{name}: cannot delete ledger {ledger_id}: {exc}") from exc
+        except MetadataError as exc:
+            raise ManagedLedgerMetadataError(f"{name}: metadata store: {exc}") from exc
+    await record.forget_deleting(ids)

@@ -8,7 +8,6 @@ import contextlib
 import logging
 from typing import Any
 
-from bookie.types import LedgerSpec
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
     CompactionState,
@@ -170,17 +169,8 @@ class AdminPlane(TopicsBase):
 
     async def _delete_compacted_ledger(self, ml_name: str) -> None:
         state = await self._call(self._store.get_compaction, ml_name)
-        if state.compacted_ledger_id is None:
-            return
-        try:
-            meta = await self._call(self._store.get_ledger, state.compacted_ledger_id)
-        except NotFoundError:
-            return
-        # Metadata first, then the bookies (docs/architecture.md): a crash in between leaks bytes, never
-        # leaves metadata pointing at nothing.
-        await self._call(self._store.delete_ledger, meta.ledger_id)
-        spec = LedgerSpec(meta.ledger_id, tuple(meta.ensemble), meta.write_quorum, meta.ack_quorum)
-        await self._client.delete_ledger(spec)
+        if state.compacted_ledger_id is not None:
+            await self._ledger_manager.delete(state.compacted_ledger_id)
 
     async def unload(self, topic: str) -> None:
         t = await self._topic(topic)

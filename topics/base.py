@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from bookie.api import LedgerClient
+from bookie.ledgers import LedgerManager
 from managed_ledger.api import ManagedLedger, ManagedLedgerFactory
 from managed_ledger.clock import Clock, SystemClock
 from managed_ledger.metadata.api import AlreadyExistsError, MetadataStore, NotFoundError, TopicMetadata
@@ -96,6 +97,7 @@ class TopicsBase:
         self._client = client
         self._config = config
         self._clock: Clock = clock or SystemClock()
+        self._ledger_manager = LedgerManager(store, client, clock=self._clock.now_ms)
         if compacted is None:
             from topics.compacted import CompactedView
 

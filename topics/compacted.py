@@ -24,6 +24,7 @@ import msgpack
 
 from bookie.api import LedgerClient
 from bookie.errors import NoSuchLedgerError
+from bookie.ledgers import LedgerManager, ledger_spec
 from bookie.types import LedgerSpec
 from common.errors import ErrorKind, QuireError
 from managed_ledger.entry_format import KIND_COMPACTED, StoredMessage, decode_compacted, entry_kind
@@ -68,6 +69,7 @@ class CompactedView:
     def __init__(self, store: MetadataStore, client: LedgerClient, state_ttl_s: float = 0.0) -> None:
         self._store = store
         self._client = client
+        self._ledger_manager = LedgerManager(store, client)
         self._state_ttl_s = state_ttl_s
         self._states: dict[str, tuple[float, CompactionState]] = {}
         self._ledgers: OrderedDict[int, _LedgerCache] = OrderedDict()
@@ -124,9 +126,8 @@ class CompactedView:
     async def _ledger(self, ledger_id: int) -> _LedgerCache:
         cache = self._ledgers.get(ledger_id)
         if cache is None:
-            meta = await asyncio.to_thread(self._store.get_ledger, ledger_id)
-            spec = LedgerSpec(meta.ledger_id, tuple(meta.ensemble), meta.write_quorum, meta.ack_quorum)
-            cache = self._ledgers[ledger_id] = _LedgerCache(spec, meta.last_entry_id)
+            meta = await self._ledger_manager.get(ledger_id)
+            cache = self._ledgers[ledger_id] = _LedgerCache(ledger_spec(meta), meta.last_entry_id)
             while len(self._ledgers) > LEDGERS_CACHED:
                 self._ledgers.popitem(last=False)
         self._ledgers.move_to_end(ledger_id)

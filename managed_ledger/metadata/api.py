@@ -7,6 +7,9 @@ passes the record it read (with its version); the store writes it only if the st
 still that one and returns the record with version + 1, else raises `BadVersionError`. Records
 are immutable; use `dataclasses.replace` to make the new one.
 
+The ledger rows, their records and the errors above are the ledger lifecycle's and live in
+`bookie.ledger_metadata` (re-exported here); this protocol extends that one.
+
 Calls are synchronous and short; async callers run them with `asyncio.to_thread`.
 
 Rules both stores keep (tests/managed_ledger/test_metadata_contract.py checks them):
@@ -30,34 +33,37 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
-from common.errors import ErrorKind, QuireError
+from bookie.ledger_metadata import (
+    AlreadyExistsError,
+    BadVersionError,
+    LedgerMetadata,
+    LedgerMetadataStore,
+    LedgerState,
+    MetadataError,
+    MetadataUnavailableError,
+    NotFoundError,
+)
+from common.errors import ErrorKind
 
-
-class MetadataError(QuireError):
-    """Root of the metadata store's errors."""
-
-    kind = ErrorKind.internal
-
-
-class BadVersionError(MetadataError):
-    """A compare-and-set lost the race: someone else updated the record first."""
-
-    kind = ErrorKind.conflict
-    title = "Concurrent update"
-
-
-class NotFoundError(MetadataError):
-    """No record of that name exists."""
-
-    kind = ErrorKind.not_found
-    title = "Not found"
-
-
-class AlreadyExistsError(MetadataError):
-    """A record of that name exists already."""
-
-    kind = ErrorKind.conflict
-    title = "Already exists"
+__all__ = [
+    "AlreadyExistsError",
+    "BadVersionError",
+    "CompactionState",
+    "CompactionStatus",
+    "CursorMetadata",
+    "DedupSnapshot",
+    "LedgerMetadata",
+    "LedgerMetadataStore",
+    "LedgerState",
+    "ManagedLedgerMetadata",
+    "MetadataError",
+    "MetadataStore",
+    "MetadataUnavailableError",
+    "NotEmptyError",
+    "NotFoundError",
+    "SchemaBehindError",
+    "TopicMetadata",
+]
 
 
 class NotEmptyError(MetadataError):
@@ -67,39 +73,11 @@ class NotEmptyError(MetadataError):
     title = "Not empty"
 
 
-class MetadataUnavailableError(MetadataError):
-    """The database could not be reached, or a lock wait timed out; retrying may succeed."""
-
-    kind = ErrorKind.unavailable
-    retriable = True
-    title = "Metadata store unavailable"
-
-
 class SchemaBehindError(MetadataError):
     """The database schema is older than this code; run the migrations."""
 
     kind = ErrorKind.unavailable
     title = "Metadata schema behind"
-
-
-class LedgerState(StrEnum):
-    OPEN = "OPEN"
-    IN_RECOVERY = "IN_RECOVERY"
-    CLOSED = "CLOSED"
-
-
-@dataclass(frozen=True, slots=True)
-class LedgerMetadata:
-    ledger_id: int
-    ensemble: tuple[str, ...]
-    write_quorum: int
-    ack_quorum: int
-    state: LedgerState
-    last_entry_id: int = -1
-    length_bytes: int = 0
-    created_ms: int = 0
-    closed_ms: int | None = None
-    version: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,21 +165,8 @@ class TopicMetadata:
     version: int = 0
 
 
-class MetadataStore(Protocol):
-    # --- ledgers ---------------------------------------------------------------------------
-    def create_ledger(
-        self, ensemble: tuple[str, ...], write_quorum: int, ack_quorum: int, created_ms: int
-    ) -> LedgerMetadata:
-        """A new OPEN ledger; its id comes from a sequence: unique and increasing."""
-        ...
-
-    def get_ledger(self, ledger_id: int) -> LedgerMetadata: ...
-
-    def update_ledger(self, ledger: LedgerMetadata) -> LedgerMetadata: ...
-
-    def delete_ledger(self, ledger_id: int) -> None: ...
-
-    def list_ledgers(self) -> list[LedgerMetadata]: ...
+class MetadataStore(LedgerMetadataStore, Protocol):
+    """The ledger rows (`bookie.ledger_metadata.LedgerMetadataStore`) and everything above them."""
 
     # --- managed ledgers --------------------------------------------------------------------
     def get_managed_ledger(self, name: str) -> ManagedLedgerMetadata | None: ...

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bookie.client import BookieLedgerClient
+from bookie.ledgers import ledger_spec
 from compactor.config import CompactorConfig
 from compactor.errors import SparkJobError
 from compactor.job import SparkEngine
@@ -27,7 +28,6 @@ from compactor.plan import build_plan
 from compactor.reference import read_messages, survivors
 from compactor.runner import CompactionRunner
 from compactor.spark import stop_session
-from compactor.writer import spec_of
 from managed_ledger.entry_format import Message, StoredMessage, decode_compacted
 from managed_ledger.metadata.api import CompactionStatus
 from managed_ledger.metadata.sql import SqlMetadataStore
@@ -71,7 +71,7 @@ async def compacted_view(store: SqlMetadataStore, client: BookieLedgerClient, ml
     meta = store.get_ledger(state.compacted_ledger_id)
     if meta.last_entry_id < 0:
         return []
-    payloads = await client.read_entries(spec_of(meta), 0, meta.last_entry_id)
+    payloads = await client.read_entries(ledger_spec(meta), 0, meta.last_entry_id)
     return [m for p in payloads for m in decode_compacted(p)]
 
 

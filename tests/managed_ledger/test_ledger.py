@@ -108,17 +108,21 @@ async def test_reads_by_position_and_range_across_ledgers() -> None:
         await ml.read_entry(Position(9999, 0))
 
 
-async def test_wait_for_entries_wakes_on_append_and_times_out() -> None:
+async def test_reads_past_the_last_entry_are_empty_until_an_append() -> None:
+    """What a long poll in the topics layer relies on: the read position after the end stays
+    valid, and the entry appended next is read from it."""
     env = Env()
     ml = await env.factory().open("t", config())
-    assert await ml.wait_for_entries(None, 0.01) is False
-    waiter = asyncio.create_task(ml.wait_for_entries(None, 30))
-    await asyncio.sleep(0)
-    assert not waiter.done()
-    pos = await ml.append(b"x")
-    assert await asyncio.wait_for(waiter, 10) is True
-    assert await ml.wait_for_entries(pos, 0.01) is False
-    assert await ml.wait_for_entries(Position(pos.ledger_id, -1), 0.01) is True
+    assert ml.last_confirmed_position is None
+    start = ml.next_position(Position(-1, -1))
+    assert await ml.read_entries(start, 10) == []
+    first = await ml.append(b"x")
+    assert ml.last_confirmed_position == first
+    assert await ml.read_entries(start, 10) == [(first, b"x")]
+    after = ml.next_position(first)
+    assert await ml.read_entries(after, 10) == []
+    second = await ml.append(b"y")
+    assert await ml.read_entries(after, 10) == [(second, b"y")]
 
 
 async def test_find_position_by_publish_time() -> None:

@@ -1,0 +1,104 @@
+"""Ledger metadata: the records and the store seam the ledger lifecycle needs (BookKeeper keeps
+these in ZooKeeper and only its `LedgerManager` writes them).
+
+A ledger's metadata is the truth about the ledger: its ensemble and quorums (how to reach it),
+its state, and once CLOSED its last entry and length. `bookie.ledgers.LedgerManager` is the one
+writer of these rows; everything else reads them through it.
+
+`LedgerMetadataStore` is the ledger-row part of the managed ledger's metadata store
+(`managed_ledger.metadata.api.MetadataStore` extends it; the SQL and in-memory stores implement
+it). Every update is compare-and-set on `version`: the caller passes the record it read; the
+store writes it only if the stored version is still that one and returns the record with
+version + 1, else raises `BadVersionError`. A created record comes back with version 1. Calls
+are synchronous and short.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from common.errors import ErrorKind, QuireError
+
+
+class MetadataError(QuireError):
+    """Root of the metadata store's errors."""
+
+    kind = ErrorKind.internal
+
+
+class BadVersionError(MetadataError):
+    """A compare-and-set lost the race: someone else updated the record first."""
+
+    kind = ErrorKind.conflict
+    title = "Concurrent update"
+
+
+class NotFoundError(MetadataError):
+    """No record of that name exists."""
+
+    kind = ErrorKind.not_found
+    title = "Not found"
+
+
+class AlreadyExistsError(MetadataError):
+    """A record of that name exists already."""
+
+    kind = ErrorKind.conflict
+    title = "Already exists"
+
+
+class MetadataUnavailableError(MetadataError):
+    """The database could not be reached, or a lock wait timed out; retrying may succeed."""
+
+    kind = ErrorKind.unavailable
+    retriable = True
+    title = "Metadata store unavailable"
+
+
+class LedgerState(StrEnum):
+    OPEN = "OPEN"
+    IN_RECOVERY = "IN_RECOVERY"
+    CLOSED = "CLOSED"
+    # Marked for deletion: its bookie data may already be gone, so nothing may read it; the row
+    # itself goes last (see `bookie.ledgers` for the order and who finishes it after a crash).
+    DELETING = "DELETING"
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerMetadata:
+    ledger_id: int
+    ensemble: tuple[str, ...]
+    write_quorum: int
+    ack_quorum: int
+    state: LedgerState
+    last_entry_id: int = -1
+    length_bytes: int = 0
+    created_ms: int = 0
+    closed_ms: int | None = None
+    version: int = 0
+
+
+class LedgerMetadataStore(Protocol):
+    """The ledger rows of the metadata store."""
+
+    def create_ledger(
+        self, ensemble: tuple[str, ...], write_quorum: int, ack_quorum: int, created_ms: int
+    ) -> LedgerMetadata:
+        """A new OPEN ledger; its id comes from a sequence: unique and increasing."""
+        ...
+
+    def get_ledger(self, ledger_id: int) -> LedgerMetadata:
+        """Raises NotFoundError when the row is gone."""
+        ...
+
+    def update_ledger(self, ledger: LedgerMetadata) -> LedgerMetadata:
+        """CAS on version; NotFoundError when the row is gone, BadVersionError when it moved."""
+        ...
+
+    def delete_ledger(self, ledger_id: int) -> None:
+        """Raises NotFoundError when the row is gone."""
+        ...
+
+    def list_ledgers(self) -> list[LedgerMetadata]: ...

@@ -1,0 +1,245 @@
+"""The ledger lifecycle in one place (BookKeeper's LedgerManager plus LedgerHandle).
+
+Every ledger is created, closed, recovered and deleted here, and its `LedgerSpec` is built from
+its metadata here (`ledger_spec`), so the rules below are written once:
+
+- Create: the metadata row first (OPEN; its id comes from the store's sequence), then the
+  bookie writer. A crash in between leaves an OPEN row with no entries, which costs one row and
+  misleads nobody: a row never names data that is not there. If the writer cannot be started
+  the row is deleted again at once.
+- Close: the writer's close waits for the adds in flight; then one compare-and-set makes the
+  row CLOSED with the last entry id, the length in bytes and the closing time. A handle whose
+  adds failed is closed through recovery instead.
+- Recover and close: the row goes IN_RECOVERY, the bookies fence the ledger (its old writer can
+  add no more) and find its last entry, its bytes are counted by reading it, and the row becomes
+  CLOSED. On a ledger that is already CLOSED it only returns the row.
+- Delete: the metadata is the truth, so it must never point at bookie data that is gone. The
+  row is first marked DELETING (from then on nothing reads the ledger), then the bookies delete
+  the entries, then the row is deleted. A crash after the mark leaves a DELETING row and maybe
+  some bookie data; `finish_deletions` (run by the managed ledger factory when it starts, and
+  safe to run anywhere, any number of times) finishes every such row. Both steps after the
+  mark are idempotent, so finishing twice is harmless.
+
+The metadata store is synchronous; `call_blocking` is the one place async code calls it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any, Protocol, TypeVar
+
+from bookie.api import LedgerClient, LedgerWriter, read_ranges
+from bookie.errors import BookieError, NoSuchLedgerError
+from bookie.ledger_metadata import (
+    BadVersionError,
+    LedgerMetadata,
+    LedgerMetadataStore,
+    LedgerState,
+    NotFoundError,
+)
+from bookie.types import LedgerSpec
+
+T = TypeVar("T")
+READ_CHUNK = 1_000  # entries per read when recovery counts a ledger's bytes
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+async def call_blocking(fn: Callable[..., T], *args: Any) -> T:
+    """Run a synchronous metadata store call off the event loop (the one adapter for it)."""
+    return await asyncio.to_thread(fn, *args)
+
+
+class LedgerPlacement(Protocol):
+    """Where a ledger lives: what `LedgerMetadata` (and a compactor read range) carry."""
+
+    @property
+    def ledger_id(self) -> int: ...
+
+    @property
+    def ensemble(self) -> Sequence[str]: ...
+
+    @property
+    def write_quorum(self) -> int: ...
+
+    @property
+    def ack_quorum(self) -> int: ...
+
+
+def ledger_spec(placement: LedgerPlacement) -> LedgerSpec:
+    """The one conversion from ledger metadata to what the ledger client needs."""
+    return LedgerSpec(
+        placement.ledger_id, tuple(placement.ensemble), placement.write_quorum, placement.ack_quorum
+    )
+
+
+class LedgerHandle:
+    """The writer of a ledger created by `LedgerManager.create`, with its metadata and the
+    length of its entries (which the manager records when it closes it)."""
+
+    def __init__(self, metadata: LedgerMetadata, writer: LedgerWriter) -> None:
+        self.metadata = metadata
+        self.writer = writer
+        self.length_bytes = 0
+        self.failed: BookieError | None = None
+
+    @property
+    def ledger_id(self) -> int:
+        return self.metadata.ledger_id
+
+    @property
+    def spec(self) -> LedgerSpec:
+        return self.writer.spec
+
+    @property
+    def last_add_confirmed(self) -> int:
+        return self.writer.last_add_confirmed
+
+    async def add_entry(self, payload: bytes) -> int:
+        """As `LedgerWriter.add_entry`; a failure is remembered so that closing recovers.
+
+        The length counts an entry when it is handed to the writer, not when it is acknowledged:
+        the writer's close returns once every add has settled, possibly before the tasks that
+        await those adds resume. Without a failure every entry handed over is in the ledger;
+        after one, closing recovers and counts the bytes on the bookies instead."""
+        self.length_bytes += len(payload)
+        try:
+            return await self.writer.add_entry(payload)
+        except BookieError as exc:
+            if self.failed is None:
+                self.failed = exc
+            raise
+
+
+class LedgerManager:
+    """Creates, closes, recovers and deletes ledgers: metadata rows and bookie data together.
+
+    Raises the metadata store's errors (`bookie.ledger_metadata`) and the client's
+    `BookieError`s unchanged; callers translate them into their own layer's errors.
+    """
+
+    def __init__(
+        self,
+        store: LedgerMetadataStore,
+        client: LedgerClient,
+        *,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        self._store = store
+        self._client = client
+        self._clock = clock
+
+    async def create(
+        self, ensemble: Sequence[str], write_quorum: int = 1, ack_quorum: int = 1
+    ) -> LedgerHandle:
+        """A new OPEN ledger and its writer: the metadata row first, then the writer."""
+        LedgerSpec(0, tuple(ensemble), write_quorum, ack_quorum)  # refuse bad quorums before the row
+        meta = await call_blocking(
+            self._store.create_ledger, tuple(ensemble), write_quorum, ack_quorum, self._clock()
+        )
+        try:
+            writer = await self._client.create_ledger(ledger_spec(meta))
+        except Exception:
+            with contextlib.suppress(Exception):  # if this fails too, the sweep finishes it
+                await self.delete(meta.ledger_id)
+            raise
+        return LedgerHandle(meta, writer)
+
+    async def close(self, handle: LedgerHandle) -> LedgerMetadata:
+        """Close the writer and record the ledger CLOSED (last entry, length, time) by one CAS.
+        A handle whose adds (or close) failed is closed through recovery."""
+        if handle.failed is None:
+            try:
+                last = await handle.writer.close()
+            except BookieError as exc:
+                handle.failed = exc
+        if handle.failed is not None:
+            handle.metadata = await self.recover_and_close(handle.ledger_id)
+            return handle.metadata
+        closed = replace(
+            handle.metadata,
+            state=LedgerState.CLOSED,
+            last_entry_id=last,
+            length_bytes=handle.length_bytes,
+            closed_ms=self._clock(),
+        )
+        handle.metadata = await call_blocking(self._store.update_ledger, closed)
+        return handle.metadata
+
+    async def recover_and_close(self, ledger_id: int) -> LedgerMetadata:
+        """Fence the ledger, find its last entry, count its bytes and record it CLOSED.
+
+        Returns the row unchanged when it is already CLOSED. Raises NotFoundError when the
+        row is gone or being deleted.
+        """
+        meta = await self.get(ledger_id)
+        if meta.state == LedgerState.CLOSED:
+            return meta
+        if meta.state == LedgerState.OPEN:
+            meta = await call_blocking(
+                self._store.update_ledger, replace(meta, state=LedgerState.IN_RECOVERY)
+            )
+        spec = ledger_spec(meta)
+        last = await self._client.recover(spec)
+        length = 0
+        for first, end in read_ranges(0, last, READ_CHUNK):
+            length += sum(len(p) for p in await self._client.read_entries(spec, first, end))
+        closed = replace(
+            meta, state=LedgerState.CLOSED, last_entry_id=last, length_bytes=length, closed_ms=self._clock()
+        )
+        return await call_blocking(self._store.update_ledger, closed)
+
+    async def get(self, ledger_id: int) -> LedgerMetadata:
+        """The ledger's metadata; NotFoundError when it is gone or being deleted."""
+        meta = await call_blocking(self._store.get_ledger, ledger_id)
+        if meta.state == LedgerState.DELETING:
+            raise NotFoundError(f"ledger {ledger_id} is being deleted")
+        return meta
+
+    async def spec(self, ledger_id: int) -> LedgerSpec:
+        """How to reach the ledger; NotFoundError when it is gone or being deleted."""
+        return ledger_spec(await self.get(ledger_id))
+
+    async def read(self, ledger_id: int, first_entry_id: int, last_entry_id: int) -> list[bytes]:
+        """Entries first..last (inclusive) of a ledger known by id."""
+        return await self._client.read_entries(await self.spec(ledger_id), first_entry_id, last_entry_id)
+
+    async def delete(self, ledger_id: int) -> None:
+        """Mark the row DELETING, delete the bookie data, delete the row (module docstring).
+        Idempotent: a ledger that is already gone is not an error."""
+        try:
+            meta = await call_blocking(self._store.get_ledger, ledger_id)
+            if meta.state != LedgerState.DELETING:
+                meta = await self._mark_deleting(meta)
+        except NotFoundError:
+            return
+        await self._erase(meta)
+
+    async def finish_deletions(self) -> int:
+        """Finish every deletion a crash interrupted (rows marked DELETING); returns how many."""
+        marked = [m for m in await call_blocking(self._store.list_ledgers) if m.state == LedgerState.DELETING]
+        for meta in marked:
+            await self._erase(meta)
+        return len(marked)
+
+    async def _mark_deleting(self, meta: LedgerMetadata) -> LedgerMetadata:
+        try:
+            return await call_blocking(self._store.update_ledger, replace(meta, state=LedgerState.DELETING))
+        except BadVersionError:
+            # Someone updated the row meanwhile: fine if that was another deleter's mark.
+            current = await call_blocking(self._store.get_ledger, meta.ledger_id)
+            if current.state != LedgerState.DELETING:
+                raise
+            return current
+
+    async def _erase(self, meta: LedgerMetadata) -> None:
+        with contextlib.suppress(NoSuchLedgerError):
+            await self._client.delete_ledger(ledger_spec(meta))
+        with contextlib.suppress(NotFoundError):
+            await call_blocking(self._store.delete_ledger, meta.ledger_id)
