@@ -16,6 +16,9 @@ Tables (every table a caller updates has `version`, the compare-and-set token):
 - policies: scope (`t/n` or `t/n/x`) -> JSON object.
 - compaction_states: one row per topic (or partition): compacted ledger, horizon
   (ledger, entry, batch_index), last run's status, error, times and counters.
+- bookies: one row per registered bookie (id `host:port`): instance id, reported state, last
+  heartbeat (ms), free bytes, ledger count. Renewed by the bookie itself, last writer wins.
+- bookie_cookies: one row per bookie id: the instance id and data directory of its disk.
 """
 
 from __future__ import annotations
@@ -145,4 +148,25 @@ class CompactionStateRow(Base):
     last_succeeded_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     last_failed_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     run_ledger_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class BookieRow(Base):
+    __tablename__ = "bookies"
+
+    bookie_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    instance_id: Mapped[str] = mapped_column(String(64), nullable=False)
+    state: Mapped[str] = mapped_column(String(16), nullable=False)
+    heartbeat_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    free_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    ledgers: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class BookieCookieRow(Base):
+    __tablename__ = "bookie_cookies"
+
+    bookie_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    instance_id: Mapped[str] = mapped_column(String(64), nullable=False)
+    data_dir: Mapped[str] = mapped_column(Text, nullable=False)
+    created_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
