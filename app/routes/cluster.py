@@ -27,12 +27,16 @@ BookieStateName = Literal["writable", "read_only", "down", "decommissioning"]
 class BookieInfo(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
-    bookie_id: str = Field(alias="bookieId", examples=["127.0.0.1:3181"], description="host:port")
+    bookie_id: str = Field(
+        alias="bookieId", title="Bookie id", examples=["127.0.0.1:3181"], description="host:port"
+    )
     state: BookieStateName = Field(
         examples=["writable"], description="down: its heartbeat expired; read_only: its disk is nearly full"
     )
     ledgers: int = Field(examples=[12], description="ledgers on its disk, as of its last heartbeat")
-    free_bytes: int = Field(alias="freeBytes", examples=[52_428_800], description="free bytes on its disk")
+    free_bytes: int = Field(
+        alias="freeBytes", title="Free bytes", examples=[52_428_800], description="free bytes on its disk"
+    )
 
 
 class BookieList(BaseModel):
