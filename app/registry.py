@@ -58,6 +58,7 @@ def check_cookie(settings: Settings, store: SqlMetadataStore, listen_host: str, 
     """Check the bookie's cookie (see `bookie.cookie`); return its instance id, or exit 2 with
     the reason when the disk is not the one this bookie registered with."""
     from bookie.cookie import CookieMismatchError, establish_cookie
+    from managed_ledger.metadata.api import MetadataError
 
     try:
         cookie = establish_cookie(
@@ -66,6 +67,8 @@ def check_cookie(settings: Settings, store: SqlMetadataStore, listen_host: str, 
     except CookieMismatchError as exc:
         print(f"quire bookie: refusing to start: {exc}", file=sys.stderr, flush=True)
         raise SystemExit(EXIT_SETTINGS) from None
+    except MetadataError as exc:  # e.g. another process registered the same id just now
+        raise SystemExit(f"quire bookie: cannot record its cookie in the metadata store: {exc}") from exc
     return cookie.instance_id
 
 

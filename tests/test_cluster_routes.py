@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from app.main import create_app
+from app.registry import wait_for_bookies
 from app.routes.cluster import install_registry
 from bookie.registry import BookieRecord, BookieState, MetadataBookieRegistry, RegistryConfig
 from managed_ledger.metadata.memory import InMemoryMetadataStore
@@ -62,3 +63,20 @@ async def test_no_registry_is_a_503_problem() -> None:
         r = await c.get("/admin/v2/bookies/all")
     assert r.status_code == 503 and r.headers["content-type"] == "application/problem+json"
     assert "registry" in r.json()["detail"]
+
+
+def test_broker_start_waits_until_enough_bookies_are_live(store: InMemoryMetadataStore) -> None:
+    registry = MetadataBookieRegistry(store, RegistryConfig(10_000), lambda: NOW_MS)
+    now = [0.0]
+    joined = BookieRecord("d:1", "id", BookieState.WRITABLE, NOW_MS)
+
+    def sleep(seconds: float) -> None:  # a bookie joins while the broker waits
+        now[0] += seconds
+        store.put_bookie(joined)
+
+    assert wait_for_bookies(registry, 3, 5.0, monotonic=lambda: now[0], sleep=sleep) == 3
+    assert now[0] > 0  # it did wait: two were live at first
+    with pytest.raises(SystemExit, match="ensemble_size is 4 but only 3 bookie"):
+        wait_for_bookies(
+            registry, 4, 1.0, monotonic=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s)
+        )
