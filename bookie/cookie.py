@@ -9,6 +9,12 @@ saw, so it refuses to start until an operator formats it as a new instance (Book
 check). A disk cookie with no store cookie is adopted: the bookie ran before registration existed,
 or the store was rebuilt.
 
+The cookie file, `DATA_DIR/COOKIE`, layout version 1, is one JSON object:
+`{"layoutVersion": 1, "bookieId": "host:port", "instanceId": "<uuid4>", "dataDir": "<absolute
+path when written>", "createdMs": <ms since the epoch>}`. It is written to `COOKIE.tmp`, fsynced,
+renamed over `COOKIE`, and the directory is fsynced, so a crash leaves the old cookie or the new
+one, never half of one. A file without `layoutVersion` is read as version 1.
+
 Formatting erases the journal and index (the entries of the old instance are not this
 instance's) and writes a new cookie; ledgers that had copies there are short of one copy until
 re-replicated. It runs with the data directory's lock held, so it never erases under a running
@@ -34,6 +40,7 @@ from bookie.registry import BookieCookie, BookieDirectory, wall_clock_ms
 log = logging.getLogger(__name__)
 
 COOKIE_FILE = "COOKIE"
+LAYOUT_VERSION = 1
 DATA_SUBDIRS = ("journal", "index")  # what formatting erases: the storage engine's files
 FORMAT_HINT = "start it once with `quire bookie --format` to register it as a new, empty bookie"
 
@@ -46,6 +53,11 @@ def read_disk_cookie(data_dir: Path) -> BookieCookie | None:
     path = data_dir / COOKIE_FILE
     try:
         raw = json.loads(path.read_text())
+        layout = int(raw.get("layoutVersion", LAYOUT_VERSION))
+        if layout != LAYOUT_VERSION:
+            raise CookieMismatchError(
+                f"the cookie file {path} has layout version {layout}; this Quire reads {LAYOUT_VERSION}"
+            )
         return BookieCookie(
             bookie_id=str(raw["bookieId"]),
             instance_id=str(raw["instanceId"]),
@@ -61,6 +73,7 @@ def read_disk_cookie(data_dir: Path) -> BookieCookie | None:
 def write_disk_cookie(data_dir: Path, cookie: BookieCookie) -> None:
     """Write the cookie file durably: a temporary file, fsync, rename, fsync of the directory."""
     body = {
+        "layoutVersion": LAYOUT_VERSION,
         "bookieId": cookie.bookie_id,
         "instanceId": cookie.instance_id,
         "dataDir": cookie.data_dir,

@@ -135,3 +135,12 @@ def test_an_unreadable_cookie_file_is_refused(store: InMemoryMetadataStore, tmp_
     (tmp_path / COOKIE_FILE).write_text(json.dumps({"bookieId": "a:1"}))
     with pytest.raises(CookieMismatchError, match="unreadable"):
         establish_cookie(store, "a:1", tmp_path)
+
+
+def test_a_cookie_of_an_unknown_layout_is_refused(store: InMemoryMetadataStore, tmp_path: Path) -> None:
+    establish_cookie(store, "a:1", tmp_path)
+    raw = json.loads((tmp_path / COOKIE_FILE).read_text())
+    assert raw["layoutVersion"] == 1
+    (tmp_path / COOKIE_FILE).write_text(json.dumps({**raw, "layoutVersion": 2}))
+    with pytest.raises(CookieMismatchError, match="layout version 2"):
+        establish_cookie(store, "a:1", tmp_path)
