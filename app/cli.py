@@ -26,6 +26,13 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--port", type=int, help="HTTP port, or the bookie's port for `bookie`")
         p.add_argument("--bookie-port", type=int, help="bookie port (QUIRE_BOOKIE_PORT)")
         p.add_argument("--database-url", help="metadata store URL (QUIRE_DATABASE_URL)")
+        if name == "bookie":
+            p.add_argument(
+                "--format",
+                action="store_true",
+                help="register this bookie as a new instance: erase its journal and index and "
+                "write a new cookie (after its disk was wiped or replaced)",
+            )
     return parser
 
 
@@ -50,7 +57,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"quire: invalid settings:\n{exc}", file=sys.stderr)
         raise SystemExit(2) from None
     module = importlib.import_module(f"app.processes.{args.process}")
-    module.run(settings)
+    if getattr(args, "format", False):
+        module.run(settings, format_disk=True)
+    else:
+        module.run(settings)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from app.codec import Limits
 from app.fastpath import FastPath, Receive, Scope, Send
 from app.metrics import Metrics
 from app.routes.admin import admin_router
+from app.routes.cluster import cluster_router
 from app.routes.data import DataHandlers, data_router_for
 from app.routes.ops import ops_router
 from topics.api import TopicsApi
@@ -89,6 +90,7 @@ def create_app(topics: TopicsApi, *, limits: Limits | None = None, close_topics:
     app.include_router(data_router_for(handlers))
     app.include_router(admin_router(topics))
     app.include_router(ops_router(topics, metrics))
+    app.include_router(cluster_router())
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -36,6 +36,13 @@ class Settings(BaseSettings):
     bookie_max_requests_in_flight: int = Field(10_000, gt=0)
     gc_interval_s: float = Field(60.0, gt=0)
     disk_check_interval_s: float = Field(10.0, gt=0)
+    # Registration in the metadata store: the id clients dial (default: listen host:port), how
+    # often the bookie renews its heartbeat, and how old a heartbeat may get before it is down.
+    bookie_advertised_address: str = ""
+    bookie_heartbeat_interval_ms: int = Field(2_000, gt=0)
+    bookie_heartbeat_timeout_ms: int = Field(10_000, gt=0)
+    # The broker waits this long at start for ensemble_size live bookies, then gives up.
+    bookie_wait_timeout_ms: int = Field(30_000, ge=0)
 
     # --- managed ledger defaults (Pulsar's) ------------------------------------------------
     ensemble_size: int = Field(1, ge=1)
@@ -84,6 +91,23 @@ class Settings(BaseSettings):
         if v > high:
             raise ValueError("disk_usage_low_water must not exceed disk_usage_high_water")
         return v
+
+    @model_validator(mode="after")
+    def _quorums_and_heartbeats(self) -> Settings:
+        """A ledger is written to write_quorum of its ensemble_size bookies and acknowledged by
+        ack_quorum of those; any other order of the three cannot be satisfied."""
+        e, qw, qa = self.ensemble_size, self.write_quorum, self.ack_quorum
+        if not e >= qw >= qa >= 1:
+            raise ValueError(
+                f"need ensemble_size >= write_quorum >= ack_quorum >= 1, got ensemble_size={e}, "
+                f"write_quorum={qw}, ack_quorum={qa}"
+            )
+        if self.bookie_heartbeat_timeout_ms <= self.bookie_heartbeat_interval_ms:
+            raise ValueError(
+                f"bookie_heartbeat_timeout_ms ({self.bookie_heartbeat_timeout_ms}) must exceed "
+                f"bookie_heartbeat_interval_ms ({self.bookie_heartbeat_interval_ms})"
+            )
+        return self
 
     @property
     def effective_database_url(self) -> str:

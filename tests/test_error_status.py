@@ -42,6 +42,8 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "bookie.errors.NoSuchEntryError": ((7, 3), 404, _MISSING),
     "bookie.errors.FencedError": ((7,), 500, _500),
     "bookie.errors.ReadOnlyError": ((), 503, _STORAGE),
+    "bookie.registry.NotEnoughBookiesError": (("2 of 3",), 503, "Not enough bookies"),
+    "bookie.cookie.CookieMismatchError": (("wiped",), 409, "Bookie cookie mismatch"),
     "bookie.protocol.FrameError": (("frame CRC32C mismatch",), 500, _500),
     "bookie.storage.index.IndexDamagedError": (("damaged slot",), 500, _500),
     # managed ledger

@@ -1,8 +1,11 @@
 """`quire bookie --data-dir D --port P`: one storage engine behind the bookie TCP server.
 
-Start: build the engine's StorageConfig from the settings, open the engine (journal replay,
-index rebuild), bind the server, log where it listens. SIGTERM or SIGINT: stop accepting, let
-requests in flight finish (bounded), close the engine, exit 0. Runs on uvloop when installed.
+Start: open the metadata store and check the disk's cookie (exit 2 when the disk was wiped or
+swapped; `--format` registers it as a new instance), build the engine's StorageConfig from the
+settings, open the engine (journal replay, index rebuild), bind the server, register and start
+the heartbeat, log where it listens. SIGTERM or SIGINT: stop heartbeating (recorded as down),
+stop accepting, let requests in flight finish (bounded), close the engine, exit 0. Runs on
+uvloop when installed.
 """
 
 from __future__ import annotations
@@ -13,10 +16,14 @@ import logging
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.settings import Settings
 from bookie.server import BookieServer, ServerConfig
+
+if TYPE_CHECKING:
+    from bookie.registration import BookieRegistration
+    from bookie.storage.engine import LedgerStorage
 
 log = logging.getLogger("quire.bookie")
 
@@ -51,11 +58,25 @@ def server_config(settings: Settings) -> ServerConfig:
     )
 
 
-async def serve(settings: Settings) -> None:
+async def serve(settings: Settings, format_disk: bool = False) -> None:
+    from app.registry import check_cookie, open_store, registration_config
+    from bookie.registration import BookieRegistration
     from bookie.storage.engine import LedgerStorage
 
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    storage = LedgerStorage(storage_config(settings))
+    store = open_store(settings, "bookie")
+    try:
+        host = listen_host(settings)
+        instance_id = check_cookie(settings, store, host, format_disk)
+        storage = LedgerStorage(storage_config(settings))
+        registration = BookieRegistration(store, storage, registration_config(settings, host, instance_id))
+        await _serve_storage(settings, storage, registration)
+    finally:
+        store.close()
+
+
+async def _serve_storage(
+    settings: Settings, storage: LedgerStorage, registration: BookieRegistration
+) -> None:
     await storage.start()
     server = BookieServer(storage, server_config(settings))
     try:
@@ -65,8 +86,15 @@ async def serve(settings: Settings) -> None:
         raise SystemExit(
             f"quire bookie: cannot listen on {server.config.host}:{settings.bookie_port}: {exc}"
         ) from exc
+    try:
+        await registration.start()
+    except Exception as exc:
+        await server.close()
+        await storage.close()
+        raise SystemExit(f"quire bookie: cannot register in the metadata store: {exc}") from exc
     log.info(
-        "bookie listening on %s:%d, data in %s",
+        "bookie %s listening on %s:%d, data in %s",
+        registration.config.bookie_id,
         server.config.host,
         server.port,
         settings.data_dir.resolve(),
@@ -77,6 +105,7 @@ async def serve(settings: Settings) -> None:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("bookie stopping")
+    await registration.close()
     await server.close()
     await storage.close()
     log.info("bookie stopped")
@@ -90,9 +119,9 @@ def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
-def run(settings: Settings) -> None:
+def run(settings: Settings, format_disk: bool = False) -> None:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     with asyncio.Runner(loop_factory=_loop_factory()) as runner:
-        runner.run(serve(settings))
+        runner.run(serve(settings, format_disk))

@@ -27,6 +27,7 @@ from managed_ledger.metadata.api import (
     NotFoundError,
     TopicMetadata,
 )
+from managed_ledger.metadata.bookies import InMemoryBookieMethods
 
 
 def _version(stored: Any) -> int | None:
@@ -49,8 +50,9 @@ def _check_put_version(what: str, stored_version: int | None, given: int) -> Non
         raise BadVersionError(f"{what}: version {given} is stale (stored version {stored_version})")
 
 
-class InMemoryMetadataStore:
+class InMemoryMetadataStore(InMemoryBookieMethods):
     def __init__(self) -> None:
+        super().__init__()  # the bookie registrations and cookies
         self._lock = threading.Lock()
         self._next_ledger_id = 1
         self._ledgers: dict[int, LedgerMetadata] = {}

@@ -17,6 +17,9 @@ Tables (every table a caller updates has `version`, the compare-and-set token):
 - compaction_states: one row per topic (or partition): compacted ledger, horizon
   (ledger, entry, batch_index), last run's status, error, times and counters, and the run
   lease (holder, expiry) of a RUNNING run.
+- bookies: one row per registered bookie (id `host:port`): instance id, reported state, last
+  heartbeat (ms), free bytes, ledger count. Renewed by the bookie itself, last writer wins.
+- bookie_cookies: one row per bookie id: the instance id and data directory of its disk.
 """
 
 from __future__ import annotations
@@ -148,4 +151,25 @@ class CompactionStateRow(Base):
     run_ledger_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     lease_holder: Mapped[str] = mapped_column(String(256), nullable=False, server_default="")
     lease_expires_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class BookieRow(Base):
+    __tablename__ = "bookies"
+
+    bookie_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    instance_id: Mapped[str] = mapped_column(String(64), nullable=False)
+    state: Mapped[str] = mapped_column(String(16), nullable=False)
+    heartbeat_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    free_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    ledgers: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class BookieCookieRow(Base):
+    __tablename__ = "bookie_cookies"
+
+    bookie_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    instance_id: Mapped[str] = mapped_column(String(64), nullable=False)
+    data_dir: Mapped[str] = mapped_column(Text, nullable=False)
+    created_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
     version: Mapped[int] = mapped_column(Integer, nullable=False)

@@ -42,6 +42,7 @@ from managed_ledger.metadata.api import (
     NotFoundError,
     TopicMetadata,
 )
+from managed_ledger.metadata.bookies import SqlBookieMethods
 from managed_ledger.metadata.engine import WRITE_OPTION, make_engine
 from managed_ledger.metadata.rows import (
     COMPACTIONS,
@@ -62,7 +63,7 @@ class _PolicyRace(BadVersionError):
     """Two first writers of a scope's policies raced on the insert; the loser retries."""
 
 
-class SqlMetadataStore:
+class SqlMetadataStore(SqlBookieMethods):
     def __init__(self, url: str, auto_upgrade: bool = True) -> None:
         """Open the store; upgrade the schema to head first, or refuse one that is behind."""
         self.url = url

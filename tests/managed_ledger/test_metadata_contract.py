@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from bookie.registry import BookieCookie, BookieRecord, BookieState
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
     BadVersionError,
@@ -462,3 +463,49 @@ def test_concurrent_update_policies_of_different_keys_lose_nothing(opener: Opene
     for t in threads:
         t.join(timeout=60)
     assert stores[0].get_policies("public/default") == {f"w{n}-{i}": i for n in range(4) for i in range(10)}
+
+
+# --- bookies and cookies ---------------------------------------------------------------------
+def test_bookie_registration_is_an_upsert_seen_by_every_instance(opener: Opener) -> None:
+    first, second = opener(), opener()
+    assert first.list_bookies() == []
+    first.put_bookie(
+        BookieRecord("b2:3181", "i2", BookieState.WRITABLE, heartbeat_ms=10, free_bytes=5, ledgers=1)
+    )
+    first.put_bookie(BookieRecord("b1:3181", "i1", BookieState.WRITABLE, heartbeat_ms=11))
+    renewed = BookieRecord("b2:3181", "i2", BookieState.READ_ONLY, heartbeat_ms=20, free_bytes=3, ledgers=4)
+    second.put_bookie(renewed)
+    listed = first.list_bookies()
+    assert [b.bookie_id for b in listed] == ["b1:3181", "b2:3181"]
+    assert listed[1] == renewed
+
+
+def test_bookie_heartbeat_keeps_a_decommissioning_state(store: MetadataStore) -> None:
+    store.put_bookie(BookieRecord("b1:3181", "i1", BookieState.DECOMMISSIONING, heartbeat_ms=1))
+    store.put_bookie(BookieRecord("b1:3181", "i1", BookieState.WRITABLE, heartbeat_ms=2, ledgers=7))
+    (stored,) = store.list_bookies()
+    assert (stored.state, stored.heartbeat_ms, stored.ledgers) == (BookieState.DECOMMISSIONING, 2, 7)
+
+
+def test_bookie_down_is_not_a_stored_state(store: MetadataStore) -> None:
+    with pytest.raises(ValueError, match="down"):
+        store.put_bookie(BookieRecord("b1:3181", "i1", BookieState.DOWN, heartbeat_ms=1))
+    with pytest.raises(ValueError, match="id"):
+        store.put_bookie(BookieRecord("", "i1", BookieState.WRITABLE, heartbeat_ms=1))
+    assert store.list_bookies() == []
+
+
+def test_bookie_cookie_create_and_cas(opener: Opener) -> None:
+    store, other = opener(), opener()
+    assert store.get_bookie_cookie("b1:3181") is None
+    created = store.put_bookie_cookie(BookieCookie("b1:3181", "i1", "/d", created_ms=5))
+    assert created.version == 1 and other.get_bookie_cookie("b1:3181") == created
+    with pytest.raises(BadVersionError):
+        other.put_bookie_cookie(BookieCookie("b1:3181", "i-other", "/d"))
+    replaced = other.put_bookie_cookie(replace(created, instance_id="i2"))
+    assert replaced.version == 2 and store.get_bookie_cookie("b1:3181") == replaced
+    with pytest.raises(BadVersionError):
+        store.put_bookie_cookie(replace(created, instance_id="i3"))  # version 1 is stale now
+    with pytest.raises(NotFoundError):
+        store.put_bookie_cookie(BookieCookie("b9:3181", "i9", "/d", version=3))
+    assert store.get_bookie_cookie("b1:3181") == replaced

@@ -15,6 +15,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
+from bookie.registry import BookieRecord, BookieState
 from managed_ledger.metadata import schema
 from managed_ledger.metadata.api import (
     CompactionStatus,
@@ -37,6 +38,8 @@ TABLES = {
     "topics",
     "policies",
     "compaction_states",
+    "bookies",
+    "bookie_cookies",
 }
 EARLIER = schema.revisions()[:-1]
 
@@ -126,6 +129,7 @@ def test_each_earlier_revision_to_head_keeps_data(metadata_url: str, start: str)
             4,
         )
         assert (state.run_ledger_id, state.lease_holder, state.lease_expires_ms) == (None, "", None)
+        assert store.list_bookies() == [] and store.get_bookie_cookie("b:1") is None
         # The id sequence carries on after rows written before the upgrade.
         assert store.create_ledger(("b:1",), 1, 1, 0).ledger_id > ledger.ledger_id
     finally:
@@ -173,6 +177,32 @@ def test_downgrade_to_base_and_up_again(metadata_url: str) -> None:
     assert _tables(metadata_url) == set() and schema.current_revision(metadata_url) is None
     schema.upgrade_to_head(metadata_url)
     assert _tables(metadata_url) == TABLES
+
+
+def test_bookie_registry_revision_downgrades_to_the_one_before(metadata_url: str) -> None:
+    schema.upgrade_to_head(metadata_url)
+    store = SqlMetadataStore(metadata_url)
+    try:
+        store.put_bookie(BookieRecord("b:1", "i", BookieState.WRITABLE, heartbeat_ms=1))
+        store.create_ledger(("b:1",), 1, 1, 0)
+    finally:
+        store.close()
+    before = schema.revisions()[schema.revisions().index("0004") - 1]
+    engine = make_engine(metadata_url)
+    try:
+        with engine.begin() as conn:
+            cfg = schema.alembic_config()
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, before)
+    finally:
+        engine.dispose()
+    assert _tables(metadata_url) == TABLES - {"bookies", "bookie_cookies"}
+    schema.upgrade_to_head(metadata_url)
+    store = SqlMetadataStore(metadata_url)
+    try:
+        assert store.list_bookies() == [] and len(store.list_ledgers()) == 1
+    finally:
+        store.close()
 
 
 def test_concurrent_starters_both_succeed(metadata_url: str) -> None:

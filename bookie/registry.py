@@ -1,0 +1,193 @@
+"""Which bookies exist, which are alive, and which ones a new ledger should be written to.
+
+Every bookie process registers itself in the metadata store under its id (the advertised
+`host:port` clients dial) and renews a heartbeat every few seconds, reporting whether it takes
+writes, its free bytes and how many ledgers it holds. A bookie whose heartbeat is older than the
+expiry is down; this stands in for BookKeeper's ephemeral ZooKeeper nodes, which vanish with the
+session. Heartbeats are stamped with the bookie's wall clock and judged with the reader's, so
+the expiry must be well above the clock skew between machines (seconds, not milliseconds).
+
+This module holds the records, the store seam (`BookieDirectory`: methods the SQL and in-memory
+metadata stores implement) and the placement policy; it knows nothing of SQL. Liveness and
+placement are computed here, above the store, so both stores agree by construction.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Protocol
+
+from common.errors import ErrorKind, QuireError
+
+
+class BookieState(StrEnum):
+    """What a bookie reports of itself (`DOWN` is never stored: it is an expired heartbeat)."""
+
+    WRITABLE = "writable"
+    READ_ONLY = "read_only"
+    DECOMMISSIONING = "decommissioning"
+    DOWN = "down"
+
+
+STORED_STATES = (BookieState.WRITABLE, BookieState.READ_ONLY, BookieState.DECOMMISSIONING)
+
+
+class NotEnoughBookiesError(QuireError):
+    """Fewer live writable bookies than a ledger's ensemble needs; more may join later."""
+
+    kind = ErrorKind.unavailable
+    retriable = True
+    title = "Not enough bookies"
+
+
+@dataclass(frozen=True, slots=True)
+class BookieRecord:
+    """A bookie's registration as stored: its last heartbeat and what it reported with it.
+
+    `instance_id` is the cookie's: it changes only when the bookie is formatted as new.
+    """
+
+    bookie_id: str
+    instance_id: str
+    state: BookieState
+    heartbeat_ms: int
+    free_bytes: int = 0
+    ledgers: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BookieCookie:
+    """The identity of a bookie's disk: written once to the data directory and to the store.
+
+    A disk whose cookie differs from the stored one (or is missing while the store has one) was
+    wiped or swapped: the bookie would answer for entries it no longer holds.
+    """
+
+    bookie_id: str
+    instance_id: str
+    data_dir: str
+    created_ms: int = 0
+    version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class BookieStatus:
+    """A bookie as an operator sees it: the stored state, or DOWN once its heartbeat expired."""
+
+    bookie_id: str
+    state: BookieState
+    ledgers: int
+    free_bytes: int
+    heartbeat_ms: int
+
+
+class BookieDirectory(Protocol):
+    """The metadata store's bookie methods (SQL and in-memory stores both implement them)."""
+
+    def put_bookie(self, record: BookieRecord) -> None:
+        """Register or renew a bookie (last writer wins: one process per bookie id). A stored
+        DECOMMISSIONING state is kept: only an operator sets or clears it."""
+        ...
+
+    def list_bookies(self) -> list[BookieRecord]:
+        """Every registered bookie, in bookie id order."""
+        ...
+
+    def get_bookie_cookie(self, bookie_id: str) -> BookieCookie | None: ...
+
+    def put_bookie_cookie(self, cookie: BookieCookie) -> BookieCookie:
+        """Compare-and-set on version: 0 creates (a stale version if one exists), v replaces
+        version v; returns the cookie with its new version."""
+        ...
+
+
+class BookieRegistry(Protocol):
+    """What a broker asks about bookies: who is there, who is alive, where to place a ledger."""
+
+    def all_bookies(self) -> list[BookieStatus]: ...
+
+    def live_bookies(self) -> list[BookieRecord]:
+        """Registered bookies whose heartbeat has not expired, in any state but DOWN."""
+        ...
+
+    def choose_ensemble(self, ensemble_size: int, exclude: Iterable[str] = ()) -> tuple[str, ...]:
+        """`ensemble_size` distinct live writable bookies not in `exclude`; NotEnoughBookiesError
+        when there are fewer."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryConfig:
+    heartbeat_timeout_ms: int = 10_000
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class MetadataBookieRegistry:
+    """`BookieRegistry` over a `BookieDirectory`. Placement picks at random among the live
+    writable bookies, weighted towards those holding fewer ledgers, so that new ledgers spread
+    over the cluster instead of always landing on the same first E bookies."""
+
+    def __init__(
+        self,
+        directory: BookieDirectory,
+        config: RegistryConfig | None = None,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.directory = directory
+        self.config = config or RegistryConfig()
+        self._clock_ms = clock_ms
+        self._rng = rng or random.Random()
+
+    def _alive(self, record: BookieRecord, now_ms: int) -> bool:
+        return now_ms - record.heartbeat_ms < self.config.heartbeat_timeout_ms
+
+    def all_bookies(self) -> list[BookieStatus]:
+        now = self._clock_ms()
+        return [
+            BookieStatus(
+                bookie_id=r.bookie_id,
+                state=r.state if self._alive(r, now) else BookieState.DOWN,
+                ledgers=r.ledgers,
+                free_bytes=r.free_bytes,
+                heartbeat_ms=r.heartbeat_ms,
+            )
+            for r in self.directory.list_bookies()
+        ]
+
+    def live_bookies(self) -> list[BookieRecord]:
+        now = self._clock_ms()
+        return [r for r in self.directory.list_bookies() if self._alive(r, now)]
+
+    def choose_ensemble(self, ensemble_size: int, exclude: Iterable[str] = ()) -> tuple[str, ...]:
+        if ensemble_size < 1:
+            raise ValueError(f"ensemble size must be at least 1, got {ensemble_size}")
+        excluded = set(exclude)
+        candidates = [
+            r for r in self.live_bookies() if r.state == BookieState.WRITABLE and r.bookie_id not in excluded
+        ]
+        if len(candidates) < ensemble_size:
+            raise NotEnoughBookiesError(
+                f"need {ensemble_size} live writable bookies, have {len(candidates)}"
+                + (f" (excluding {sorted(excluded)})" if excluded else "")
+            )
+        return pick_weighted(candidates, ensemble_size, self._rng)
+
+
+def pick_weighted(candidates: Sequence[BookieRecord], count: int, rng: random.Random) -> tuple[str, ...]:
+    """`count` distinct bookies drawn without replacement, each draw weighted by 1 / (1 + its
+    ledger count): every bookie can be chosen, the emptier ones more often."""
+    pool = list(candidates)
+    chosen: list[str] = []
+    for _ in range(count):
+        weights = [1.0 / (1 + max(r.ledgers, 0)) for r in pool]
+        index = rng.choices(range(len(pool)), weights=weights)[0]
+        chosen.append(pool.pop(index).bookie_id)
+    return tuple(chosen)

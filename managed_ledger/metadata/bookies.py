@@ -1,0 +1,154 @@
+"""The metadata stores' bookie methods (`bookie.registry.BookieDirectory`): registrations and
+cookies, for the SQL store and the in-memory one, mixed into each store class.
+
+Registrations are last-writer-wins upserts (only the bookie itself renews its row), except that
+a stored DECOMMISSIONING state survives heartbeats: an operator set it, and only an operator
+clears it. Cookies follow the put_* rule of the other records: version 0 creates, version v
+replaces version v, anything else is a stale version.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import AbstractContextManager
+from dataclasses import replace
+from typing import Any, Protocol, cast
+
+from sqlalchemy import Connection, Table, insert, select, update
+
+from bookie.registry import STORED_STATES, BookieCookie, BookieRecord, BookieState
+from managed_ledger.metadata.api import BadVersionError, MetadataError, NotFoundError
+from managed_ledger.metadata.models import BookieCookieRow, BookieRow
+
+BOOKIES = cast(Table, BookieRow.__table__)
+COOKIES = cast(Table, BookieCookieRow.__table__)
+
+
+def _checked(record: BookieRecord) -> BookieRecord:
+    if not record.bookie_id:
+        raise ValueError("a bookie needs an id (its advertised host:port)")
+    if record.state not in STORED_STATES:
+        raise ValueError(f"bookie state {record.state} is not stored (down means: heartbeat expired)")
+    return record
+
+
+def _kept_state(stored: BookieState | None, reported: BookieState) -> BookieState:
+    return BookieState.DECOMMISSIONING if stored == BookieState.DECOMMISSIONING else reported
+
+
+def _record_from_row(row: Any) -> BookieRecord:
+    return BookieRecord(
+        bookie_id=row["bookie_id"],
+        instance_id=row["instance_id"],
+        state=BookieState(row["state"]),
+        heartbeat_ms=int(row["heartbeat_ms"]),
+        free_bytes=int(row["free_bytes"]),
+        ledgers=int(row["ledgers"]),
+    )
+
+
+def _cookie_from_row(row: Any) -> BookieCookie:
+    return BookieCookie(
+        bookie_id=row["bookie_id"],
+        instance_id=row["instance_id"],
+        data_dir=row["data_dir"],
+        created_ms=int(row["created_ms"]),
+        version=int(row["version"]),
+    )
+
+
+class _Transactional(Protocol):
+    def _read(self) -> AbstractContextManager[Connection]: ...
+
+    def _write(self, conflict: MetadataError | None = None) -> AbstractContextManager[Connection]: ...
+
+
+class SqlBookieMethods:
+    """Mixed into SqlMetadataStore: uses its `_read` / `_write` transactions."""
+
+    def put_bookie(self: _Transactional, record: BookieRecord) -> None:
+        new = _checked(record)
+        with self._write() as conn:
+            stored = conn.execute(
+                select(BOOKIES.c.state).where(BOOKIES.c.bookie_id == new.bookie_id)
+            ).scalar()
+            values = {
+                "instance_id": new.instance_id,
+                "state": str(_kept_state(None if stored is None else BookieState(stored), new.state)),
+                "heartbeat_ms": new.heartbeat_ms,
+                "free_bytes": new.free_bytes,
+                "ledgers": new.ledgers,
+            }
+            if stored is None:
+                conn.execute(insert(BOOKIES).values(bookie_id=new.bookie_id, **values))
+            else:
+                conn.execute(update(BOOKIES).where(BOOKIES.c.bookie_id == new.bookie_id).values(**values))
+
+    def list_bookies(self: _Transactional) -> list[BookieRecord]:
+        with self._read() as conn:
+            result = conn.execute(select(BOOKIES).order_by(BOOKIES.c.bookie_id)).mappings().all()
+        return [_record_from_row(r) for r in result]
+
+    def get_bookie_cookie(self: _Transactional, bookie_id: str) -> BookieCookie | None:
+        with self._read() as conn:
+            row = conn.execute(select(COOKIES).where(COOKIES.c.bookie_id == bookie_id)).mappings().first()
+        return None if row is None else _cookie_from_row(row)
+
+    def put_bookie_cookie(self: _Transactional, cookie: BookieCookie) -> BookieCookie:
+        what = f"cookie of bookie {cookie.bookie_id}"
+        values = {
+            "instance_id": cookie.instance_id,
+            "data_dir": cookie.data_dir,
+            "created_ms": cookie.created_ms,
+        }
+        with self._write(BadVersionError(f"{what}: version 0 is stale (one exists)")) as conn:
+            if cookie.version == 0:
+                conn.execute(insert(COOKIES).values(bookie_id=cookie.bookie_id, **values, version=1))
+                return replace(cookie, version=1)
+            where = COOKIES.c.bookie_id == cookie.bookie_id
+            stmt = update(COOKIES).where(where, COOKIES.c.version == cookie.version)
+            if conn.execute(stmt.values(**values, version=cookie.version + 1)).rowcount != 1:
+                stored = conn.execute(select(COOKIES.c.version).where(where)).scalar()
+                if stored is None:
+                    raise NotFoundError(f"{what} not found")
+                raise BadVersionError(f"{what}: version {cookie.version} is stale (stored version {stored})")
+        return replace(cookie, version=cookie.version + 1)
+
+
+class InMemoryBookieMethods:
+    """Mixed into InMemoryMetadataStore: its own lock and dictionaries."""
+
+    def __init__(self) -> None:
+        self._bookie_lock = threading.Lock()
+        self._bookies: dict[str, BookieRecord] = {}
+        self._cookies: dict[str, BookieCookie] = {}
+
+    def put_bookie(self, record: BookieRecord) -> None:
+        new = _checked(record)
+        with self._bookie_lock:
+            stored = self._bookies.get(new.bookie_id)
+            state = _kept_state(None if stored is None else stored.state, new.state)
+            self._bookies[new.bookie_id] = replace(new, state=state)
+
+    def list_bookies(self) -> list[BookieRecord]:
+        with self._bookie_lock:
+            return [self._bookies[b] for b in sorted(self._bookies)]
+
+    def get_bookie_cookie(self, bookie_id: str) -> BookieCookie | None:
+        with self._bookie_lock:
+            return self._cookies.get(bookie_id)
+
+    def put_bookie_cookie(self, cookie: BookieCookie) -> BookieCookie:
+        what = f"cookie of bookie {cookie.bookie_id}"
+        with self._bookie_lock:
+            stored = self._cookies.get(cookie.bookie_id)
+            if stored is None and cookie.version != 0:
+                raise NotFoundError(f"{what} not found")
+            stored_version = 0 if stored is None else stored.version
+            if stored_version != cookie.version:
+                raise BadVersionError(
+                    f"{what}: version {cookie.version} is stale (stored version {stored_version})"
+                )
+            new = replace(cookie, version=cookie.version + 1)
+            self._cookies[cookie.bookie_id] = new
+            return new

@@ -1,0 +1,118 @@
+"""Registration with real processes: a `quire bookie` registers and heartbeats, a real broker
+lists it as writable and, after `kill -9`, as down once the heartbeat expired; a bookie whose
+disk was wiped refuses to start until `--format` registers it as a new instance."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from managed_ledger.metadata.sql import SqlMetadataStore
+from tests.bookie.conftest import BookieProcess
+from tests.support import QuireProcess, free_port, port_open, wait_until
+
+START_TIMEOUT_S = 60.0
+HEARTBEAT_ENV = {"QUIRE_BOOKIE_HEARTBEAT_INTERVAL_MS": "200", "QUIRE_BOOKIE_HEARTBEAT_TIMEOUT_MS": "2000"}
+
+
+@pytest.fixture
+def database_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'metadata.db'}"
+
+
+@pytest.fixture
+def store(database_url: str) -> Iterator[SqlMetadataStore]:
+    store = SqlMetadataStore(database_url)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _bookie(tmp_path: Path, database_url: str) -> BookieProcess:
+    env = {"QUIRE_DATABASE_URL": database_url, **HEARTBEAT_ENV}
+    return BookieProcess(tmp_path / "bookie", tmp_path / "bookie.log", env)
+
+
+def _states(base_url: str) -> dict[str, str]:
+    body = httpx.get(f"{base_url}/admin/v2/bookies/all", timeout=5).json()
+    return {b["bookieId"]: b["state"] for b in body["bookies"]}
+
+
+def test_bookie_registers_heartbeats_and_shows_down_after_kill9(
+    tmp_path: Path, database_url: str, store: SqlMetadataStore
+) -> None:
+    bookie = _bookie(tmp_path, database_url).start()
+    port = free_port()
+    broker = QuireProcess(
+        ["broker", "--port", str(port)],
+        {
+            "QUIRE_DATA_DIR": str(tmp_path / "broker"),
+            "QUIRE_DATABASE_URL": database_url,
+            "QUIRE_BOOKIES": f'["{bookie.address}"]',
+            **HEARTBEAT_ENV,
+        },
+        tmp_path / "broker.log",
+    ).start()
+    try:
+        wait_until(lambda: port_open(port) or not broker.alive(), START_TIMEOUT_S, "broker port")
+        assert broker.alive(), broker.log()[-3000:]
+        base_url = f"http://127.0.0.1:{port}"
+        assert _states(base_url) == {bookie.address: "writable"}
+        (first,) = store.list_bookies()
+        wait_until(lambda: store.list_bookies()[0].heartbeat_ms > first.heartbeat_ms, 30, "a heartbeat")
+        cookie = store.get_bookie_cookie(bookie.address)
+        assert cookie is not None and first.instance_id == cookie.instance_id
+        bookie.kill9()
+        wait_until(lambda: _states(base_url) == {bookie.address: "down"}, 30, "the bookie shown down")
+        assert 'quire_bookies{state="down"} 1.0' in httpx.get(f"{base_url}/metrics", timeout=5).text
+    finally:
+        broker.stop()
+        bookie.stop()
+
+
+def test_wiped_disk_is_refused_until_formatted(
+    tmp_path: Path, database_url: str, store: SqlMetadataStore
+) -> None:
+    bookie = _bookie(tmp_path, database_url).start()
+    first = store.get_bookie_cookie(bookie.address)
+    assert first is not None
+    assert bookie.stop() == 0
+    assert store.list_bookies()[0].heartbeat_ms == 0  # a clean stop shows as down at once
+    shutil.rmtree(bookie.data_dir)
+    bookie.data_dir.mkdir()
+
+    refused = QuireProcess(bookie.process.args, bookie.env, tmp_path / "refused.log").start()  # type: ignore[union-attr]
+    try:
+        wait_until(lambda: not refused.alive(), START_TIMEOUT_S, "the refusal")
+    finally:
+        code = refused.stop()
+    assert code == 2
+    assert "wiped" in refused.log() and "quire bookie --format" in refused.log()
+    assert not port_open(bookie.port)
+    assert store.get_bookie_cookie(bookie.address) == first  # refusing changed nothing
+
+    formatted = QuireProcess(
+        [*bookie.process.args, "--format"],
+        bookie.env,
+        tmp_path / "formatted.log",  # type: ignore[union-attr]
+    ).start()
+    try:
+        wait_until(
+            lambda: port_open(bookie.port) or not formatted.alive(), START_TIMEOUT_S, "formatted bookie"
+        )
+        assert formatted.alive(), formatted.log()[-3000:]
+        second = store.get_bookie_cookie(bookie.address)
+        assert second is not None and second.instance_id != first.instance_id
+        assert (bookie.data_dir / "COOKIE").read_text().count(second.instance_id) == 1
+        wait_until(
+            lambda: store.list_bookies()[0].instance_id == second.instance_id,
+            30,
+            "the new instance registered",
+        )
+    finally:
+        assert formatted.stop() == 0

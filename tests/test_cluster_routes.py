@@ -1,0 +1,82 @@
+"""`GET /admin/v2/bookies/all` and the `quire_bookies` gauge, on the ASGI app with an in-memory
+registry (the live test in tests/bookie/test_registration_process.py runs real processes)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from app.main import create_app
+from app.registry import wait_for_bookies
+from app.routes.cluster import install_registry
+from bookie.registry import BookieRecord, BookieState, MetadataBookieRegistry, RegistryConfig
+from managed_ledger.metadata.memory import InMemoryMetadataStore
+from tests.api.fakes import FakeTopics
+
+NOW_MS = 5_000_000
+
+
+@pytest.fixture
+def store() -> InMemoryMetadataStore:
+    store = InMemoryMetadataStore()
+    store.put_bookie(BookieRecord("a:1", "ia", BookieState.WRITABLE, NOW_MS, free_bytes=100, ledgers=2))
+    store.put_bookie(BookieRecord("b:1", "ib", BookieState.READ_ONLY, NOW_MS - 1, free_bytes=1))
+    store.put_bookie(BookieRecord("c:1", "ic", BookieState.WRITABLE, NOW_MS - 60_000, ledgers=5))
+    return store
+
+
+def _client(app: object) -> httpx.AsyncClient:
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)  # type: ignore[arg-type]
+    return httpx.AsyncClient(transport=transport, base_url="http://quire")
+
+
+@pytest.fixture
+async def client(store: InMemoryMetadataStore) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(FakeTopics())
+    install_registry(app, MetadataBookieRegistry(store, RegistryConfig(10_000), lambda: NOW_MS))
+    async with _client(app) as c:
+        yield c
+
+
+async def test_every_registered_bookie_with_its_state(client: httpx.AsyncClient) -> None:
+    r = await client.get("/admin/v2/bookies/all")
+    assert r.status_code == 200, r.text
+    assert r.json() == {
+        "bookies": [
+            {"bookieId": "a:1", "state": "writable", "ledgers": 2, "freeBytes": 100},
+            {"bookieId": "b:1", "state": "read_only", "ledgers": 0, "freeBytes": 1},
+            {"bookieId": "c:1", "state": "down", "ledgers": 5, "freeBytes": 0},
+        ]
+    }
+
+
+async def test_gauge_counts_bookies_per_state(client: httpx.AsyncClient) -> None:
+    text = (await client.get("/metrics")).text
+    for state, count in (("writable", 1), ("read_only", 1), ("down", 1), ("decommissioning", 0)):
+        assert f'quire_bookies{{state="{state}"}} {count}.0' in text
+
+
+async def test_no_registry_is_a_503_problem() -> None:
+    async with _client(create_app(FakeTopics())) as c:
+        r = await c.get("/admin/v2/bookies/all")
+    assert r.status_code == 503 and r.headers["content-type"] == "application/problem+json"
+    assert "registry" in r.json()["detail"]
+
+
+def test_broker_start_waits_until_enough_bookies_are_live(store: InMemoryMetadataStore) -> None:
+    registry = MetadataBookieRegistry(store, RegistryConfig(10_000), lambda: NOW_MS)
+    now = [0.0]
+    joined = BookieRecord("d:1", "id", BookieState.WRITABLE, NOW_MS)
+
+    def sleep(seconds: float) -> None:  # a bookie joins while the broker waits
+        now[0] += seconds
+        store.put_bookie(joined)
+
+    assert wait_for_bookies(registry, 3, 5.0, monotonic=lambda: now[0], sleep=sleep) == 3
+    assert now[0] > 0  # it did wait: two were live at first
+    with pytest.raises(SystemExit, match="ensemble_size is 4 but only 3 bookie"):
+        wait_for_bookies(
+            registry, 4, 1.0, monotonic=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s)
+        )
