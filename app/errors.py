@@ -65,6 +65,8 @@ STATUS_BY_NAME: dict[str, Mapping_] = {
     "TopicBusyError": Mapping_(409, "Topic has subscriptions"),
     "ConsumerBusyError": Mapping_(409, "Exclusive subscription busy"),
     "CompactionConflictError": Mapping_(409, "Compaction already running"),
+    "WaitTooLongError": Mapping_(400, "Wait too long"),
+    "TooManyMessagesRequestedError": Mapping_(400, "Too many messages requested"),
     "MessageTooLargeError": Mapping_(413, "Message too large"),
     "BatchTooLargeError": Mapping_(413, "Batch too large"),
     "StorageUnavailableError": Mapping_(503, "Storage unavailable"),

@@ -6,7 +6,8 @@ The domain never raises HTTP errors; app/ maps these by class name. The intended
 | error                                                        | HTTP |
 |--------------------------------------------------------------|------|
 | InvalidArgumentError and its subclasses InvalidNameError,    | 422  |
-|   InvalidMessageIdError, InvalidPolicyError, WaitTooLongError|      |
+|   InvalidMessageIdError, InvalidPolicyError                  |      |
+| WaitTooLongError, TooManyMessagesRequestedError (over a cap) | 400  |
 | TenantNotFoundError, NamespaceNotFoundError,                 | 404  |
 |   TopicNotFoundError, SubscriptionNotFoundError,             |      |
 |   MessageNotFoundError                                       |      |
@@ -60,13 +61,30 @@ class InvalidPolicyError(InvalidArgumentError):
         self.reason = reason
 
 
-class WaitTooLongError(InvalidArgumentError):
+# --- a read asks for more than its cap (400) ---------------------------------------------------
+class WaitTooLongError(TopicsError):
+    """`wait_ms` over the cap: a well-formed request the broker refuses rather than shortens."""
+
     title = "Wait too long"
     code = "wait-too-long"
 
     def __init__(self, wait_ms: int, limit: int) -> None:
-        super().__init__(f"wait_ms {wait_ms} is over the limit of {limit} ms (setting max_wait_ms)")
+        super().__init__(f"wait_ms={wait_ms} is over the cap of {limit} ms (setting max_wait_ms)")
         self.wait_ms = wait_ms
+        self.limit = limit
+
+
+class TooManyMessagesRequestedError(TopicsError):
+    """`max_messages` over the cap: refused, never silently clamped, so a caller learns the cap."""
+
+    title = "Too many messages requested"
+    code = "too-many-messages-requested"
+
+    def __init__(self, max_messages: int, limit: int) -> None:
+        super().__init__(
+            f"max_messages={max_messages} is over the cap of {limit} (setting max_messages_per_read)"
+        )
+        self.max_messages = max_messages
         self.limit = limit
 
 
@@ -201,8 +219,8 @@ class BatchTooLargeError(TopicsError):
     title = "Batch too large"
     code = "batch-too-large"
 
-    def __init__(self, what: str, size: int, limit: int) -> None:
-        super().__init__(f"batch is {size} {what}, over the limit of {limit}")
+    def __init__(self, what: str, size: int, limit: int, setting: str) -> None:
+        super().__init__(f"batch is {size} {what}, over the limit of {limit} (setting {setting})")
         self.size = size
         self.limit = limit
 
