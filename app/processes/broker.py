@@ -12,10 +12,10 @@ def run(settings: Settings) -> None:
     import uvicorn
 
     from app.main import create_app
-    from app.wiring import bootstrap, limits_from
+    from app.wiring import bootstrap
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app = create_app(bootstrap(settings), limits=limits_from(settings))
+    app = create_app(bootstrap(settings))
     # The broker's heap (cursors, pending maps, decoded entries) is large and long-lived; with
     # CPython's default thresholds the collector re-walks it many times a second under load and
     # takes about half of the consume path's CPU (measured with py-spy and `make bench`).
