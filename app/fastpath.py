@@ -30,7 +30,7 @@ from app.metrics import Metrics
 from app.routes.data import DataHandlers
 from app.routes.table import HOT_ROUTES, HotRoute, QueryParam, Reply
 from bookie.errors import QuireError
-from topics.names import is_valid_part
+from topics.names import NAME_REGEX
 
 log = logging.getLogger("quire.app")
 
@@ -100,17 +100,16 @@ class _Compiled:
 
     @classmethod
     def of(cls, route: HotRoute, handlers: DataHandlers) -> _Compiled:
-        # Every `{param}` is one path segment, as Starlette's default `str` convertor reads it.
-        regex = "([^/]+)".join(re.escape(part) for part in re.split(r"\{[a-z_]+\}", route.full_path))
+        # Every `{param}` is one path segment that passes the name rule; a segment that does not
+        # makes the path not match, and FastAPI answers it (its 422 names the parameter).
+        segment = f"({NAME_REGEX})"
+        regex = segment.join(re.escape(part) for part in re.split(r"\{[a-z_]+\}", route.full_path))
         query = tuple((q.name, _parser(q), q.default) for q in route.query)
         return cls(re.compile(regex), query, getattr(handlers, route.handler), route.body is not None)
 
     def arguments(self, match: re.Match[str], query_string: bytes) -> list[Any]:
         """The handler's arguments before the body, or _FallThrough."""
         segments = match.groups()
-        for segment in segments:
-            if not is_valid_part(segment):
-                raise _FallThrough
         args: list[Any] = [f"{segments[0]}/{segments[1]}/{segments[2]}", *segments[3:]]
         if self.query:
             q = _query(query_string)

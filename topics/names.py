@@ -23,22 +23,18 @@ PERSISTENT_PREFIX = "persistent://"
 _CHARS = r"[A-Za-z0-9_=.\-]"
 _NOT_DOT = r"[A-Za-z0-9_=\-]"
 # The one name rule (Pulsar's characters, at most MAX_PART_LENGTH of them, and neither `.` nor
-# `..`), as an anchored pattern the HTTP layer documents and checks path segments with. It has
+# `..`): NAME_REGEX to embed in a larger pattern, NAME_PATTERN anchored for one part. It has
 # no look-around, so it means the same in Python's `re` and in the Rust engine pydantic uses:
 # a first character that is not a dot, or a dot and then a non-dot, or two dots and then more.
-NAME_PATTERN = (
-    rf"^(?:{_NOT_DOT}{_CHARS}{{0,{MAX_PART_LENGTH - 1}}}"
+NAME_REGEX = (
+    rf"(?:{_NOT_DOT}{_CHARS}{{0,{MAX_PART_LENGTH - 1}}}"
     rf"|\.{_NOT_DOT}{_CHARS}{{0,{MAX_PART_LENGTH - 2}}}"
-    rf"|\.\.{_CHARS}{{1,{MAX_PART_LENGTH - 2}}})$"
+    rf"|\.\.{_CHARS}{{1,{MAX_PART_LENGTH - 2}}})"
 )
-_NAME = re.compile(NAME_PATTERN)
+NAME_PATTERN = f"^{NAME_REGEX}$"
+_NAME = re.compile(NAME_REGEX)
 _PART = re.compile(rf"{_CHARS}+")
 _PARTITION_SUFFIX = re.compile(r"-partition-(\d+)$")
-
-
-def is_valid_part(part: str) -> bool:
-    """Whether `part` passes the name rule (fullmatch: a trailing newline does not pass)."""
-    return _NAME.fullmatch(part) is not None
 
 
 def _check_part(full: str, part: str, what: str) -> None:

@@ -116,6 +116,9 @@ async def test_bad_names_are_422(client: httpx.AsyncClient) -> None:
     assert_problem(r, 422, "topic")
     r = await client.get("/v1/topics/public/de$fault/prices/messages")
     assert_problem(r, 422)
+    # `.` and `..` are refused as names (percent-encoded, so no client resolves them as a path).
+    r = await client.post("/v1/topics/public/default/%2E%2E/messages", json={"messages": [{}]})
+    assert_problem(r, 422, "topic")
 
 
 async def test_auto_creation_off_is_404() -> None:
