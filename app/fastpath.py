@@ -28,7 +28,7 @@ from urllib.parse import parse_qsl
 from app.errors import ApiError, domain_problem, problem
 from app.metrics import Metrics
 from app.routes.data import DataHandlers
-from app.routes.table import HOT_ROUTES, HotRoute, QueryParam, Reply
+from app.routes.table import HOT_ROUTES, HotRoute, QueryParam, Reply, bind
 from bookie.errors import QuireError
 from topics.names import NAME_REGEX
 
@@ -105,7 +105,7 @@ class _Compiled:
         segment = f"({NAME_REGEX})"
         regex = segment.join(re.escape(part) for part in re.split(r"\{[a-z_]+\}", route.full_path))
         query = tuple((q.name, _parser(q), q.default) for q in route.query)
-        return cls(re.compile(regex), query, getattr(handlers, route.handler), route.body is not None)
+        return cls(re.compile(regex), query, bind(route, handlers), route.body is not None)
 
     def arguments(self, match: re.Match[str], query_string: bytes) -> list[Any]:
         """The handler's arguments before the body, or _FallThrough."""

@@ -156,13 +156,13 @@ else:  # the table's parameter, so the cold route documents and checks it the sa
 def data_router_for(handlers: DataHandlers) -> APIRouter:
     """Every data-plane route; registered in the order the OpenAPI spec lists them."""
     router = APIRouter(prefix=TOPIC_PREFIX, tags=["data"])
-    add_fastapi_route(router, PRODUCE, handlers.produce)
+    add_fastapi_route(router, PRODUCE, handlers)
     _subscription_routes(router, handlers.topics)
-    add_fastapi_route(router, RECEIVE, handlers.receive)
-    add_fastapi_route(router, ACK, handlers.ack)
-    add_fastapi_route(router, NACK, handlers.nack)
+    add_fastapi_route(router, RECEIVE, handlers)
+    add_fastapi_route(router, ACK, handlers)
+    add_fastapi_route(router, NACK, handlers)
     _seek_route(router, handlers.topics)
-    add_fastapi_route(router, READ, handlers.read)
+    add_fastapi_route(router, READ, handlers)
     _reader_routes(router, handlers.topics)
     return router
 

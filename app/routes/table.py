@@ -185,8 +185,23 @@ def as_response(reply: Reply) -> Response:
     return response
 
 
-def add_fastapi_route(router: APIRouter, route: HotRoute, call: Handler) -> None:
-    """Register `route` on `router` (whose prefix is TOPIC_PREFIX), served by `call`."""
+def bind(route: HotRoute, handlers: object) -> Handler:
+    """The handler of `route` on `handlers`, checked to take the table's arguments in its order.
+
+    Both entry points pass arguments by position, so a handler whose parameters drifted from
+    its row would silently swap values: this refuses to build the app instead.
+    """
+    call: Handler = getattr(handlers, route.handler)
+    expected = ["topic", *route.arguments] + (["raw"] if route.body is not None else [])
+    actual = list(inspect.signature(call).parameters)
+    if actual != expected:
+        raise TypeError(f"{route.handler}{tuple(actual)} does not match its route row {tuple(expected)}")
+    return call
+
+
+def add_fastapi_route(router: APIRouter, route: HotRoute, handlers: object) -> None:
+    """Register `route` on `router` (whose prefix is TOPIC_PREFIX), served by `handlers`."""
+    call = bind(route, handlers)
     keyword = inspect.Parameter.KEYWORD_ONLY
     params = [inspect.Parameter("request", keyword, annotation=Request)]
     params += [

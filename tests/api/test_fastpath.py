@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
-from app.routes.table import HOT_ROUTES
+from app.routes.table import HOT_ROUTES, RECEIVE, bind
 from tests.api.conftest import served
 from topics.errors import StorageUnavailableError
 
@@ -118,6 +118,18 @@ CASES: dict[str, list[Req]] = {
 
 def test_every_hot_route_has_cases() -> None:
     assert sorted(CASES) == sorted(route.operation_id for route in HOT_ROUTES)
+
+
+def test_a_handler_that_drifted_from_its_row_is_refused() -> None:
+    """Arguments go by position: a handler whose parameters differ from its row must not bind."""
+
+    class Drifted:
+        async def receive(  # max_messages and wait_ms swapped
+            self, topic: str, subscription: str, wait_ms: int, max_messages: int, consumer_id: str, enc: str
+        ) -> None: ...
+
+    with pytest.raises(TypeError, match="receive"):
+        bind(RECEIVE, Drifted())
 
 
 async def run(
