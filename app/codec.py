@@ -1,10 +1,11 @@
 """The hot path's bodies: produce and ack parsed from raw bytes with orjson, messages written out
 as plain dicts for orjson.
 
-Why not pydantic here: a model per message costs about three times what orjson alone does
-(docs/architecture.md), and produce/consume are the paths users measure. The envelope is checked by
-hand, every malformed part is a 422 that names where it is (`messages[3].value_encoding`), and
-limits are 413s that name the limit. Nothing is written unless the whole batch parses.
+Why not pydantic here: a model per message costs about three times what orjson alone does, and
+produce/consume are the paths users measure. The envelope is checked by hand, and every malformed
+part is a 422 that names where it is (`messages[3].value_encoding`). Size limits are not checked
+here: topics checks them once (`TopicService.produce`), so the codec only judges form. Nothing is
+written unless the whole batch parses.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -25,17 +25,6 @@ from topics.api import Delivery, SeekTarget, StartPosition
 from topics.errors import InvalidArgumentError
 
 _MAX_INT64 = 2**63 - 1
-
-
-@dataclass(frozen=True, slots=True)
-class Limits:
-    """Limits the edge enforces; every one is a setting and named in its error."""
-
-    max_message_size_bytes: int = 5 * 1024**2
-    max_batch_size_bytes: int = 5 * 1024**2
-    max_batch_messages: int = 10_000
-    max_wait_ms: int = 30_000
-    max_messages_per_read: int = 10_000
 
 
 def invalid(detail: str, **extra: Any) -> ApiError:
@@ -93,22 +82,13 @@ def _properties(m: dict[str, Any], i: int) -> dict[str, str] | None:
     return props or None
 
 
-def _message(m: Any, i: int, limits: Limits) -> Message:
+def _message(m: Any, i: int) -> Message:
     if type(m) is not dict:
         raise invalid(f"{_where(i)} must be an object")
     key = m.get("key")
     if key is not None and type(key) is not str:
         raise invalid(f"{_where(i)}.key must be a string or null")
     value = _value_bytes(m, i)
-    size = len(value) + (len(key.encode()) if key else 0)
-    if size > limits.max_message_size_bytes:
-        raise ApiError(
-            413,
-            f"{_where(i)} is {size} bytes, over the limit of {limits.max_message_size_bytes} "
-            "(setting max_message_size_bytes)",
-            title="Message too large",
-            limit=limits.max_message_size_bytes,
-        )
     if len(m) == 1 and "value" in m:
         return Message(value)  # only a value (the common shape): every other field its default
     return Message(
@@ -120,11 +100,8 @@ def _message(m: Any, i: int, limits: Limits) -> Message:
     )
 
 
-def parse_produce(raw: bytes, limits: Limits) -> tuple[str | None, list[Message]]:
-    """Body of POST /messages -> (producer_name, messages), or ApiError (422/413)."""
-    if len(raw) > limits.max_batch_size_bytes * 2 + 65536:
-        # Even base64 and JSON quoting cannot make a batch within its limit this large.
-        raise _batch_too_large(len(raw), limits)
+def parse_produce(raw: bytes) -> tuple[str | None, list[Message]]:
+    """Body of POST /messages -> (producer_name, messages), or a 422 ApiError naming the part."""
     body = load_json(raw)
     if type(body) is not dict:
         raise invalid("request body must be a JSON object with a `messages` list")
@@ -134,29 +111,7 @@ def parse_produce(raw: bytes, limits: Limits) -> tuple[str | None, list[Message]
     items = body.get("messages")
     if type(items) is not list or not items:
         raise invalid("messages must be a non-empty list")
-    if len(items) > limits.max_batch_messages:
-        raise ApiError(
-            413,
-            f"batch has {len(items)} messages, over the limit of {limits.max_batch_messages} "
-            "(setting max_batch_messages)",
-            title="Batch too large",
-            limit=limits.max_batch_messages,
-        )
-    messages = [_message(m, i, limits) for i, m in enumerate(items)]
-    total = sum(len(m.value) + (len(m.key.encode()) if m.key else 0) for m in messages)
-    if total > limits.max_batch_size_bytes:
-        raise _batch_too_large(total, limits)
-    return producer, messages
-
-
-def _batch_too_large(size: int, limits: Limits) -> ApiError:
-    return ApiError(
-        413,
-        f"batch is {size} bytes, over the limit of {limits.max_batch_size_bytes} "
-        "(setting max_batch_size_bytes)",
-        title="Batch too large",
-        limit=limits.max_batch_size_bytes,
-    )
+    return producer, [_message(m, i) for i, m in enumerate(items)]
 
 
 def parse_message_id(text: Any, where: str) -> MessageId:

@@ -5,8 +5,8 @@ raw-ASGI fast path (app.fastpath) for the hot data-plane operations; `app.state.
 = False` turns that off (the tests compare both entry points byte for byte).
 
 The app owns no domain state: `app.wiring` builds the real TopicService from settings (the one
-composition root), and tests pass a fake. The lifespan starts the service if it has a `start`
-coroutine and closes it at shutdown.
+composition root); the tests build one over in-memory storage. The lifespan starts the service
+and closes it at shutdown. Limits are the service's own (topics.config): the app has none.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from app import errors, schemas
-from app.codec import Limits
 from app.fastpath import FastPath, Receive, Scope, Send
 from app.metrics import Metrics
 from app.routes.admin import admin_router
@@ -58,15 +57,12 @@ class QuireApp(FastAPI):
         await super().__call__(scope, receive, send)
 
 
-def create_app(topics: TopicsApi, *, limits: Limits | None = None, close_topics: bool = True) -> QuireApp:
-    limits = limits or Limits()
+def create_app(topics: TopicsApi, *, close_topics: bool = True) -> QuireApp:
     metrics = Metrics()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        start = getattr(topics, "start", None)
-        if start is not None:
-            await start()
+        await topics.start()
         try:
             yield
         finally:
@@ -84,7 +80,7 @@ def create_app(topics: TopicsApi, *, limits: Limits | None = None, close_topics:
     app.state.topics = topics
     app.state.metrics = metrics
     errors.install(app, metrics.error)
-    handlers = DataHandlers(topics, limits, metrics)
+    handlers = DataHandlers(topics, metrics)
     app.fast_path = FastPath(handlers, metrics)
     app.state.fast_path = app.fast_path
     app.include_router(data_router_for(handlers))

@@ -17,7 +17,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.messages_in = Counter("quire_messages_in", "Messages produced", registry=r)
-        self.bytes_in = Counter("quire_bytes_in", "Payload bytes produced", registry=r)
+        self.bytes_in = Counter("quire_bytes_in", "Bytes of produce request bodies", registry=r)
         self.produce_requests = Counter("quire_produce_requests", "Produce requests", registry=r)
         self.messages_out = Counter("quire_messages_out", "Messages delivered to consumers", registry=r)
         self.messages_read = Counter("quire_messages_read", "Messages returned to readers", registry=r)

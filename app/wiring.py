@@ -8,20 +8,9 @@ built; the service connects in its `start()` (run by the app's lifespan) or on f
 
 from __future__ import annotations
 
-from app.codec import Limits
 from app.settings import Settings
 from topics.api import TopicsApi
 from topics.config import TopicsConfig
-
-
-def limits_from(settings: Settings) -> Limits:
-    return Limits(
-        max_message_size_bytes=settings.max_message_size_bytes,
-        max_batch_size_bytes=settings.max_batch_size_bytes,
-        max_batch_messages=settings.max_batch_messages,
-        max_wait_ms=settings.max_wait_ms,
-        max_messages_per_read=settings.max_messages_per_read,
-    )
 
 
 def topics_config(settings: Settings) -> TopicsConfig:

@@ -8,12 +8,11 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from app.main import create_app
 from app.registry import wait_for_bookies
 from app.routes.cluster import install_registry
 from bookie.registry import BookieRecord, BookieState, MetadataBookieRegistry, RegistryConfig
 from managed_ledger.metadata.memory import InMemoryMetadataStore
-from tests.api.fakes import FakeTopics
+from tests.api.conftest import served
 
 NOW_MS = 5_000_000
 
@@ -27,17 +26,11 @@ def store() -> InMemoryMetadataStore:
     return store
 
 
-def _client(app: object) -> httpx.AsyncClient:
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)  # type: ignore[arg-type]
-    return httpx.AsyncClient(transport=transport, base_url="http://quire")
-
-
 @pytest.fixture
 async def client(store: InMemoryMetadataStore) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(FakeTopics())
-    install_registry(app, MetadataBookieRegistry(store, RegistryConfig(10_000), lambda: NOW_MS))
-    async with _client(app) as c:
-        yield c
+    async with served() as topics:
+        install_registry(topics.app, MetadataBookieRegistry(store, RegistryConfig(10_000), lambda: NOW_MS))
+        yield topics.client
 
 
 async def test_every_registered_bookie_with_its_state(client: httpx.AsyncClient) -> None:
@@ -59,8 +52,8 @@ async def test_gauge_counts_bookies_per_state(client: httpx.AsyncClient) -> None
 
 
 async def test_no_registry_is_a_503_problem() -> None:
-    async with _client(create_app(FakeTopics())) as c:
-        r = await c.get("/admin/v2/bookies/all")
+    async with served() as topics:
+        r = await topics.client.get("/admin/v2/bookies/all")
     assert r.status_code == 503 and r.headers["content-type"] == "application/problem+json"
     assert "registry" in r.json()["detail"]
 

@@ -75,6 +75,7 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "topics.errors.InvalidPolicyError": (("retention", "negative"), 422, "Invalid policy"),
     # The one status that changed on purpose: a wait over the cap was 422 in the domain.
     "topics.errors.WaitTooLongError": ((5_000, 1_000), 400, "Wait too long"),
+    "topics.errors.TooManyMessagesRequestedError": ((20_000, 10_000), 400, "Too many messages requested"),
     "topics.errors.TenantNotFoundError": (("t",), 404, "Tenant not found"),
     "topics.errors.NamespaceNotFoundError": (("t/n",), 404, "Namespace not found"),
     "topics.errors.TopicNotFoundError": (("t/n/x",), 404, "Topic not found"),
@@ -89,7 +90,11 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "topics.errors.ConsumerBusyError": (("t/n/x", "s", "c1"), 409, "Exclusive subscription busy"),
     "topics.errors.CompactionConflictError": (("t/n/x",), 409, "Compaction already running"),
     "topics.errors.MessageTooLargeError": ((0, 2_000, 1_000), 413, "Message too large"),
-    "topics.errors.BatchTooLargeError": (("bytes", 9_000, 5_000), 413, "Batch too large"),
+    "topics.errors.BatchTooLargeError": (
+        ("bytes", 9_000, 5_000, "max_batch_size_bytes"),
+        413,
+        "Batch too large",
+    ),
     "topics.errors.StorageUnavailableError": (("down",), 503, _STORAGE),
     "topics.errors.WriteInFlightError": (("t/n/x", "p1", 7), 503, "Write in flight"),
     "topics.compacted.CompactedViewError": (("not compacted",), 500, _500),

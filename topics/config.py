@@ -8,6 +8,15 @@ from typing import Literal
 
 @dataclass(frozen=True, slots=True)
 class TopicsConfig:
+    """The broker's settings as topics sees them; the limits here are the only copy of them.
+
+    Produce limits are checked once, in `TopicService.produce` (see its `_check_batch` for what a
+    message's size counts); a message or batch over them raises MessageTooLargeError or
+    BatchTooLargeError. `max_wait_ms` and `max_messages_per_read` cap each read and receive;
+    asking for more raises WaitTooLongError or TooManyMessagesRequestedError rather than being
+    shortened without a word.
+    """
+
     # --- limits (errors name them) ------------------------------------------------------------
     allow_auto_topic_creation: bool = True
     max_message_size_bytes: int = 5 * 1024**2

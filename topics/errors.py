@@ -50,20 +50,36 @@ class InvalidPolicyError(InvalidArgumentError):
         self.reason = reason
 
 
+# --- a read asks for more than its cap (400) ---------------------------------------------------
 class WaitTooLongError(TopicsError):
-    """A well-formed wait over the server's cap: a bad request, not an invalid argument."""
+    """`wait_ms` over the cap: a well-formed request the broker refuses rather than shortens."""
 
     title = "Wait too long"
     code = "wait-too-long"
     kind = ErrorKind.bad_request
 
     def __init__(self, wait_ms: int, limit: int) -> None:
-        super().__init__(f"wait_ms {wait_ms} is over the limit of {limit} ms (setting max_wait_ms)")
+        super().__init__(f"wait_ms={wait_ms} is over the cap of {limit} ms (setting max_wait_ms)")
         self.wait_ms = wait_ms
         self.limit = limit
 
 
-# --- not found --------------------------------------------------------------------------------
+class TooManyMessagesRequestedError(TopicsError):
+    """`max_messages` over the cap: refused, never silently clamped, so a caller learns the cap."""
+
+    title = "Too many messages requested"
+    code = "too-many-messages-requested"
+    kind = ErrorKind.bad_request
+
+    def __init__(self, max_messages: int, limit: int) -> None:
+        super().__init__(
+            f"max_messages={max_messages} is over the cap of {limit} (setting max_messages_per_read)"
+        )
+        self.max_messages = max_messages
+        self.limit = limit
+
+
+# --- not found (404) --------------------------------------------------------------------------
 class TenantNotFoundError(TopicsError):
     title = "Tenant not found"
     code = "tenant-not-found"
@@ -209,8 +225,8 @@ class BatchTooLargeError(TopicsError):
     code = "batch-too-large"
     kind = ErrorKind.too_large
 
-    def __init__(self, what: str, size: int, limit: int) -> None:
-        super().__init__(f"batch is {size} {what}, over the limit of {limit}")
+    def __init__(self, what: str, size: int, limit: int, setting: str) -> None:
+        super().__init__(f"batch is {size} {what}, over the limit of {limit} (setting {setting})")
         self.size = size
         self.limit = limit
 

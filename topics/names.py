@@ -20,19 +20,33 @@ from topics.errors import InvalidMessageIdError, InvalidNameError
 
 MAX_PART_LENGTH = 128
 PERSISTENT_PREFIX = "persistent://"
-_PART = re.compile(r"[A-Za-z0-9_.=-]+")
+_CHARS = r"[A-Za-z0-9_=.\-]"
+_NOT_DOT = r"[A-Za-z0-9_=\-]"
+# The one name rule (Pulsar's characters, at most MAX_PART_LENGTH of them, and neither `.` nor
+# `..`): NAME_REGEX to embed in a larger pattern, NAME_PATTERN anchored for one part. It has
+# no look-around, so it means the same in Python's `re` and in the Rust engine pydantic uses:
+# a first character that is not a dot, or a dot and then a non-dot, or two dots and then more.
+NAME_REGEX = (
+    rf"(?:{_NOT_DOT}{_CHARS}{{0,{MAX_PART_LENGTH - 1}}}"
+    rf"|\.{_NOT_DOT}{_CHARS}{{0,{MAX_PART_LENGTH - 2}}}"
+    rf"|\.\.{_CHARS}{{1,{MAX_PART_LENGTH - 2}}})"
+)
+NAME_PATTERN = f"^{NAME_REGEX}$"
+_NAME = re.compile(NAME_REGEX)
+_PART = re.compile(rf"{_CHARS}+")
 _PARTITION_SUFFIX = re.compile(r"-partition-(\d+)$")
 
 
 def _check_part(full: str, part: str, what: str) -> None:
+    if _NAME.fullmatch(part) is not None:
+        return
     if not part:
         raise InvalidNameError(full, f"the {what} is empty")
     if len(part) > MAX_PART_LENGTH:
         raise InvalidNameError(full, f"the {what} is longer than {MAX_PART_LENGTH} characters")
     if _PART.fullmatch(part) is None:
         raise InvalidNameError(full, f"the {what} may only hold letters, digits and _ . = -")
-    if part in (".", ".."):
-        raise InvalidNameError(full, f"the {what} may not be {part!r}")
+    raise InvalidNameError(full, f"the {what} may not be {part!r}")
 
 
 def validate_tenant(tenant: str) -> str:

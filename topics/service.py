@@ -40,6 +40,7 @@ from topics.errors import (
     MessageTooLargeError,
     StorageUnavailableError,
     SubscriptionNotFoundError,
+    TooManyMessagesRequestedError,
     TopicNotFoundError,
     TopicsError,
     WaitTooLongError,
@@ -56,8 +57,9 @@ class TopicService(AdminPlane):
     async def produce(
         self, topic: str, producer_name: str | None, messages: list[Message]
     ) -> list[ProduceResult]:
-        t = self._topics.get(topic) or await self._topic(topic, create=True)
+        # Limits first: a refused batch must not even auto-create its topic.
         size = self._check_batch(messages)
+        t = self._topics.get(topic) or await self._topic(topic, create=True)
         if not messages:
             return []
         now = self._clock.now_ms()
@@ -81,19 +83,30 @@ class TopicService(AdminPlane):
         return results
 
     def _check_batch(self, messages: Sequence[Message]) -> int:
-        """The batch's size in bytes (values and keys), or the error naming the broken limit."""
+        """The batch's size, or the error naming the limit it breaks.
+
+        The one place produce limits are checked. A message's size is the UTF-8 bytes of its key,
+        plus its value's bytes, plus the UTF-8 bytes of each property name and value; the batch's
+        size is the sum over its messages, summed here once.
+        """
         config = self._config
         if len(messages) > config.max_batch_messages:
-            raise BatchTooLargeError("messages", len(messages), config.max_batch_messages)
+            raise BatchTooLargeError(
+                "messages", len(messages), config.max_batch_messages, "max_batch_messages"
+            )
         limit = config.max_message_size_bytes
         total = 0
         for i, m in enumerate(messages):
-            size = len(m.value) + (len(m.key) if m.key else 0)
+            size = len(m.value)
+            if m.key:
+                size += len(m.key.encode())
+            if m.properties:
+                size += sum([len(k.encode()) + len(v.encode()) for k, v in m.properties.items()])
             if size > limit:
                 raise MessageTooLargeError(i, size, limit)
             total += size
         if total > config.max_batch_size_bytes:
-            raise BatchTooLargeError("bytes", total, config.max_batch_size_bytes)
+            raise BatchTooLargeError("bytes", total, config.max_batch_size_bytes, "max_batch_size_bytes")
         return total
 
     async def _append(
@@ -149,7 +162,9 @@ class TopicService(AdminPlane):
     def _check_max(self, max_messages: int) -> int:
         if max_messages <= 0:
             raise InvalidArgumentError(f"max_messages must be > 0, got {max_messages}")
-        return min(max_messages, self._config.max_messages_per_read)
+        if max_messages > self._config.max_messages_per_read:
+            raise TooManyMessagesRequestedError(max_messages, self._config.max_messages_per_read)
+        return max_messages
 
     # --- subscriptions -------------------------------------------------------------------------
     async def create_subscription(self, topic: str, subscription: str, options: SubscriptionOptions) -> bool:

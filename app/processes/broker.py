@@ -18,11 +18,11 @@ def run(settings: Settings) -> None:
     from app.main import create_app
     from app.registry import broker_registry
     from app.routes.cluster import install_registry
-    from app.wiring import bootstrap, limits_from
+    from app.wiring import bootstrap
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     registry, registry_store = broker_registry(settings)
-    app = create_app(bootstrap(settings), limits=limits_from(settings))
+    app = create_app(bootstrap(settings))
     install_registry(app, registry)
     # The broker's heap (cursors, pending maps, decoded entries) is large and long-lived; with
     # CPython's default thresholds the collector re-walks it many times a second under load and

@@ -11,8 +11,9 @@ from fastapi import APIRouter, Body, Path
 from starlette.responses import Response
 
 from app import schemas
-from app.routes.common import NAME_PATTERN, Namespace, Subscription, Tenant, Topic, empty, full_name, problems
+from app.routes.common import Namespace, Subscription, Tenant, Topic, empty, full_name, problems
 from topics.api import PolicyName, TopicPolicies, TopicsApi
+from topics.names import NAME_PATTERN
 
 PERSISTENT = "/admin/v2/persistent/{tenant}/{namespace}"
 
@@ -20,10 +21,13 @@ PERSISTENT = "/admin/v2/persistent/{tenant}/{namespace}"
 def admin_router(topics: TopicsApi) -> APIRouter:
     router = APIRouter(tags=["admin"])
     _topic_routes(router, topics)
+    _partition_routes(router, topics)
+    _unload_route(router, topics)
     _stats_routes(router, topics)
     _policy_routes(router, topics)
     _subscription_routes(router, topics)
     _tenant_routes(router, topics)
+    _namespace_routes(router, topics)
     return router
 
 
@@ -60,6 +64,8 @@ def _topic_routes(router: APIRouter, topics: TopicsApi) -> None:
         await topics.delete_topic(full_name(tenant, namespace, topic), force)
         return empty()
 
+
+def _partition_routes(router: APIRouter, topics: TopicsApi) -> None:
     @router.put(
         PERSISTENT + "/{topic}/partitions",
         operation_id="createPartitionedTopic",
@@ -86,6 +92,8 @@ def _topic_routes(router: APIRouter, topics: TopicsApi) -> None:
     async def get_partitions(tenant: Tenant, namespace: Namespace, topic: Topic) -> schemas.Partitions:
         return schemas.Partitions(partitions=await topics.get_partitions(full_name(tenant, namespace, topic)))
 
+
+def _unload_route(router: APIRouter, topics: TopicsApi) -> None:
     @router.put(
         PERSISTENT + "/{topic}/unload",
         operation_id="unloadTopic",
@@ -308,6 +316,8 @@ def _tenant_routes(router: APIRouter, topics: TopicsApi) -> None:
         await topics.delete_tenant(tenant)
         return empty()
 
+
+def _namespace_routes(router: APIRouter, topics: TopicsApi) -> None:
     @router.get("/admin/v2/namespaces/{tenant}", operation_id="listNamespaces", responses=problems(404, 422))
     async def list_namespaces(tenant: TenantPath) -> list[str]:
         return await topics.list_namespaces(tenant)

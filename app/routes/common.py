@@ -10,10 +10,9 @@ from pydantic import BaseModel
 from starlette.responses import Response
 
 from app.errors import PROBLEM_MEDIA_TYPE
+from topics.names import NAME_PATTERN
 
-# Pulsar's rule for tenant, namespace and topic names: letters, digits and `_ . = -`.
-NAME_PATTERN = r"^[A-Za-z0-9_=.\-]{1,128}$"
-
+# Names are checked (and documented in the spec) by the one rule of topics.names.
 Tenant = Annotated[str, Path(pattern=NAME_PATTERN, examples=["public"], description="tenant")]
 Namespace = Annotated[str, Path(pattern=NAME_PATTERN, examples=["default"], description="namespace")]
 Topic = Annotated[str, Path(pattern=NAME_PATTERN, examples=["prices"], description="topic")]

@@ -1,17 +1,28 @@
-"""A real server stack for the live API tests: a `quire bookie` process and a `quire broker`
-process on free ports, SQLite metadata in a temporary directory (PostgreSQL where a test asks
-for `metadata_url`). The tests talk to it through the generated client (quire_client)."""
+"""Two ways to serve the API in tests.
+
+- Live: a real server stack, a `quire bookie` process and a `quire broker` process on free ports,
+  SQLite metadata in a temporary directory (PostgreSQL where a test asks for `metadata_url`).
+  The live tests talk to it through the generated client (quire_client).
+- In process (`served`, and the `env`/`client` fixtures): the app around the real TopicService
+  over the in-memory ledger client and metadata store, called through httpx's ASGI transport.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import httpx
 import pytest
 
+from app.main import QuireApp, create_app
+from managed_ledger.metadata.memory import InMemoryMetadataStore
 from tests.support import QuireProcess, free_port, port_open, wait_until
+from tests.topics.conftest import Env, make_env
+from topics.config import TopicsConfig
 
 START_TIMEOUT_S = 60.0
 
@@ -110,3 +121,48 @@ def api(stack: Stack) -> Iterator[object]:
 
     with Client(base_url=stack.base_url, timeout=httpx.Timeout(30.0)) as client:
         yield client
+
+
+# --- in process: the app over the real TopicService on in-memory storage -----------------------
+
+# Small limits, so the tests can cross each one cheaply.
+LIMITS = TopicsConfig(
+    max_message_size_bytes=1000, max_batch_size_bytes=5000, max_batch_messages=20, max_wait_ms=500
+)
+
+
+class Served(NamedTuple):
+    env: Env
+    app: QuireApp
+    client: httpx.AsyncClient
+
+
+@asynccontextmanager
+async def served(config: TopicsConfig = LIMITS) -> AsyncIterator[Served]:
+    """The app around a real TopicService (in-memory ledgers and metadata, a manual clock),
+    with an httpx client that calls it in process; everything is closed on the way out."""
+    env = await make_env(InMemoryMetadataStore(), config)
+    app = create_app(env.service, close_topics=False)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://quire") as client:
+            yield Served(env, app, client)
+    finally:
+        await env.service.close()
+        await env.factory.close()
+
+
+@pytest.fixture
+async def in_process() -> AsyncIterator[Served]:
+    async with served() as s:
+        yield s
+
+
+@pytest.fixture
+def env(in_process: Served) -> Env:
+    return in_process.env
+
+
+@pytest.fixture
+def client(in_process: Served) -> httpx.AsyncClient:
+    return in_process.client

@@ -1,39 +1,30 @@
-"""Fast unit tests of the HTTP mapping over a fake TopicsApi, in process (httpx ASGI transport).
+"""The REST contract in process: the app over the real TopicService (in-memory ledgers and
+metadata, a manual clock), called through httpx's ASGI transport (see tests/api/conftest.py).
 
-The live tests (test_live_*.py) run the same contract through the generated client against a
-real broker and bookie; these only pin the edge: parsing, status codes, problem+json, limits.
+The live tests (test_live_*.py) run the contract through the generated client against a real
+broker and bookie processes; these are the fast ones: parsing, status codes, problem+json,
+limits, and the semantics behind each route.
 """
 
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
-from app.codec import Limits
-from app.main import create_app
-from tests.api.fakes import FakeTopics
+from managed_ledger.position import MessageId
+from tests.api.conftest import served
+from tests.topics.conftest import Env
+from topics.config import TopicsConfig
 
 T = "/v1/topics/public/default/prices"
 ADMIN = "/admin/v2/persistent/public/default"
-LIMITS = Limits(
-    max_message_size_bytes=1000, max_batch_size_bytes=5000, max_batch_messages=20, max_wait_ms=500
-)
 
 
-@pytest.fixture
-def fake() -> FakeTopics:
-    return FakeTopics()
-
-
-@pytest.fixture
-async def client(fake: FakeTopics) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(fake, limits=LIMITS)
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://quire") as c:
-        yield c
+async def nothing_written(env: Env) -> bool:
+    """True when no topic exists: bad input neither wrote nor auto-created anything."""
+    return await env.service.list_topics("public/default") == []
 
 
 def assert_problem(r: httpx.Response, status: int, *words: str) -> dict[str, object]:
@@ -61,7 +52,9 @@ async def test_produce_returns_ids_in_order_and_reads_round_trip(client: httpx.A
         {"value": base64.b64encode(binary).decode(), "value_encoding": "base64"},
         {"key": None},
     )
-    assert ids == ["7:0:0", "7:0:1", "7:0:2"]
+    parsed = [MessageId.parse(i) for i in ids]
+    assert [p.batch_index for p in parsed] == [0, 1, 2]
+    assert len({p.position for p in parsed}) == 1  # one batch, one entry
     page = (await client.get(f"{T}/messages", params={"start": "earliest"})).json()
     first, second, third = page["messages"]
     assert first["value"] == "189.20" and first["value_encoding"] == "text"
@@ -69,9 +62,9 @@ async def test_produce_returns_ids_in_order_and_reads_round_trip(client: httpx.A
     assert first["event_time"] == 5 and first["sequence_id"] == 1 and first["producer_name"] == "p"
     assert second["value_encoding"] == "base64" and base64.b64decode(second["value"]) == binary
     assert third["value"] == "" and third["key"] is None
-    forced = (await client.get(f"{T}/messages/7:0:0", params={"value_encoding": "base64"})).json()
+    forced = (await client.get(f"{T}/messages/{ids[0]}", params={"value_encoding": "base64"})).json()
     assert forced["value_encoding"] == "base64" and base64.b64decode(forced["value"]) == b"189.20"
-    assert page["next"] == "after:7:0:2"
+    assert page["next"] == f"after:{ids[2]}"
 
 
 @pytest.mark.parametrize(
@@ -96,21 +89,26 @@ async def test_produce_returns_ids_in_order_and_reads_round_trip(client: httpx.A
     ],
 )
 async def test_malformed_produce_is_422_and_writes_nothing(
-    client: httpx.AsyncClient, fake: FakeTopics, body: bytes, words: list[str]
+    client: httpx.AsyncClient, env: Env, body: bytes, words: list[str]
 ) -> None:
     r = await client.post(f"{T}/messages", content=body, headers={"content-type": "application/json"})
     assert_problem(r, 422, *words)
-    assert "produce" not in fake.calls
+    assert await nothing_written(env)
 
 
-async def test_limits_are_413_naming_the_limit(client: httpx.AsyncClient, fake: FakeTopics) -> None:
+async def test_limits_are_413_naming_the_limit(client: httpx.AsyncClient, env: Env) -> None:
     r = await client.post(f"{T}/messages", json={"messages": [{"value": "x" * 1001}]})
     assert assert_problem(r, 413, "max_message_size_bytes")["limit"] == 1000
     r = await client.post(f"{T}/messages", json={"messages": [{"value": "x"}] * 21})
     assert assert_problem(r, 413, "max_batch_messages")["limit"] == 20
     r = await client.post(f"{T}/messages", json={"messages": [{"value": "x" * 900}] * 6})
     assert assert_problem(r, 413, "max_batch_size_bytes")["limit"] == 5000
-    assert fake.calls == []
+    # A message's size counts its key and properties in UTF-8 bytes, not only its value.
+    r = await client.post(f"{T}/messages", json={"messages": [{"key": "\u00e9" * 300, "value": "x" * 401}]})
+    assert assert_problem(r, 413, "max_message_size_bytes")["size"] == 1001
+    r = await client.post(f"{T}/messages", json={"messages": [{"properties": {"k" * 500: "v" * 501}}]})
+    assert assert_problem(r, 413, "max_message_size_bytes")["size"] == 1001
+    assert await nothing_written(env)
 
 
 async def test_bad_names_are_422(client: httpx.AsyncClient) -> None:
@@ -118,12 +116,14 @@ async def test_bad_names_are_422(client: httpx.AsyncClient) -> None:
     assert_problem(r, 422, "topic")
     r = await client.get("/v1/topics/public/de$fault/prices/messages")
     assert_problem(r, 422)
+    # `.` and `..` are refused as names (percent-encoded, so no client resolves them as a path).
+    r = await client.post("/v1/topics/public/default/%2E%2E/messages", json={"messages": [{}]})
+    assert_problem(r, 422, "topic")
 
 
 async def test_auto_creation_off_is_404() -> None:
-    app = create_app(FakeTopics(allow_auto_topic_creation=False), limits=LIMITS)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://q") as c:
-        r = await c.post(f"{T}/messages", json={"messages": [{"value": "a"}]})
+    async with served(TopicsConfig(allow_auto_topic_creation=False)) as s:
+        r = await s.client.post(f"{T}/messages", json={"messages": [{"value": "a"}]})
         assert_problem(r, 404, "public/default/prices")
 
 
@@ -198,8 +198,10 @@ async def test_readers_page_with_next(client: httpx.AsyncClient) -> None:
         start = page["next"]
     assert seen == ["0", "1", "2", "3", "4"]
     assert_problem(await client.get(f"{T}/messages", params={"start": "after:bogus"}), 422, "start")
-    assert (await client.get(f"{T}/last-message-id")).json() == {"message_id": "7:4:0"}
-    assert_problem(await client.get(f"{T}/messages/7:9:0"), 404, "7:9:0")
+    last = (await client.get(f"{T}/last-message-id")).json()["message_id"]
+    assert (await client.get(f"{T}/messages/{last}")).json()["value"] == "4"
+    ledger = MessageId.parse(last).ledger_id
+    assert_problem(await client.get(f"{T}/messages/{ledger}:9:0"), 404, f"{ledger}:9:0")
     assert_problem(await client.get(f"{T}/messages/seven"), 422, "message_id")
     assert_problem(await client.get("/v1/topics/public/default/none/last-message-id"), 404)
 
@@ -232,8 +234,6 @@ async def test_admin_topics_policies_compaction(client: httpx.AsyncClient) -> No
     assert (await client.get(f"{ADMIN}/t1/compactionThreshold")).json() == 1024
     assert (await client.get(f"{ADMIN}/t1/rolloverPolicy")).json()["maxEntriesPerLedger"] == 50_000
     assert (await client.get(f"{ADMIN}/t1/compaction")).json()["status"] == "NOT_RUN"
-    assert (await client.put(f"{ADMIN}/t1/compaction")).status_code == 204
-    assert_problem(await client.put(f"{ADMIN}/t1/compaction"), 409, "already running")
     await client.put("/v1/topics/public/default/t1/subscriptions/s")
     assert (await client.get(f"{ADMIN}/t1/subscriptions")).json() == ["s"]
     assert (await client.post(f"{ADMIN}/t1/subscription/s/resetcursor/0")).status_code == 204
@@ -241,6 +241,14 @@ async def test_admin_topics_policies_compaction(client: httpx.AsyncClient) -> No
     assert (await client.delete(f"{ADMIN}/t1/subscription/s")).status_code == 204
     assert (await client.delete(f"{ADMIN}/t1", params={"force": "true"})).status_code == 204
     assert_problem(await client.get(f"{ADMIN}/t1/stats"), 404)
+
+
+async def test_a_second_compaction_trigger_is_409_while_one_is_requested(client: httpx.AsyncClient) -> None:
+    """Once a PUT is accepted the run counts as RUNNING, and another PUT is refused until it ends."""
+    assert (await client.put(f"{ADMIN}/t1")).status_code == 204
+    assert (await client.put(f"{ADMIN}/t1/compaction")).status_code == 204
+    assert (await client.get(f"{ADMIN}/t1/compaction")).json()["status"] == "RUNNING"
+    assert_problem(await client.put(f"{ADMIN}/t1/compaction"), 409, "already running")
 
 
 async def test_tenants_and_namespaces(client: httpx.AsyncClient) -> None:
@@ -269,17 +277,12 @@ async def test_ops_endpoints(client: httpx.AsyncClient) -> None:
     assert 'quire_http_errors_total{status="404"} 1.0' in text
 
 
-async def test_unexpected_error_is_500_problem(fake: FakeTopics) -> None:
+async def test_unexpected_error_is_500_problem(client: httpx.AsyncClient, env: Env) -> None:
     async def boom(*args: object) -> None:
         raise RuntimeError("bug")
 
-    fake.last_message_id = boom  # type: ignore[method-assign, assignment]
-    app = create_app(fake)
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app, raise_app_exceptions=False), base_url="http://q"
-    ) as c:
-        r = await c.get(f"{T}/last-message-id")
-    assert_problem(r, 500, "RuntimeError")
+    env.service.last_message_id = boom  # type: ignore[method-assign, assignment]
+    assert_problem(await client.get(f"{T}/last-message-id"), 500, "RuntimeError")
 
 
 async def test_unknown_path_and_method_are_problems(client: httpx.AsyncClient) -> None:

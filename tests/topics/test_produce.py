@@ -74,7 +74,15 @@ async def test_limits_name_the_limit_and_write_nothing(env: Env) -> None:
     with pytest.raises(BatchTooLargeError) as too_long:
         await svc.produce(T, None, msgs("x" * 10, "y" * 10, "z" * 10))
     assert too_long.value.limit == 25
-    assert await svc.last_message_id(T, False) is None
+    # Size is bytes: the key in UTF-8 (5 characters, 10 bytes) and the properties count too.
+    with pytest.raises(MessageTooLargeError) as keyed:
+        await svc.produce(T, None, [Message(b"x", "\u00e9" * 5)])
+    assert keyed.value.size == 11
+    with pytest.raises(MessageTooLargeError) as props:
+        await svc.produce(T, None, [Message(b"", None, {"name": "v" * 7})])
+    assert props.value.size == 11
+    # Refused before anything happened: not even the topic was auto-created.
+    assert await svc.list_topics("public/default") == []
 
 
 async def test_auto_creation_off_and_missing_namespace() -> None:

@@ -8,7 +8,12 @@ import pytest
 
 from managed_ledger.entry_format import Message
 from managed_ledger.position import MessageId
-from topics.errors import MessageNotFoundError, TopicNotFoundError, WaitTooLongError
+from topics.errors import (
+    MessageNotFoundError,
+    TooManyMessagesRequestedError,
+    TopicNotFoundError,
+    WaitTooLongError,
+)
 from topics.names import parse_start
 from topics.service import TopicService
 
@@ -72,6 +77,9 @@ async def test_long_poll_from_latest_sees_a_message_produced_while_waiting(svc: 
     assert [m.value for m in page.messages] == [b"new"]
     with pytest.raises(WaitTooLongError):
         await svc.read(T, "latest", 10, False, 30_001)
+    with pytest.raises(TooManyMessagesRequestedError) as err:
+        await svc.read(T, "earliest", 10_001, False, 0)
+    assert err.value.limit == 10_000
 
 
 async def test_get_message_and_last_message_id(svc: TopicService) -> None:

@@ -10,7 +10,12 @@ from managed_ledger.entry_format import Message
 from managed_ledger.position import MessageId
 from tests.topics.conftest import Env
 from topics.api import Delivery, SubscriptionOptions
-from topics.errors import ConsumerBusyError, SubscriptionNotFoundError, WaitTooLongError
+from topics.errors import (
+    ConsumerBusyError,
+    SubscriptionNotFoundError,
+    TooManyMessagesRequestedError,
+    WaitTooLongError,
+)
 from topics.service import TopicService
 
 T = "public/default/orders"
@@ -43,6 +48,8 @@ async def test_unknown_subscription_and_wait_cap(svc: TopicService) -> None:
     with pytest.raises(WaitTooLongError) as err:
         await svc.receive(T, "s", 10, 10**9, None)
     assert err.value.limit == 30_000
+    with pytest.raises(TooManyMessagesRequestedError):
+        await svc.receive(T, "s", 10_001, 0, None)
     await svc.delete_subscription(T, "s")
     with pytest.raises(SubscriptionNotFoundError):
         await svc.ack(T, "s", [])
