@@ -423,6 +423,8 @@ def quire_stack(tmp: Path) -> Iterator[int]:
         "QUIRE_BOOKIES": f'["{HOST}:{bookie_port}"]',
         "QUIRE_BOOKIE_PORT": str(bookie_port),
         "QUIRE_PORT": str(port),
+        # One metadata store for both: the bookie registers there and the broker looks for it.
+        "QUIRE_DATABASE_URL": f"sqlite:///{tmp / 'quire' / 'metadata.db'}",
     }
     bookie_dir = tmp / "quire" / "bookie"
     bookie_dir.mkdir(parents=True)
