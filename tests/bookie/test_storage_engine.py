@@ -19,8 +19,9 @@ from bookie.errors import (
     NoSuchLedgerError,
     ReadOnlyError,
 )
+from bookie.storage.api import LedgerStorageApi
 from bookie.storage.engine import EXIT_CODE_DISK_FAILURE, LedgerStorage, StorageConfig
-from bookie.storage_api import LedgerStorageApi
+from tests.bookie.fakes import is_fenced
 
 
 def make(path: Path, **overrides: object) -> LedgerStorage:
@@ -136,7 +137,7 @@ async def test_fence_is_durable_and_allows_recovery_adds(tmp_path: Path) -> None
     storage.abandon()
     storage = await started(tmp_path)
     try:
-        assert storage.is_fenced(3) and storage.is_fenced(99)
+        assert await is_fenced(storage, 3) and await is_fenced(storage, 99)
         with pytest.raises(FencedError):
             await storage.add_entry(3, 3, 2, b"d")
         assert storage.read_entry(3, 2) == b"c"
@@ -197,7 +198,7 @@ async def test_index_rebuilt_from_the_log_when_removed(tmp_path: Path) -> None:
                     storage.read_entry(ledger, entry)
             else:
                 assert storage.read_entry(ledger, entry) == b"p%d" % entry_id
-        assert storage.is_fenced(1) and not storage.is_fenced(0)
+        assert await is_fenced(storage, 1) and not await is_fenced(storage, 0)
         assert storage.read_last_add_confirmed(0) == 18
     finally:
         await storage.close()
