@@ -144,6 +144,7 @@ class LedgerStorage:
         self._index_damaged = False
         self._read_only = False  # the switch's state or a full disk, copied for the add path
         self._space_wanted_bytes = 0  # > 0 after a full disk: free space needed to take adds again
+        self._disk_check_due = 0.0  # loop time of the next periodic usage check
         self.checkpoint_segment = 0
         self.counters = {"adds": 0, "groups": 0, "fsyncs": 0, "rolls": 0, "gc_runs": 0, "gc_segments": 0}
         self.recovery_report: dict[str, object] = {}
@@ -167,9 +168,12 @@ class LedgerStorage:
             raise BookieError(ErrorCode.INTERNAL, f"cannot open storage: {exc}") from exc
         self._group = _Group(self._loop)
         self.check_disk()
+        self._disk_check_due = self._loop.time() + self.config.disk_check_interval_s
         self._tasks = [
-            self._loop.create_task(self._every(self._disk_check_delay_s, self.check_disk)),
-            self._loop.create_task(self._every(lambda: self.config.gc_interval_s, self.collect_garbage)),
+            self._loop.create_task(
+                self._every(min(DISK_FULL_RECHECK_S, self.config.disk_check_interval_s), self._disk_tick)
+            ),
+            self._loop.create_task(self._every(self.config.gc_interval_s, self.collect_garbage)),
         ]
 
     def _lock(self) -> None:
@@ -251,9 +255,9 @@ class LedgerStorage:
             os.close(self._lock_fd)
             self._lock_fd = -1
 
-    async def _every(self, interval_s: Callable[[], float], action: Callable[[], Any]) -> None:
+    async def _every(self, interval_s: float, action: Callable[[], Any]) -> None:
         while True:
-            await asyncio.sleep(interval_s())
+            await asyncio.sleep(interval_s)
             try:
                 result = action()
                 if asyncio.iscoroutine(result):
@@ -561,10 +565,13 @@ class LedgerStorage:
             )
         return now
 
-    def _disk_check_delay_s(self) -> float:
-        if self._space_wanted_bytes:
-            return min(self.config.disk_check_interval_s, DISK_FULL_RECHECK_S)
-        return self.config.disk_check_interval_s
+    def _disk_tick(self) -> None:
+        """Every second: measure when the interval is up, or at once while the disk is full."""
+        assert self._loop is not None
+        now = self._loop.time()
+        if self._space_wanted_bytes or now >= self._disk_check_due:
+            self._disk_check_due = now + self.config.disk_check_interval_s
+            self.check_disk()
 
     async def collect_garbage(self) -> dict[str, int]:
         """Reclaim the space of deleted ledgers in sealed segments (see `gc.py`)."""
