@@ -53,6 +53,7 @@ from bookie.storage.config import (
 )
 from bookie.storage.disk import DiskUsage, ReadOnlySwitch, disk_usage_fraction, free_bytes
 from bookie.storage.gc import GarbageCollector
+from bookie.storage.group import Group
 from bookie.storage.index import (
     SLOT,
     SLOT_MARKER,
@@ -91,28 +92,6 @@ _crc_value = google_crc32c.value
 _crc_extend = google_crc32c.extend
 
 
-class _GroupFuture(asyncio.Future[None]):
-    """Shared by every waiter of a group: a waiter being cancelled must not cancel the others'
-    acknowledgement, so cancel() refuses (the cancelled task still stops when the group ends)."""
-
-    def cancel(self, msg: Any = None) -> bool:
-        return False
-
-
-class _Group:
-    """Records waiting for the next fsync, and the future their writers wait on."""
-
-    __slots__ = ("adds", "future", "ops", "parts", "size")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.future = _GroupFuture(loop=loop)
-        self.parts: list[bytes] = []
-        # (type, ledger, entry, lac, offset in group, record length) per record
-        self.ops: list[tuple[int, int, int, int, int, int]] = []
-        self.size = 0
-        self.adds = 0
-
-
 class LedgerStorage:
     """Implements `bookie.storage.api.LedgerStorageApi`."""
 
@@ -133,8 +112,8 @@ class LedgerStorage:
         self._ledgers: dict[int, LedgerState] = {}  # the same dict for the engine's life (GC views it)
         self.gc = GarbageCollector(self._segments, self._index, self._ledgers, config.gc_max_live_fraction)
         self._inflight: dict[tuple[int, int], bytes] = {}
-        self._group: _Group | None = None
-        self._flushing: _Group | None = None  # the group being written and synced
+        self._group: Group | None = None
+        self._flushing: Group | None = None  # the group being written and synced
         self._flush_task: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._executor: ThreadPoolExecutor | None = None
@@ -166,7 +145,7 @@ class LedgerStorage:
         except OSError as exc:
             self._release()
             raise BookieError(ErrorCode.INTERNAL, f"cannot open storage: {exc}") from exc
-        self._group = _Group(self._loop)
+        self._group = Group(self._loop)
         self.check_disk()
         self._disk_check_due = self._loop.time() + self.config.disk_check_interval_s
         self._tasks = [
@@ -363,7 +342,7 @@ class LedgerStorage:
         loop = asyncio.get_running_loop()
         try:
             while self._group is not None and self._group.ops and self._failed is None:
-                group, self._group = self._group, _Group(loop)
+                group, self._group = self._group, Group(loop)
                 self._flushing = group
                 if self._segments.current_offset >= self.config.journal_max_size_bytes:
                     await self._roll()  # a roll a full disk refused before: try again first
@@ -379,9 +358,9 @@ class LedgerStorage:
             open_group = self._group
             if self._failed is not None and open_group and open_group.ops and not open_group.future.done():
                 open_group.future.set_exception(self._failed)
-                self._group = _Group(loop)
+                self._group = Group(loop)
 
-    async def _write_group(self, group: _Group) -> bool:
+    async def _write_group(self, group: Group) -> bool:
         """Write, sync and index one group; False if it failed (its waiters then have the error)."""
         assert self._loop is not None and group.ops, "a started engine flushes non-empty groups"
         segment, base = self._segments.current_segment, self._segments.current_offset
@@ -401,20 +380,20 @@ class LedgerStorage:
             return False
         return True
 
-    def _append_group(self, group: _Group) -> None:
+    def _append_group(self, group: Group) -> None:
         """In the journal thread: check the index's room, then reserve, write and sync the group."""
         if group.adds and free_bytes(self.config.data_dir) < INDEX_RESERVE_BYTES:
             raise DiskFullError(f"less than {INDEX_RESERVE_BYTES} bytes free for the index")
         self._segments.append_and_sync(b"".join(group.parts))
 
-    def _fail_group(self, group: _Group, error: BookieError) -> None:
+    def _fail_group(self, group: Group, error: BookieError) -> None:
         for rtype, ledger_id, entry_id, _lac, _offset, _length in group.ops:
             if rtype == ADD:
                 self._inflight.pop((ledger_id, entry_id), None)
         group.future.set_exception(error)
         group.future.exception()  # retrieved: every waiter may have been cancelled
 
-    def _disk_full(self, why: str, group: _Group | None = None) -> None:
+    def _disk_full(self, why: str, group: Group | None = None) -> None:
         """Refuse adds until the disk has room again; never exit for want of space."""
         if not self._space_wanted_bytes:
             log.error("disk full (%s): bookie is now read-only", why)
@@ -423,7 +402,7 @@ class LedgerStorage:
         if group is not None:
             self._fail_group(group, ReadOnlyError(f"disk full: {why}"))
 
-    def _apply(self, group: _Group, segment: int, base: int) -> None:
+    def _apply(self, group: Group, segment: int, base: int) -> None:
         """Index a synced group and update the ledger table (write order step 3).
 
         Consecutive entries of a ledger become one run of slots, written with one pwrite."""

@@ -6,9 +6,12 @@ Order at start:
    only after its fsync): re-point the index at it, sync the index, then remove the older ones.
 3. Read the checkpoint; if it is missing, damaged, or an index file it vouches for fails its
    checks, wipe the index and replay every segment from the start (a full rebuild).
-4. Replay the records after the checkpoint. The last segment ends at its first invalid record:
-   the tail after it is truncated away with a warning. In a sealed segment the rest of the
-   segment after an invalid record is skipped, with an error: later segments still count.
+4. Replay the records after the checkpoint. The last segment ends at its first invalid record.
+   Zeros after it are the segment's preallocated reservation; anything else is a torn or
+   garbled tail: its first MAX_BROKEN_BYTES are copied to `<segment>.log.broken` (fsynced; the
+   newest MAX_BROKEN_FILES copies are kept) and the engine then cuts it off and reserves the
+   space again. In a sealed segment the rest of the segment after an invalid record is
+   skipped, with an error (unless it is all zeros): later segments still count.
 """
 
 from __future__ import annotations
