@@ -30,8 +30,8 @@ Record, format version 1 (34-byte header, then the payload):
 
 A record is valid only if its whole header and payload are in the file, its type is known and
 its CRC matches. Replay stops at the first invalid record: in the last segment that is the end
-of the log (a torn or garbled tail, truncated away); in a sealed segment the rest of that
-segment is skipped and reported.
+of the log (the zeroed reservation of a preallocated segment, or a torn or garbled tail, which
+is cut off); in a sealed segment the rest of that segment is skipped and reported.
 """
 
 from __future__ import annotations
