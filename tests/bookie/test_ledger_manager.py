@@ -15,7 +15,7 @@ import pytest
 from bookie.api import LedgerClient
 from bookie.client import BookieLedgerClient
 from bookie.errors import BookieError, ErrorCode, FencedError, NoSuchLedgerError
-from bookie.ledger_metadata import LedgerMetadataStore, LedgerState, NotFoundError
+from bookie.ledger_metadata import BadVersionError, LedgerMetadataStore, LedgerState, NotFoundError
 from bookie.ledgers import LedgerManager, ledger_spec
 from bookie.memory import InMemoryLedgerClient
 from bookie.types import LedgerSpec
@@ -271,3 +271,87 @@ async def test_a_row_marked_deleting_is_finished_by_delete_too(
     store.update_ledger(replace(row, state=LedgerState.DELETING))  # the first step, then a crash
     await manager.delete(row.ledger_id)
     await assert_gone(store, client, handle.spec)
+
+
+# --- ensemble history: change_ensemble (the writer's) and replace_bookie (re-replication's) ------
+@pytest.fixture
+def meta_manager(store: LedgerMetadataStore) -> LedgerManager:
+    """A manager whose bookie side does not matter: these tests change metadata only."""
+    return LedgerManager(store, InMemoryLedgerClient(), clock=clock)
+
+
+async def test_change_ensemble_appends_a_segment_by_cas(
+    meta_manager: LedgerManager, store: LedgerMetadataStore
+) -> None:
+    handle = await meta_manager.create(("a:1", "b:1", "c:1"), 2, 2)
+    changed = await meta_manager.change_ensemble(handle.ledger_id, 7, ("a:1", "d:1", "c:1"))
+    assert changed.ensembles == ((0, ("a:1", "b:1", "c:1")), (7, ("a:1", "d:1", "c:1")))
+    assert changed.ensemble == ("a:1", "b:1", "c:1") and changed.version == handle.metadata.version + 1
+    # A second change at the same entry replaces that segment (none of its entries was acked).
+    again = await meta_manager.change_ensemble(handle.ledger_id, 7, ("a:1", "e:1", "c:1"))
+    assert again.ensembles == ((0, ("a:1", "b:1", "c:1")), (7, ("a:1", "e:1", "c:1")))
+    later = await meta_manager.change_ensemble(handle.ledger_id, 9, ("f:1", "e:1", "c:1"))
+    assert store.get_ledger(handle.ledger_id) == later and len(later.ensembles) == 3
+    spec = ledger_spec(later)
+    assert [spec.write_set(e) for e in (6, 7, 8, 9, 10)] == [
+        ("a:1", "b:1"),
+        ("e:1", "c:1"),
+        ("c:1", "a:1"),
+        ("f:1", "e:1"),
+        ("e:1", "c:1"),
+    ]
+    with pytest.raises(ValueError):  # before the last segment: history only grows
+        await meta_manager.change_ensemble(handle.ledger_id, 8, ("a:1", "e:1", "c:1"))
+    with pytest.raises(ValueError):  # a bookie twice in one ensemble
+        await meta_manager.change_ensemble(handle.ledger_id, 12, ("a:1", "a:1", "c:1"))
+    assert store.get_ledger(handle.ledger_id) == later
+
+
+async def test_change_ensemble_at_entry_zero_changes_the_first_ensemble(meta_manager: LedgerManager) -> None:
+    handle = await meta_manager.create(("a:1", "b:1"), 2, 1)
+    changed = await meta_manager.change_ensemble(handle.ledger_id, 0, ("a:1", "c:1"))
+    assert changed.ensemble == ("a:1", "c:1") and changed.ensembles == ((0, ("a:1", "c:1")),)
+
+
+async def test_change_ensemble_of_a_ledger_recovered_by_someone_else_is_fenced(
+    meta_manager: LedgerManager, store: LedgerMetadataStore
+) -> None:
+    handle = await meta_manager.create(("a:1", "b:1"), 2, 2)
+    await meta_manager.recover_and_close(handle.ledger_id)
+    closed = store.get_ledger(handle.ledger_id)
+    with pytest.raises(FencedError):
+        await meta_manager.change_ensemble(handle.ledger_id, 0, ("a:1", "c:1"))
+    assert store.get_ledger(handle.ledger_id) == closed
+
+
+async def test_change_ensemble_retries_a_lost_race_on_the_fresh_row(
+    meta_manager: LedgerManager, store: LedgerMetadataStore
+) -> None:
+    handle = await meta_manager.create(("a:1", "b:1", "c:1"), 2, 2)
+    # Someone else moves the row (a bookie swapped in by re-replication) after we created it.
+    await meta_manager.replace_bookie(handle.ledger_id, 0, "c:1", "z:1")
+    changed = await meta_manager.change_ensemble(handle.ledger_id, 3, ("a:1", "d:1", "z:1"))
+    assert changed.ensembles == ((0, ("a:1", "b:1", "z:1")), (3, ("a:1", "d:1", "z:1")))
+
+
+async def test_replace_bookie_swaps_one_bookie_of_one_segment(
+    meta_manager: LedgerManager, store: LedgerMetadataStore
+) -> None:
+    handle = await meta_manager.create(("a:1", "b:1", "c:1"), 2, 2)
+    handle.metadata = await meta_manager.change_ensemble(handle.ledger_id, 5, ("a:1", "d:1", "c:1"))
+    closed = await meta_manager.close(handle)
+    swapped = await meta_manager.replace_bookie(handle.ledger_id, 5, "c:1", "e:1")
+    assert swapped.ensembles == ((0, ("a:1", "b:1", "c:1")), (5, ("a:1", "d:1", "e:1")))
+    assert (swapped.state, swapped.version) == (LedgerState.CLOSED, closed.version + 1)
+    first = await meta_manager.replace_bookie(handle.ledger_id, 0, "a:1", "f:1")
+    assert first.ensemble == ("f:1", "b:1", "c:1") and first.ensembles[0] == (0, ("f:1", "b:1", "c:1"))
+    assert store.get_ledger(handle.ledger_id) == first
+    with pytest.raises(BadVersionError):  # someone replaced it first
+        await meta_manager.replace_bookie(handle.ledger_id, 0, "a:1", "g:1")
+    with pytest.raises(ValueError):
+        await meta_manager.replace_bookie(handle.ledger_id, 0, "b:1", "c:1")
+    with pytest.raises(NotFoundError):
+        await meta_manager.replace_bookie(handle.ledger_id, 3, "b:1", "g:1")
+    with pytest.raises(NotFoundError):
+        await meta_manager.replace_bookie(10_000, 0, "b:1", "g:1")
+    assert store.get_ledger(handle.ledger_id) == first

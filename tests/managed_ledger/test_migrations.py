@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,7 @@ def test_each_earlier_revision_to_head_keeps_data(metadata_url: str, start: str)
             9,
             3,
         )
+        assert ledger.ensembles == ((0, ("b:1",)),)  # no history stored: the first ensemble
         state = store.get_compaction("public/default/t")
         assert (state.status, state.horizon, state.compacted_ledger_id, state.version) == (
             CompactionStatus.SUCCESS,
@@ -286,3 +288,32 @@ def test_alembic_command_with_ini(metadata_url: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert schema.current_revision(metadata_url) == schema.head_revision()
+
+
+def test_ledger_ensembles_revision_downgrades_to_the_one_before(metadata_url: str) -> None:
+    schema.upgrade_to_head(metadata_url)
+    store = SqlMetadataStore(metadata_url)
+    try:
+        ledger = store.create_ledger(("b:1", "b:2"), 2, 2, 0)
+        history = ((0, ("b:1", "b:2")), (5, ("b:1", "b:3")))
+        store.update_ledger(replace(ledger, ensembles=history))
+    finally:
+        store.close()
+    before = schema.revisions()[schema.revisions().index("0005") - 1]
+    engine = make_engine(metadata_url)
+    try:
+        with engine.begin() as conn:
+            cfg = schema.alembic_config()
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, before)
+        assert "ensembles" not in {c["name"] for c in inspect(engine).get_columns("ledgers")}
+    finally:
+        engine.dispose()
+    schema.upgrade_to_head(metadata_url)
+    store = SqlMetadataStore(metadata_url)
+    try:
+        [kept] = store.list_ledgers()
+        assert kept.ensemble == ("b:1", "b:2") and kept.ensembles == ((0, ("b:1", "b:2")),)
+        assert store.create_ledger(("b:1",), 1, 1, 0).ledger_id > kept.ledger_id
+    finally:
+        store.close()
