@@ -2,7 +2,7 @@
 recovery workers claim.
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 Create Date: 2026-11-23
 """
 
@@ -15,8 +15,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0006"
-# Chained to 0004 until the ensemble-history revision 0005 is merged; then to "0005".
-down_revision: str | None = "0004"
+down_revision: str | None = "0005"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
