@@ -111,7 +111,13 @@ class ReplicationWorker:
             renewer = asyncio.get_running_loop().create_task(self._renew_claim())
             try:
                 await self._recover(claimed.ledger_id)
-            except (ClaimLostError, UnrecoverableEntryError, BookieError, NotEnoughBookiesError) as exc:
+            except (
+                ClaimLostError,
+                UnrecoverableEntryError,
+                BookieError,
+                NotEnoughBookiesError,
+                NotFoundError,
+            ) as exc:
                 log.warning("re-replication of ledger %d stopped: %s", claimed.ledger_id, exc)
             finally:
                 renewer.cancel()
@@ -149,11 +155,23 @@ class ReplicationWorker:
         return self._row
 
     async def _recover(self, ledger_id: int) -> None:
+        """Re-replicate the claimed ledger; a ledger deleted before or during it is dropped."""
         try:
-            meta = await self.ledgers.get(ledger_id)
-        except NotFoundError:
+            await self._recover_ledger(ledger_id)
+        except (NotFoundError, UnrecoverableEntryError):
+            if await self._ledger_exists(ledger_id):
+                raise
             await self._drop_row()
-            return
+
+    async def _ledger_exists(self, ledger_id: int) -> bool:
+        try:
+            await self.ledgers.get(ledger_id)
+        except NotFoundError:
+            return False
+        return True
+
+    async def _recover_ledger(self, ledger_id: int) -> None:
+        meta = await self.ledgers.get(ledger_id)
         if meta.state != LedgerState.CLOSED:
             row = self._current_row()
             until = row.marked_ms + self.config.open_ledger_grace_ms

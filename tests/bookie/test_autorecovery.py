@@ -196,6 +196,22 @@ async def test_deleted_ledger_row_is_dropped(cluster: Cluster) -> None:
     assert cluster.store.list_underreplicated() == []
 
 
+async def test_ledger_deleted_during_the_copy_is_dropped(cluster: Cluster) -> None:
+    a, b, c, _ = _addresses(cluster)
+    meta = await cluster.ledger((a, b, c))
+    cluster.store.set_bookie_state(a, BookieState.DECOMMISSIONING)
+    cluster.auditor.audit_once()
+    read_entry = cluster.io.read_entry
+
+    async def deleting_read(address: str, ledger_id: int, entry_id: int) -> bytes | None:
+        await cluster.ledgers.delete(meta.ledger_id)  # a retention run, say, while we copy
+        return await read_entry(address, ledger_id, entry_id)
+
+    cluster.io.read_entry = deleting_read  # type: ignore[method-assign]
+    assert await cluster.worker().run_once()
+    assert cluster.store.list_underreplicated() == [] and cluster.store.list_ledgers() == []
+
+
 async def test_a_dead_workers_claim_is_taken_once_it_lapses(cluster: Cluster) -> None:
     a, b, c, _ = _addresses(cluster)
     meta = await cluster.ledger((a, b, c))
