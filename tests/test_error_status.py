@@ -45,6 +45,7 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "bookie.registry.NotEnoughBookiesError": (("2 of 3",), 503, "Not enough bookies"),
     "bookie.cookie.CookieMismatchError": (("wiped",), 409, "Bookie cookie mismatch"),
     "bookie.protocol.FrameError": (("frame CRC32C mismatch",), 500, _500),
+    "bookie.storage.journal.DiskFullError": (("no space",), 503, "Bookie disk full"),
     "bookie.storage.index.IndexDamagedError": (("damaged slot",), 500, _500),
     # managed ledger
     "managed_ledger.errors.ManagedLedgerError": (("boom",), 500, _500),
