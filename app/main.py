@@ -18,7 +18,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from app import errors, schemas
+from app import body_cap, errors, schemas
 from app.fastpath import FastPath, Receive, Scope, Send
 from app.metrics import Metrics
 from app.routes.admin import admin_router
@@ -45,19 +45,33 @@ DOC_ONLY_MODELS = (
 )
 
 
+DEFAULT_MAX_REQUEST_BODY_BYTES = 16 * 1024**2
+
+
 class QuireApp(FastAPI):
-    """FastAPI, with the fast path asked first (it declines what it does not serve)."""
+    """FastAPI, with the fast path asked first (it declines what it does not serve), behind a cap
+    on the request body (checked before either reads it)."""
 
     fast_path: FastPath | None = None
+    max_request_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_BYTES
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # type: ignore[override]
-        fast = self.fast_path
-        if scope["type"] == "http" and fast is not None and await fast.handle(scope, receive, send):
-            return
+        if scope["type"] == "http":
+            receive = await body_cap.guard(scope, receive, send, self.max_request_body_bytes)
+            if receive is body_cap.ANSWERED:
+                return
+            fast = self.fast_path
+            if fast is not None and await fast.handle(scope, receive, send):
+                return
         await super().__call__(scope, receive, send)
 
 
-def create_app(topics: TopicsApi, *, close_topics: bool = True) -> QuireApp:
+def create_app(
+    topics: TopicsApi,
+    *,
+    close_topics: bool = True,
+    max_request_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_BYTES,
+) -> QuireApp:
     metrics = Metrics()
 
     @asynccontextmanager
@@ -77,6 +91,7 @@ def create_app(topics: TopicsApi, *, close_topics: bool = True) -> QuireApp:
         separate_input_output_schemas=False,
         lifespan=lifespan,
     )
+    app.max_request_body_bytes = max_request_body_bytes
     app.state.topics = topics
     app.state.metrics = metrics
     errors.install(app, metrics.error)

@@ -75,6 +75,7 @@ class Settings(BaseSettings):
     max_message_size_bytes: int = Field(5 * 1024**2, gt=0)
     max_batch_size_bytes: int = Field(5 * 1024**2, gt=0)
     max_batch_messages: int = Field(10_000, gt=0)
+    max_request_body_bytes: int = Field(16 * 1024**2, gt=0)
     max_wait_ms: int = Field(30_000, ge=0)
     max_messages_per_read: int = Field(10_000, gt=0)
     default_ack_timeout_ms: int = Field(30_000, gt=0)
@@ -114,6 +115,11 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"need ensemble_size >= write_quorum >= ack_quorum >= 1, got ensemble_size={e}, "
                 f"write_quorum={qw}, ack_quorum={qa}"
+            )
+        if self.max_request_body_bytes < self.max_batch_size_bytes:
+            raise ValueError(
+                f"max_request_body_bytes ({self.max_request_body_bytes}) must be at least "
+                f"max_batch_size_bytes ({self.max_batch_size_bytes}): a full batch must fit in a request"
             )
         if self.bookie_heartbeat_timeout_ms <= self.bookie_heartbeat_interval_ms:
             raise ValueError(

@@ -357,7 +357,12 @@ async def _jetstream_latency(js: object, subject: str) -> Row:
 async def redis_streams(port: int) -> Row:
     import redis.asyncio as aioredis
 
-    r = aioredis.Redis(host=HOST, port=port, max_connections=CONNECTIONS + 8)
+    # A blocking pool: a burst of paced sends waits for a free connection (redis-py 6+ raises
+    # MaxConnectionsError from a plain pool instead), so the row measures Redis, not the pool size.
+    pool = aioredis.BlockingConnectionPool(
+        host=HOST, port=port, max_connections=CONNECTIONS + 8, timeout=None
+    )
+    r = aioredis.Redis(connection_pool=pool)
     payload = VALUE.encode()
     out: Row = {"single": await _concurrent(CONNECTIONS, lambda: r.xadd("one", {"v": payload}))}
     for size in (100, 1000):
@@ -418,6 +423,8 @@ def quire_stack(tmp: Path) -> Iterator[int]:
         "QUIRE_BOOKIES": f'["{HOST}:{bookie_port}"]',
         "QUIRE_BOOKIE_PORT": str(bookie_port),
         "QUIRE_PORT": str(port),
+        # One metadata store for both: the bookie registers there and the broker looks for it.
+        "QUIRE_DATABASE_URL": f"sqlite:///{tmp / 'quire' / 'metadata.db'}",
     }
     bookie_dir = tmp / "quire" / "bookie"
     bookie_dir.mkdir(parents=True)

@@ -31,324 +31,36 @@ new loop the client opens new ones.
 from __future__ import annotations
 
 import asyncio
-import collections
-import contextlib
 import json
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from bookie.errors import BookieError, ErrorCode, NoSuchEntryError, error_from_code
+from bookie.connection import (
+    BookieClientConfig,
+    Connection,
+    local_error,
+    reply_code,
+    reply_error,
+    resolve_reply,
+)
+from bookie.errors import BookieError, ErrorCode, NoSuchEntryError
 from bookie.protocol import (
-    CODE,
-    DEFAULT_MAX_FRAME_BYTES,
     FLAG_RECOVERY,
     I64,
     LAST_ENTRY,
     LEDGER,
     LEDGER_ENTRY,
     RANGE,
-    FrameDecoder,
     Op,
     decode_range_body,
-    encode_add,
-    encode_frame,
 )
 from bookie.types import LedgerSpec
+from bookie.writer import BookieLedgerWriter
+
+__all__ = ["BookieClientConfig", "BookieLedgerClient", "BookieLedgerWriter", "reply_code", "reply_error"]
 
 log = logging.getLogger("quire.bookie.client")
-_OK_BODY = CODE.pack(ErrorCode.OK)
 _NOT_THERE = (ErrorCode.NO_SUCH_ENTRY, ErrorCode.NO_SUCH_LEDGER)
-
-# A reply handler: (context, reply body starting with the u16 code).
-Callback = Callable[[Any, bytes], None]
-
-
-@dataclass(frozen=True, slots=True)
-class BookieClientConfig:
-    connect_timeout_s: float = 5.0
-    request_timeout_s: float = 30.0
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
-    read_chunk_entries: int = 4_096  # entries asked for by one READ_RANGE
-    read_chunk_bytes: int = 4 * 1024 * 1024  # reply size bound asked for by one READ_RANGE
-    read_parallelism: int = 4  # READ_RANGE requests in flight for one read_entries
-    coalesce_max_frames: int = 128  # frames sent in one write at most
-    # The bookies `healthy()` checks (readiness); ledgers name their own ensembles.
-    bookies: tuple[str, ...] = ()
-    health_timeout_s: float = 2.0
-
-
-def reply_code(body: bytes) -> int:
-    return body[0] | (body[1] << 8) if len(body) >= 2 else int(ErrorCode.BAD_REQUEST)
-
-
-def reply_error(body: bytes, ledger_id: int, entry_id: int = -1) -> BookieError:
-    """The typed error for a non-OK reply body, so callers can catch NoSuchEntryError etc."""
-    return error_from_code(reply_code(body), body[2:].decode(errors="replace"), ledger_id, entry_id)
-
-
-def _local_error(code: ErrorCode, message: str) -> bytes:
-    return CODE.pack(code) + message.encode()
-
-
-class _Connection(asyncio.Protocol):
-    """One TCP connection to one bookie, shared by every ledger and request of the client."""
-
-    def __init__(self, address: str, config: BookieClientConfig, loop: asyncio.AbstractEventLoop) -> None:
-        self.address = address
-        self._config = config
-        self._loop = loop
-        self._timeout_s = config.request_timeout_s
-        self._flush_parts = 3 * config.coalesce_max_frames  # encoders return 3 parts a frame
-        self._decoder = FrameDecoder(config.max_frame_bytes)
-        self._transport: asyncio.Transport | None = None
-        self._pending: dict[int, tuple[Callback, Any, float]] = {}
-        self._out: list[bytes] = []
-        self._flush_scheduled = False
-        self._next_request_id = 1
-        self._sweeper: asyncio.TimerHandle | None = None
-        self.closed = False
-        self.ready: asyncio.Task[None] = loop.create_task(self._connect())
-
-    async def _connect(self) -> None:
-        host, _, port = self.address.rpartition(":")
-        try:
-            await asyncio.wait_for(
-                self._loop.create_connection(lambda: self, host or "127.0.0.1", int(port)),
-                self._config.connect_timeout_s,
-            )
-        except (OSError, TimeoutError, ValueError) as exc:
-            self._lost(f"cannot connect to bookie {self.address}: {exc}")
-            raise BookieError(ErrorCode.UNAVAILABLE, f"bookie {self.address}: {exc}") from exc
-
-    # --- asyncio.Protocol --------------------------------------------------------------------
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # uvloop's transports are not asyncio.Transport subclasses, but they behave as one.
-        self._transport = cast(asyncio.Transport, transport)
-        if self.closed:  # closed while connecting
-            transport.close()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._lost(f"connection to bookie {self.address} lost: {exc or 'closed'}")
-
-    def data_received(self, data: bytes) -> None:
-        pending = self._pending
-        for _op, _flags, request_id, body in self._decoder.feed(data):
-            handler = pending.pop(request_id, None)
-            if handler is not None:
-                handler[0](handler[1], body)
-        if self._decoder.error is not None:
-            self._lost(f"bad frame from bookie {self.address}: {self._decoder.error}")
-
-    # --- requests ------------------------------------------------------------------------------
-    def send(self, parts: list[bytes], request_id: int, callback: Callback, context: Any) -> None:
-        """Queue a frame; `callback(context, body)` runs once: on the reply, a timeout or a loss."""
-        if self.closed:
-            body = _local_error(ErrorCode.UNAVAILABLE, f"connection to bookie {self.address} is closed")
-            self._loop.call_soon(callback, context, body)
-            return
-        self._pending[request_id] = (callback, context, self._loop.time() + self._timeout_s)
-        self._out += parts
-        if len(self._out) >= self._flush_parts:
-            # Do not hold a long burst until the loop pass ends: the bookie can start its
-            # group commit on the first frames while this side still encodes the rest.
-            self._flush()
-        elif not self._flush_scheduled:
-            self._flush_scheduled = True
-            self._loop.call_soon(self._scheduled_flush)
-        if self._sweeper is None:
-            self._sweeper = self._loop.call_later(self._sweep_interval(), self._sweep)
-
-    def new_request_id(self) -> int:
-        request_id = self._next_request_id
-        self._next_request_id = request_id + 1
-        return request_id
-
-    def send_add(self, ledger_id: int, entry_id: int, lac: int, payload: bytes, flags: int,
-                 callback: Callback, context: Any) -> None:  # fmt: skip
-        request_id = self._next_request_id
-        self._next_request_id = request_id + 1
-        self.send(
-            encode_add(request_id, ledger_id, entry_id, lac, payload, flags), request_id, callback, context
-        )
-
-    async def call(self, op: Op, body: bytes = b"") -> bytes:
-        """One request; returns the reply body (code included) whatever the code."""
-        future: asyncio.Future[bytes] = self._loop.create_future()
-        request_id = self.new_request_id()
-        self.send(encode_frame(op, 0, request_id, body), request_id, _resolve, future)
-        return await future
-
-    def _scheduled_flush(self) -> None:
-        self._flush_scheduled = False
-        self._flush()
-
-    def _flush(self) -> None:
-        if self._transport is not None and self._out and not self.closed:
-            self._transport.write(b"".join(self._out))
-        self._out.clear()
-
-    def _sweep_interval(self) -> float:
-        return min(max(self._timeout_s / 4, 0.01), 1.0)
-
-    def _sweep(self) -> None:
-        """Fail requests past their deadline; the dict is in send order, so stop at a live one."""
-        self._sweeper = None
-        now = self._loop.time()
-        expired = []
-        for request_id, (_, _, deadline) in self._pending.items():
-            if deadline > now:
-                break
-            expired.append(request_id)
-        for request_id in expired:
-            callback, context, _ = self._pending.pop(request_id)
-            callback(context, _local_error(ErrorCode.TIMEOUT, f"no reply from bookie {self.address}"))
-        if self._pending and not self.closed:
-            self._sweeper = self._loop.call_later(self._sweep_interval(), self._sweep)
-
-    def _lost(self, why: str) -> None:
-        self.closed = True
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            self._sweeper = None
-        if self._transport is not None:
-            self._transport.close()
-        pending, self._pending = self._pending, {}
-        body = _local_error(ErrorCode.UNAVAILABLE, why)
-        for callback, context, _ in pending.values():
-            callback(context, body)
-        self._out.clear()
-
-    def close(self) -> None:
-        if not self.ready.done():
-            self.ready.cancel()
-        self._lost(f"client closed its connection to bookie {self.address}")
-
-    def abandon(self) -> None:
-        """Close from outside the loop that owns this connection (that loop may be closed)."""
-        if not self._loop.is_closed():
-            with contextlib.suppress(RuntimeError):  # closed in between
-                self._loop.call_soon_threadsafe(self.close)
-                return
-        self.closed = True
-        if self._transport is not None:
-            with contextlib.suppress(Exception):
-                self._transport.get_extra_info("socket").close()
-
-
-def _resolve(future: asyncio.Future[bytes], body: bytes) -> None:
-    if not future.done():
-        future.set_result(body)
-
-
-class _PendingAdd:
-    __slots__ = ("acks", "entry_id", "errors", "future")
-
-    def __init__(self, entry_id: int, future: asyncio.Future[int]) -> None:
-        self.entry_id = entry_id
-        self.future = future
-        self.acks = 0
-        self.errors = 0
-
-
-class BookieLedgerWriter:
-    """The single writer of one ledger (bookie.api.LedgerWriter), over the client's connections."""
-
-    def __init__(self, spec: LedgerSpec, connections: Sequence[_Connection]) -> None:
-        self._spec = spec
-        self._ledger_id = spec.ledger_id
-        self._connections = tuple(connections)
-        self._ensemble_size = len(connections)
-        self._write_quorum = spec.write_quorum
-        self._ack_quorum = spec.ack_quorum
-        self._tolerated_errors = spec.write_quorum - spec.ack_quorum
-        self._loop = asyncio.get_running_loop()
-        self._next_entry_id = 0
-        self._lac = -1
-        self._pending: collections.deque[_PendingAdd] = collections.deque()
-        self._failed: BookieError | None = None
-        self._failed_from = -1
-        self._closed = False
-        self._drained: asyncio.Future[None] | None = None  # close() waits on it
-
-    @property
-    def spec(self) -> LedgerSpec:
-        return self._spec
-
-    @property
-    def last_add_confirmed(self) -> int:
-        return self._lac
-
-    def add_entry_future(self, payload: bytes) -> asyncio.Future[int]:
-        """`add_entry` without a coroutine: the future completes with the entry id.
-
-        Cheaper when a caller keeps many adds in flight itself (benchmarks, batch writers)."""
-        future: asyncio.Future[int] = self._loop.create_future()
-        if self._closed or self._failed is not None:
-            future.set_exception(self._failed or BookieError(ErrorCode.BAD_REQUEST, "writer is closed"))
-            return future
-        entry_id = self._next_entry_id
-        self._next_entry_id = entry_id + 1
-        add = _PendingAdd(entry_id, future)
-        self._pending.append(add)
-        if self._ensemble_size == 1:
-            self._connections[0].send_add(
-                self._ledger_id, entry_id, self._lac, payload, 0, self._on_reply, add
-            )
-            return future
-        for i in range(self._write_quorum):
-            conn = self._connections[(entry_id + i) % self._ensemble_size]
-            conn.send_add(self._ledger_id, entry_id, self._lac, payload, 0, self._on_reply, add)
-        return future
-
-    async def add_entry(self, payload: bytes) -> int:
-        return await self.add_entry_future(payload)
-
-    def _on_reply(self, add: _PendingAdd, body: bytes) -> None:
-        if body == _OK_BODY:
-            add.acks += 1
-            if add.acks == self._ack_quorum and self._pending and self._pending[0] is add:
-                self._advance()
-            return
-        add.errors += 1
-        if add.errors > self._tolerated_errors and add.acks < self._ack_quorum:
-            # This entry can no longer reach its ack quorum: it and every later one fail.
-            if self._failed is None or add.entry_id < self._failed_from:
-                self._failed = reply_error(body, self._ledger_id, add.entry_id)
-                self._failed_from = add.entry_id
-            self._advance()
-
-    def _advance(self) -> None:
-        """Complete callers in id order over the acknowledged (or failed) prefix."""
-        pending = self._pending
-        quorum = self._ack_quorum
-        failed_from = self._failed_from if self._failed is not None else -1
-        while pending:
-            head = pending[0]
-            if failed_from >= 0 and head.entry_id >= failed_from:
-                assert self._failed is not None
-                pending.popleft()
-                if not head.future.done():
-                    head.future.set_exception(self._failed)
-            elif head.acks >= quorum:
-                pending.popleft()
-                self._lac = head.entry_id
-                if not head.future.done():
-                    head.future.set_result(head.entry_id)
-            else:
-                break
-        if not pending and self._drained is not None and not self._drained.done():
-            self._drained.set_result(None)
-
-    async def close(self) -> int:
-        """Refuse new adds, wait for those in flight (their errors are their callers'), return LAC."""
-        self._closed = True
-        if self._pending:
-            # Not the callers' futures: a caller may have cancelled its own while the add runs.
-            self._drained = self._loop.create_future()
-            await self._drained
-        return self._lac
 
 
 class BookieLedgerClient:
@@ -357,10 +69,10 @@ class BookieLedgerClient:
     def __init__(self, config: BookieClientConfig | None = None) -> None:
         self.config = config or BookieClientConfig()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._connections: dict[str, _Connection] = {}
+        self._connections: dict[str, Connection] = {}
 
     # --- connections -----------------------------------------------------------------------------
-    async def _connection(self, address: str) -> _Connection:
+    async def _connection(self, address: str) -> Connection:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             # A new event loop (e.g. a Spark task's asyncio.run): the old connections belong
@@ -369,7 +81,7 @@ class BookieLedgerClient:
             self._loop = loop
         conn = self._connections.get(address)
         if conn is None or conn.closed:
-            conn = self._connections[address] = _Connection(address, self.config, loop)
+            conn = self._connections[address] = Connection(address, self.config, loop)
         await asyncio.shield(conn.ready)
         if conn.closed:
             raise BookieError(ErrorCode.UNAVAILABLE, f"connection to bookie {address} closed")
@@ -380,7 +92,7 @@ class BookieLedgerClient:
         try:
             conn = await self._connection(address)
         except BookieError as exc:
-            return _local_error(exc.code, exc.message)
+            return local_error(exc.code, exc.message)
         return await conn.call(op, body)
 
     # --- LedgerClient ----------------------------------------------------------------------------
@@ -539,7 +251,7 @@ class BookieLedgerClient:
     ) -> None:
         conn = await self._connection(address)
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        conn.send_add(spec.ledger_id, entry_id, lac, payload, FLAG_RECOVERY, _resolve, future)
+        conn.send_add(spec.ledger_id, entry_id, lac, payload, FLAG_RECOVERY, resolve_reply, future)
         reply = await future
         if reply_code(reply) != ErrorCode.OK:
             raise reply_error(reply, spec.ledger_id, entry_id)

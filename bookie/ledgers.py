@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
@@ -41,6 +41,7 @@ from bookie.ledger_metadata import (
     LedgerState,
     NotFoundError,
 )
+from bookie.registry import NotEnoughBookiesError
 from bookie.types import LedgerSpec, Segment, normalize_history
 
 T = TypeVar("T")
@@ -55,6 +56,38 @@ def wall_clock_ms() -> int:
 async def call_blocking(fn: Callable[..., T], *args: Any) -> T:
     """Run a synchronous metadata store call off the event loop (the one adapter for it)."""
     return await asyncio.to_thread(fn, *args)
+
+
+class EnsemblePlacement(Protocol):
+    """Where new ledgers (and replacement bookies) go: `bookie.registry.BookieRegistry` in a
+    process that has a registry, `StaticPlacement` otherwise. Synchronous (it may ask the
+    metadata store); the manager calls it off the event loop."""
+
+    def choose_ensemble(self, ensemble_size: int, exclude: Iterable[str] = ()) -> tuple[str, ...]:
+        """`ensemble_size` distinct bookies not in `exclude`, or NotEnoughBookiesError."""
+        ...
+
+
+class StaticPlacement:
+    """A fixed list of bookies (tests, benchmarks, the in-memory client): each ledger takes
+    `ensemble_size` of them from a rotating start, so ledgers spread over the list; whether a
+    bookie is up is not known here (a dead one is found by the writer, which replaces it)."""
+
+    def __init__(self, bookies: Sequence[str]) -> None:
+        self.bookies = tuple(dict.fromkeys(bookies))
+        self._next = 0
+
+    def choose_ensemble(self, ensemble_size: int, exclude: Iterable[str] = ()) -> tuple[str, ...]:
+        excluded = set(exclude)
+        candidates = [b for b in self.bookies if b not in excluded]
+        if len(candidates) < ensemble_size:
+            raise NotEnoughBookiesError(
+                f"need {ensemble_size} bookies, {len(candidates)} configured"
+                + (f" (excluding {sorted(excluded)})" if excluded else "")
+            )
+        start = self._next % len(candidates)
+        self._next += 1
+        return tuple(candidates[(start + i) % len(candidates)] for i in range(ensemble_size))
 
 
 class LedgerPlacement(Protocol):
@@ -140,16 +173,29 @@ class LedgerManager:
         client: LedgerClient,
         *,
         clock: Callable[[], int] = wall_clock_ms,
+        placement: EnsemblePlacement | None = None,
     ) -> None:
         self._store = store
         self._client = client
         self._clock = clock
+        self.placement = placement or StaticPlacement(())
 
     async def create(
-        self, ensemble: Sequence[str], write_quorum: int = 1, ack_quorum: int = 1
+        self,
+        ensemble_size: int = 1,
+        write_quorum: int = 1,
+        ack_quorum: int = 1,
+        *,
+        ensemble: Sequence[str] | None = None,
     ) -> LedgerHandle:
-        """A new OPEN ledger and its writer: the metadata row first, then the writer."""
-        LedgerSpec(0, tuple(ensemble), write_quorum, ack_quorum)  # refuse bad quorums before the row
+        """A new OPEN ledger and its writer: the metadata row first, then the writer.
+
+        The ensemble comes from the placement policy unless the caller names one. Raises
+        NotEnoughBookiesError when the policy has too few bookies."""
+        size = len(ensemble) if ensemble is not None else ensemble_size
+        LedgerSpec(0, tuple(f"b{i}" for i in range(size)), write_quorum, ack_quorum)  # bad quorums: no row
+        if ensemble is None:
+            ensemble = await call_blocking(self.placement.choose_ensemble, ensemble_size)
         meta = await call_blocking(
             self._store.create_ledger, tuple(ensemble), write_quorum, ack_quorum, self._clock()
         )

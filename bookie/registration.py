@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bookie.registry import BookieDirectory, BookieRecord, BookieState, wall_clock_ms
-from bookie.storage_api import LedgerStorageApi
+from bookie.storage.api import LedgerStorageApi
 
 log = logging.getLogger(__name__)
 

@@ -53,7 +53,7 @@ from bookie.protocol import (
     encode_range_reply,
     encode_reply,
 )
-from bookie.storage_api import LedgerStorageApi
+from bookie.storage.api import LedgerStorageApi
 
 log = logging.getLogger("quire.bookie.server")
 

@@ -48,6 +48,7 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "bookie.rereplication.UnrecoverableEntryError": (("entry 3",), 503, "No replica of an entry"),
     "bookie.rereplication.ClaimLostError": (("taken",), 409, "Recovery claim lost"),
     "bookie.protocol.FrameError": (("frame CRC32C mismatch",), 500, _500),
+    "bookie.storage.journal.DiskFullError": (("no space",), 503, "Bookie disk full"),
     "bookie.storage.index.IndexDamagedError": (("damaged slot",), 500, _500),
     # managed ledger
     "managed_ledger.errors.ManagedLedgerError": (("boom",), 500, _500),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -37,3 +38,9 @@ class ReadOnlySwitch:
         elif self.read_only and usage < self.low_water:
             self.read_only = False
         return self.read_only
+
+
+def free_bytes(path: Path) -> int:
+    """Bytes an unprivileged writer may still allocate on the filesystem holding `path`."""
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize

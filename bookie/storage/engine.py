@@ -13,6 +13,12 @@ Write order, for every group of adds (group commit):
    covers it. A failed write or fsync stops the process (`exit_fn(70)`) instead.
 A segment is rolled at `journal_max_size_bytes`; each roll syncs the index and writes a
 checkpoint, so a restart replays at most about one segment.
+
+A full disk is not an I/O error: the journal reserves its space before writing (`journal.py`),
+and every group of adds first checks that the index still has room to grow. When either check
+fails nothing of the group is written, its waiters get READ_ONLY, and the bookie turns
+read-only (adds refused, reads, fences and deletes served) until the disk has room for a new
+segment again and its usage is under the low-water mark; it re-measures every second meanwhile.
 """
 
 from __future__ import annotations
@@ -25,8 +31,7 @@ import os
 import struct
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 import google_crc32c
@@ -39,7 +44,16 @@ from bookie.errors import (
     NoSuchLedgerError,
     ReadOnlyError,
 )
-from bookie.storage.disk import DiskUsage, ReadOnlySwitch, disk_usage_fraction
+from bookie.storage.apply import apply_record
+from bookie.storage.config import (
+    DISK_FULL_RECHECK_S,
+    INDEX_RESERVE_BYTES,
+    MARKER_RESERVE_BYTES,
+    StorageConfig,
+)
+from bookie.storage.disk import DiskUsage, ReadOnlySwitch, disk_usage_fraction, free_bytes
+from bookie.storage.gc import GarbageCollector
+from bookie.storage.group import Group
 from bookie.storage.index import (
     SLOT,
     SLOT_MARKER,
@@ -47,25 +61,30 @@ from bookie.storage.index import (
     EntryIndex,
     IndexDamagedError,
     LedgerState,
+    SlotRuns,
+    sync_index_files,
     write_checkpoint,
 )
-from bookie.storage.journal import SegmentFiles
+from bookie.storage.journal import DiskFullError, SegmentFiles, is_no_space
 from bookie.storage.records import (
     ADD,
     DELETE,
     FENCE,
     MAX_PAYLOAD_BYTES,
     RECORD_BODY,
+    RECORD_HEADER_SIZE,
     RECORD_PREFIX,
+    SEGMENT_HEADER_SIZE,
     decode_record,
     encode_marker,
 )
-from bookie.storage.recovery import SlotRuns, recover, sync_index_files
+from bookie.storage.recovery import recover
 
 log = logging.getLogger(__name__)
 
+__all__ = ["EXIT_CODE_DISK_FAILURE", "LedgerStorage", "StorageConfig"]
+
 EXIT_CODE_DISK_FAILURE = 70
-_MAX_SEGMENT_BYTES = 2**32 - 1  # record offsets are u32 in index slots
 
 _pack_body = RECORD_BODY.pack
 _pack_prefix = RECORD_PREFIX.pack
@@ -73,45 +92,8 @@ _crc_value = google_crc32c.value
 _crc_extend = google_crc32c.extend
 
 
-@dataclass(frozen=True)
-class StorageConfig:
-    data_dir: Path
-    journal_max_size_bytes: int = 256 * 1024**2
-    disk_usage_high_water: float = 0.95
-    disk_usage_low_water: float = 0.90
-    disk_check_interval_s: float = 10.0
-    gc_interval_s: float = 60.0
-    gc_max_live_fraction: float = 0.5  # rewrite a sealed segment when less than this is live
-    index_max_open_files: int = 256
-
-    def __post_init__(self) -> None:
-        if not 4096 <= self.journal_max_size_bytes <= _MAX_SEGMENT_BYTES - MAX_PAYLOAD_BYTES:
-            raise ValueError("journal_max_size_bytes must be between 4 KiB and 4 GiB - 64 MiB")
-
-
-class _GroupFuture(asyncio.Future[None]):
-    """Shared by every waiter of a group: a waiter being cancelled must not cancel the others'
-    acknowledgement, so cancel() refuses (the cancelled task still stops when the group ends)."""
-
-    def cancel(self, msg: Any = None) -> bool:
-        return False
-
-
-class _Group:
-    """Records waiting for the next fsync, and the future their writers wait on."""
-
-    __slots__ = ("future", "ops", "parts", "size")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.future = _GroupFuture(loop=loop)
-        self.parts: list[bytes] = []
-        # (type, ledger, entry, lac, offset in group, record length) per record
-        self.ops: list[tuple[int, int, int, int, int, int]] = []
-        self.size = 0
-
-
 class LedgerStorage:
-    """Implements `bookie.storage_api.LedgerStorageApi`."""
+    """Implements `bookie.storage.api.LedgerStorageApi`."""
 
     def __init__(
         self,
@@ -125,12 +107,13 @@ class LedgerStorage:
         self._switch = ReadOnlySwitch(config.disk_usage_high_water, config.disk_usage_low_water, disk_usage)
         self.journal_dir = config.data_dir / "journal"
         self.index_dir = config.data_dir / "index"
-        self._segments = SegmentFiles(self.journal_dir)
+        self._segments = SegmentFiles(self.journal_dir, config.journal_max_size_bytes + MARKER_RESERVE_BYTES)
         self._index = EntryIndex(self.index_dir, config.index_max_open_files)
-        self._ledgers: dict[int, LedgerState] = {}
+        self._ledgers: dict[int, LedgerState] = {}  # the same dict for the engine's life (GC views it)
+        self.gc = GarbageCollector(self._segments, self._index, self._ledgers, config.gc_max_live_fraction)
         self._inflight: dict[tuple[int, int], bytes] = {}
-        self._group: _Group | None = None
-        self._flushing: _Group | None = None  # the group being written and synced
+        self._group: Group | None = None
+        self._flushing: Group | None = None  # the group being written and synced
         self._flush_task: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._executor: ThreadPoolExecutor | None = None
@@ -138,10 +121,10 @@ class LedgerStorage:
         self._lock_fd = -1
         self._failed: BookieError | None = None
         self._index_damaged = False
-        self._read_only = False  # the switch's state, copied for the add path
-        self._gc_running = False
+        self._read_only = False  # the switch's state or a full disk, copied for the add path
+        self._space_wanted_bytes = 0  # > 0 after a full disk: free space needed to take adds again
+        self._disk_check_due = 0.0  # loop time of the next periodic usage check
         self.checkpoint_segment = 0
-        self.gc_hook: Callable[[str], None] | None = None  # tests inject crashes between GC steps
         self.counters = {"adds": 0, "groups": 0, "fsyncs": 0, "rolls": 0, "gc_runs": 0, "gc_segments": 0}
         self.recovery_report: dict[str, object] = {}
 
@@ -149,7 +132,7 @@ class LedgerStorage:
 
     @property
     def read_only(self) -> bool:
-        return self._switch.read_only
+        return self._read_only
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -162,10 +145,13 @@ class LedgerStorage:
         except OSError as exc:
             self._release()
             raise BookieError(ErrorCode.INTERNAL, f"cannot open storage: {exc}") from exc
-        self._group = _Group(self._loop)
+        self._group = Group(self._loop)
         self.check_disk()
+        self._disk_check_due = self._loop.time() + self.config.disk_check_interval_s
         self._tasks = [
-            self._loop.create_task(self._every(self.config.disk_check_interval_s, self._disk_tick)),
+            self._loop.create_task(
+                self._every(min(DISK_FULL_RECHECK_S, self.config.disk_check_interval_s), self._disk_tick)
+            ),
             self._loop.create_task(self._every(self.config.gc_interval_s, self.collect_garbage)),
         ]
 
@@ -182,17 +168,27 @@ class LedgerStorage:
 
     def _recover(self) -> None:
         result = recover(self._segments, self._index)
-        self._ledgers = result.ledgers
+        self._ledgers.clear()
+        self._ledgers.update(result.ledgers)
         if result.valid_end is None:
-            self._segments.open_current(max(result.last_segment, 1), None)
+            reserved = self._segments.open_current(max(result.last_segment, 1), None)
         else:
-            self._segments.open_current(result.last_segment, result.valid_end)
+            reserved = self._segments.open_current(result.last_segment, result.valid_end)
+        if not reserved:
+            log.error("no space to reserve the journal segment: starting read-only")
+            self._space_wanted_bytes = self._segments.reserve_bytes + INDEX_RESERVE_BYTES
         self.recovery_report = {
             "full_rebuild": result.full_rebuild,
             "truncated_bytes": result.truncated_bytes,
             "skipped": list(result.skipped),
         }
-        self._checkpoint_sync(self._checkpoint_snapshot())
+        try:
+            self._checkpoint_sync(self._checkpoint_snapshot())
+        except OSError as exc:
+            if not is_no_space(exc):
+                raise
+            log.error("no space for the index checkpoint at start: starting read-only")
+            self._space_wanted_bytes = self._segments.reserve_bytes + INDEX_RESERVE_BYTES
 
     async def close(self) -> None:
         """Wait for the open group, write a checkpoint, release every file."""
@@ -286,10 +282,11 @@ class LedgerStorage:
             body = _pack_body(ADD, 0, ledger_id, entry_id, last_add_confirmed)
         except struct.error as exc:
             raise BookieError(ErrorCode.BAD_REQUEST, f"ids out of range: {exc}") from exc
-        length = 34 + len(payload)
+        length = RECORD_HEADER_SIZE + len(payload)
         group.parts += (_pack_prefix(len(payload), _crc_extend(_crc_value(body), payload)), body, payload)
         group.ops.append((ADD, ledger_id, entry_id, last_add_confirmed, group.size, length))
         group.size += length
+        group.adds += 1
         self._inflight[key] = payload
         if self._flush_task is None:
             self._flush_task = asyncio.get_running_loop().create_task(self._flush_all())
@@ -345,22 +342,14 @@ class LedgerStorage:
         loop = asyncio.get_running_loop()
         try:
             while self._group is not None and self._group.ops and self._failed is None:
-                group, self._group = self._group, _Group(loop)
+                group, self._group = self._group, Group(loop)
                 self._flushing = group
-                segment, base = self._segments.current_segment, self._segments.current_offset
-                try:
-                    await loop.run_in_executor(
-                        self._executor, self._segments.append_and_sync, b"".join(group.parts)
-                    )
-                    self._apply(group, segment, base)
-                except OSError as exc:
-                    self._fatal("journal write or fsync failed", exc)
-                    group.future.set_exception(self._failed or BookieError(ErrorCode.INTERNAL))
-                    self._flushing = None
-                    break
-                self.counters["groups"] += 1
-                self.counters["fsyncs"] += 1
-                group.future.set_result(None)
+                if self._segments.current_offset >= self.config.journal_max_size_bytes:
+                    await self._roll()  # a roll a full disk refused before: try again first
+                if await self._write_group(group):
+                    self.counters["groups"] += 1
+                    self.counters["fsyncs"] += 1
+                    group.future.set_result(None)
                 self._flushing = None
                 if self._segments.current_offset >= self.config.journal_max_size_bytes:
                     await self._roll()
@@ -369,9 +358,51 @@ class LedgerStorage:
             open_group = self._group
             if self._failed is not None and open_group and open_group.ops and not open_group.future.done():
                 open_group.future.set_exception(self._failed)
-                self._group = _Group(loop)
+                self._group = Group(loop)
 
-    def _apply(self, group: _Group, segment: int, base: int) -> None:
+    async def _write_group(self, group: Group) -> bool:
+        """Write, sync and index one group; False if it failed (its waiters then have the error)."""
+        assert self._loop is not None and group.ops, "a started engine flushes non-empty groups"
+        segment, base = self._segments.current_segment, self._segments.current_offset
+        try:
+            await self._loop.run_in_executor(self._executor, self._append_group, group)
+            self._apply(group, segment, base)
+        except DiskFullError as exc:
+            self._disk_full(str(exc), group)
+            return False
+        except OSError as exc:
+            if is_no_space(exc):  # the index could not grow; the records are safe in the log
+                self._mark_index_damaged(f"no space for index slots: {exc}")
+                self._disk_full(str(exc), group)
+                return False
+            self._fatal("journal write or fsync failed", exc)
+            self._fail_group(group, self._failed or BookieError(ErrorCode.INTERNAL))
+            return False
+        return True
+
+    def _append_group(self, group: Group) -> None:
+        """In the journal thread: check the index's room, then reserve, write and sync the group."""
+        if group.adds and free_bytes(self.config.data_dir) < INDEX_RESERVE_BYTES:
+            raise DiskFullError(f"less than {INDEX_RESERVE_BYTES} bytes free for the index")
+        self._segments.append_and_sync(b"".join(group.parts))
+
+    def _fail_group(self, group: Group, error: BookieError) -> None:
+        for rtype, ledger_id, entry_id, _lac, _offset, _length in group.ops:
+            if rtype == ADD:
+                self._inflight.pop((ledger_id, entry_id), None)
+        group.future.set_exception(error)
+        group.future.exception()  # retrieved: every waiter may have been cancelled
+
+    def _disk_full(self, why: str, group: Group | None = None) -> None:
+        """Refuse adds until the disk has room again; never exit for want of space."""
+        if not self._space_wanted_bytes:
+            log.error("disk full (%s): bookie is now read-only", why)
+        self._space_wanted_bytes = self._segments.reserve_bytes + INDEX_RESERVE_BYTES
+        self._read_only = True
+        if group is not None:
+            self._fail_group(group, ReadOnlyError(f"disk full: {why}"))
+
+    def _apply(self, group: Group, segment: int, base: int) -> None:
         """Index a synced group and update the ledger table (write order step 3).
 
         Consecutive entries of a ledger become one run of slots, written with one pwrite."""
@@ -379,35 +410,15 @@ class LedgerStorage:
         inflight = self._inflight
         runs = SlotRuns(self._index)
         pack_slot = SLOT.pack
-        run_ledger, run_next, run_slots = -1, -1, runs.current
-        adds = 0
         for rtype, ledger_id, entry_id, lac, offset, length in group.ops:
             if rtype == ADD:
-                st = ledgers.get(ledger_id)
-                if st is None:
-                    st = ledgers[ledger_id] = LedgerState()
-                if entry_id > st.last_entry_id:
-                    st.last_entry_id = entry_id
-                if lac > st.last_add_confirmed:
-                    st.last_add_confirmed = lac
                 slot = pack_slot(segment, 0, SLOT_MARKER, base + offset, length)
-                if ledger_id == run_ledger and entry_id == run_next:
-                    run_slots.append(slot)  # the common case: the next entry of the same ledger
-                    run_next += 1
-                else:
-                    runs.add(ledger_id, entry_id, slot)
-                    run_ledger, run_next, run_slots = ledger_id, entry_id + 1, runs.current
+                apply_record(ledgers, runs, ADD, ledger_id, entry_id, lac, slot)
                 del inflight[ledger_id, entry_id]
-                adds += 1
-            elif rtype == FENCE:
-                ledgers.setdefault(ledger_id, LedgerState()).fenced = True
             else:
-                runs.flush(ledger_id)
-                run_ledger = -1
-                ledgers.pop(ledger_id, None)
-                self._index.remove(ledger_id)
+                apply_record(ledgers, runs, rtype, ledger_id, -1, -1, b"")
         runs.flush_all()
-        self.counters["adds"] += adds
+        self.counters["adds"] += group.adds
 
     def _fatal(self, what: str, exc: BaseException) -> None:
         log.critical("%s: %s; stopping rather than acknowledging unsynced data", what, exc)
@@ -419,13 +430,24 @@ class LedgerStorage:
         assert self._loop is not None
         next_segment = self._segments.current_segment + 1
         try:
-            await self._loop.run_in_executor(self._executor, self._segments.open_current, next_segment, None)
-            self.counters["rolls"] += 1
+            await self._loop.run_in_executor(self._executor, self._segments.roll, next_segment)
+        except DiskFullError as exc:
+            self._disk_full(str(exc))  # the current segment stays current; retried later
+            return
+        except OSError as exc:
+            self._fatal("rolling the journal failed", exc)
+            return
+        self.counters["rolls"] += 1
+        try:
             await self._loop.run_in_executor(
                 self._executor, self._checkpoint_sync, self._checkpoint_snapshot()
             )
         except OSError as exc:
-            self._fatal("rolling the journal failed", exc)
+            if not is_no_space(exc):
+                self._fatal("writing the index checkpoint failed", exc)
+                return
+            # The previous checkpoint still stands: a restart only replays more of the log.
+            self._disk_full(f"no space for the index checkpoint: {exc}")
 
     def _checkpoint_snapshot(self) -> tuple[Checkpoint, set[int]]:
         """Taken on the loop between groups: every record before this point is indexed."""
@@ -435,6 +457,7 @@ class LedgerStorage:
 
     def _checkpoint_sync(self, snapshot: tuple[Checkpoint, set[int]]) -> None:
         checkpoint, dirty = snapshot
+        assert checkpoint.segment >= 1 and checkpoint.offset >= SEGMENT_HEADER_SIZE, "inside the log"
         if self._index_damaged:
             return  # never vouch for an index known to be damaged: the next start rebuilds it
         sync_index_files(self._index, dirty)
@@ -454,6 +477,9 @@ class LedgerStorage:
             raise BookieError(ErrorCode.INTERNAL, f"reading the index of ledger {ledger_id}: {exc}") from exc
         if slot is None:
             return None
+        segments = self._segments
+        if slot.segment == segments.current_segment and slot.offset + slot.length > segments.current_offset:
+            return None  # a slot that outlived a cut tail: the end of the log is before its record
         try:
             data = self._segments.read(slot.segment, slot.generation, slot.offset, slot.length)
         except OSError as exc:
@@ -495,18 +521,21 @@ class LedgerStorage:
             raise NoSuchLedgerError(ledger_id)
         return st.last_entry_id
 
-    def is_fenced(self, ledger_id: int) -> bool:
-        st = self._ledgers.get(ledger_id)
-        if st is None:
-            raise NoSuchLedgerError(ledger_id)
-        return st.fenced
-
     # ---- disk, garbage collection, stats --------------------------------------------------
 
     def check_disk(self) -> bool:
-        """Measure disk usage now and switch read-only on or off; returns read_only."""
-        before = self._switch.read_only
-        now = self._read_only = self._switch.update(self.config.data_dir)
+        """Measure disk usage now and switch read-only on or off; returns read_only.
+
+        After a full disk the bookie stays read-only until usage is under the low-water mark
+        and a whole new segment (and the index's reserve) would fit."""
+        before = self._read_only
+        now = self._switch.update(self.config.data_dir)
+        if self._space_wanted_bytes:
+            if now or free_bytes(self.config.data_dir) < self._space_wanted_bytes:
+                now = True
+            else:
+                self._space_wanted_bytes = 0
+        self._read_only = now
         if now != before:
             log.warning(
                 "disk usage %.1f%%: bookie is now %s",
@@ -516,18 +545,30 @@ class LedgerStorage:
         return now
 
     def _disk_tick(self) -> None:
-        self.check_disk()
+        """Every second: measure when the interval is up, or at once while the disk is full."""
+        assert self._loop is not None
+        now = self._loop.time()
+        if self._space_wanted_bytes or now >= self._disk_check_due:
+            self._disk_check_due = now + self.config.disk_check_interval_s
+            self.check_disk()
 
     async def collect_garbage(self) -> dict[str, int]:
         """Reclaim the space of deleted ledgers in sealed segments (see `gc.py`)."""
-        from bookie.storage.gc import GarbageCollector
-
-        return await GarbageCollector(self).run()
+        result = await self.gc.run(self.checkpoint_segment)
+        if result is None:  # a run is already under way
+            return {"segments_scanned": 0, "segments_rewritten": 0, "bytes_reclaimed": 0}
+        self.counters["gc_runs"] += 1
+        self.counters["gc_segments"] += result["segments_rewritten"]
+        return result
 
     def stats(self) -> dict[str, object]:
         segments = self._segments.list()
+        current = (self._segments.current_segment, 0)
         size = 0
         for segment, generation in segments:
+            if (segment, generation) == current:
+                size += self._segments.current_offset  # its file also holds the unused reservation
+                continue
             with contextlib.suppress(FileNotFoundError):
                 size += self._segments.path(segment, generation).stat().st_size
         return {
@@ -536,6 +577,7 @@ class LedgerStorage:
             "journal_bytes": size,
             "current_segment": self._segments.current_segment,
             "read_only": self.read_only,
+            "disk_full": self._space_wanted_bytes > 0,
             "disk_usage": self._switch.last_usage,
             "failed": self._failed is not None,
             **self.counters,

@@ -22,10 +22,13 @@ therefore any full rebuild of the index, is unchanged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
 
-from bookie.storage.index import IndexDamagedError, encode_slot, fsync_directory
+from bookie.storage.apply import repoint_segment
+from bookie.storage.index import EntryIndex, IndexDamagedError, LedgerState, fsync_directory, sync_index_files
+from bookie.storage.journal import SegmentFiles
 from bookie.storage.records import (
     ADD,
     DELETE,
@@ -37,50 +40,61 @@ from bookie.storage.records import (
     encode_segment_header,
     scan_segment,
 )
-from bookie.storage.recovery import sync_index_files
-
-if TYPE_CHECKING:
-    from bookie.storage.engine import LedgerStorage
 
 _YIELD_EVERY = 2000  # records between two yields to the event loop
 _WRITE_CHUNK_BYTES = 4 * 1024 * 1024
 _MAX_GENERATION = 0xFFFF
 
+GcHook = Callable[[str], None]
+
 
 class GarbageCollector:
-    def __init__(self, engine: LedgerStorage) -> None:
-        self.engine = engine
-        self.segments = engine._segments
-        self.index = engine._index
-        self.result = {"segments_scanned": 0, "segments_rewritten": 0, "bytes_reclaimed": 0}
+    """Works on the segment files, the index and a read-only view of the ledger table.
+
+    The engine owns one collector and calls `run` with the first segment that a restart could
+    still replay (the checkpoint's); it adds the returned counts to its own."""
+
+    def __init__(
+        self,
+        segments: SegmentFiles,
+        index: EntryIndex,
+        ledgers: Mapping[int, LedgerState],
+        max_live_fraction: float,
+    ) -> None:
+        assert 0 < max_live_fraction <= 1, "a fraction of a segment"
+        self.segments = segments
+        self.index = index
+        self.ledgers = ledgers
+        self.max_live_fraction = max_live_fraction
+        self.hook: GcHook | None = None  # tests inject crashes between the steps
+        self._running = False
 
     def _hook(self, step: str) -> None:
-        if self.engine.gc_hook is not None:
-            self.engine.gc_hook(step)
+        if self.hook is not None:
+            self.hook(step)
 
-    async def run(self) -> dict[str, int]:
-        engine = self.engine
-        if engine._gc_running:
-            return self.result
-        engine._gc_running = True
+    async def run(self, checkpoint_segment: int) -> dict[str, int] | None:
+        """Collect every eligible segment; None if a run is already under way."""
+        if self._running:
+            return None
+        self._running = True
+        result = {"segments_scanned": 0, "segments_rewritten": 0, "bytes_reclaimed": 0}
         try:
             current = self.segments.current_segment
             for segment, generation in self.segments.list():
-                if segment >= engine.checkpoint_segment or segment >= current:
+                if segment >= checkpoint_segment or segment >= current:
                     continue
                 if generation >= _MAX_GENERATION:
                     continue
-                await self._collect(segment, generation)
-            engine.counters["gc_runs"] += 1
-            engine.counters["gc_segments"] += self.result["segments_rewritten"]
+                await self._collect(segment, generation, result)
         finally:
-            engine._gc_running = False
-        return self.result
+            self._running = False
+        return result
 
     def _live(self, rec: Record, segment: int, generation: int) -> bool:
         if rec.type == DELETE:
             return True
-        st = self.engine._ledgers.get(rec.ledger_id)
+        st = self.ledgers.get(rec.ledger_id)
         if st is None:
             return False
         if rec.type == FENCE:
@@ -97,6 +111,7 @@ class GarbageCollector:
         )
 
     async def _live_bytes(self, segment: int, generation: int) -> tuple[int, int]:
+        """(live bytes, record bytes) of a segment file."""
         scan, records = scan_segment(self.segments.path(segment, generation))
         live = 0
         for count, rec in enumerate(records):
@@ -104,25 +119,29 @@ class GarbageCollector:
                 live += rec.length
             if count % _YIELD_EVERY == 0:
                 await asyncio.sleep(0)
-        return live, max(scan.file_size - SEGMENT_HEADER_SIZE, 0)
+        total = max(scan.valid_end - SEGMENT_HEADER_SIZE, 0)  # final: the records are exhausted
+        assert 0 <= live <= total, "live records are records of the segment"
+        return live, total
 
-    async def _collect(self, segment: int, generation: int) -> None:
-        self.result["segments_scanned"] += 1
+    async def _collect(self, segment: int, generation: int, result: dict[str, int]) -> None:
+        result["segments_scanned"] += 1
         live, total = await self._live_bytes(segment, generation)
-        if total == 0 or live >= total or live >= total * self.engine.config.gc_max_live_fraction:
+        if total == 0 or live >= total or live >= total * self.max_live_fraction:
             return
         new_generation = generation + 1
         await self._copy(segment, generation, new_generation)
         self._hook("copied")
-        touched = await self._repoint(segment, new_generation)
+        touched: set[int] = set()
+        for _pause in repoint_segment(self.segments, self.index, segment, new_generation, touched):
+            await asyncio.sleep(0)
         await asyncio.get_running_loop().run_in_executor(None, sync_index_files, self.index, touched)
         self._hook("indexed")
         before = self.segments.path(segment, generation).stat().st_size
         after = self.segments.path(segment, new_generation).stat().st_size
         self.segments.remove(segment, generation)
         await asyncio.get_running_loop().run_in_executor(None, fsync_directory, self.segments.directory)
-        self.result["segments_rewritten"] += 1
-        self.result["bytes_reclaimed"] += before - after
+        result["segments_rewritten"] += 1
+        result["bytes_reclaimed"] += before - after
 
     async def _copy(self, segment: int, generation: int, new_generation: int) -> None:
         """Step 1: the live records, in order, into a new generation made durable by rename."""
@@ -146,28 +165,15 @@ class GarbageCollector:
                     await asyncio.sleep(0)
             await loop.run_in_executor(None, _write_all, fd, b"".join(parts))
             await loop.run_in_executor(None, os.fsync, fd)
-        finally:
+        except BaseException:
+            # A full disk (or anything else) mid-copy: the old generation is untouched and whole.
             os.close(fd)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        os.close(fd)
         os.replace(tmp, final)
         await loop.run_in_executor(None, fsync_directory, self.segments.directory)
-
-    async def _repoint(self, segment: int, new_generation: int) -> set[int]:
-        """Step 2: slots that still point at an older generation now point at the copies."""
-        touched: set[int] = set()
-        _scan, records = scan_segment(self.segments.path(segment, new_generation))
-        for count, rec in enumerate(records):
-            if rec.type == ADD:
-                try:
-                    slot = self.index.lookup(rec.ledger_id, rec.entry_id)
-                except IndexDamagedError:
-                    slot = None
-                if slot is not None and slot.segment == segment and slot.generation != new_generation:
-                    slot_bytes = encode_slot(segment, new_generation, rec.offset, rec.length)
-                    self.index.write_slots(rec.ledger_id, rec.entry_id, slot_bytes)
-                    touched.add(rec.ledger_id)
-            if count % _YIELD_EVERY == 0:
-                await asyncio.sleep(0)
-        return touched
 
 
 def _encode(rec: Record) -> bytes:

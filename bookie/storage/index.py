@@ -56,18 +56,33 @@ from common.errors import ErrorKind, QuireError
 
 FORMAT_VERSION = 1
 INDEX_MAGIC = b"QIDX"
-INDEX_HEADER = struct.Struct("<4sHHQ")
+INDEX_HEADER_FORMAT = "<4sHHQ"
 INDEX_HEADER_SIZE = 16
-SLOT = struct.Struct("<IHHII")
+INDEX_HEADER = struct.Struct(INDEX_HEADER_FORMAT)
+SLOT_FORMAT = "<IHHII"
 SLOT_SIZE = 16
+SLOT = struct.Struct(SLOT_FORMAT)
 SLOT_MARKER = 0x5153
 _ZERO_SLOT = bytes(SLOT_SIZE)
 
 CHECKPOINT_MAGIC = b"QCKP"
-CHECKPOINT_HEADER = struct.Struct("<4sHHII")
-CHECKPOINT_BODY = struct.Struct("<III")
-CHECKPOINT_LEDGER = struct.Struct("<QqqB")
+CHECKPOINT_HEADER_FORMAT = "<4sHHII"
+CHECKPOINT_HEADER_SIZE = 16
+CHECKPOINT_HEADER = struct.Struct(CHECKPOINT_HEADER_FORMAT)
+CHECKPOINT_BODY_FORMAT = "<III"
+CHECKPOINT_BODY_SIZE = 12
+CHECKPOINT_BODY = struct.Struct(CHECKPOINT_BODY_FORMAT)
+CHECKPOINT_LEDGER_FORMAT = "<QqqB"
+CHECKPOINT_LEDGER_SIZE = 25
+CHECKPOINT_LEDGER = struct.Struct(CHECKPOINT_LEDGER_FORMAT)
 CHECKPOINT_NAME = "CHECKPOINT"
+
+# The sizes above are the ones the layout in this docstring promises: pin them to the formats.
+assert struct.calcsize(INDEX_HEADER_FORMAT) == INDEX_HEADER_SIZE
+assert struct.calcsize(SLOT_FORMAT) == SLOT_SIZE
+assert struct.calcsize(CHECKPOINT_HEADER_FORMAT) == CHECKPOINT_HEADER_SIZE
+assert struct.calcsize(CHECKPOINT_BODY_FORMAT) == CHECKPOINT_BODY_SIZE
+assert struct.calcsize(CHECKPOINT_LEDGER_FORMAT) == CHECKPOINT_LEDGER_SIZE
 
 
 class IndexDamagedError(QuireError):
@@ -101,6 +116,7 @@ class Checkpoint:
 
 
 def encode_slot(segment: int, generation: int, offset: int, length: int) -> bytes:
+    assert segment >= 1 and length > 0, "a slot points at a real record"
     return SLOT.pack(segment, generation, SLOT_MARKER, offset, length)
 
 
@@ -138,6 +154,7 @@ class EntryIndex:
 
     def write_slots(self, ledger_id: int, first_entry_id: int, slots: bytes) -> None:
         """Write consecutive slots starting at `first_entry_id` (one pwrite)."""
+        assert first_entry_id >= 0 and len(slots) % SLOT_SIZE == 0, "whole slots of real entries"
         fd = self._fd(ledger_id, create=True)
         assert fd is not None
         os.pwrite(fd, slots, INDEX_HEADER_SIZE + first_entry_id * SLOT_SIZE)
@@ -227,21 +244,83 @@ def read_checkpoint(directory: Path) -> Checkpoint | None:
         data = (directory / CHECKPOINT_NAME).read_bytes()
     except FileNotFoundError:
         return None
-    if len(data) < CHECKPOINT_HEADER.size:
+    if len(data) < CHECKPOINT_HEADER_SIZE:
         return None
     magic, version, _, body_len, crc = CHECKPOINT_HEADER.unpack_from(data)
-    body = data[CHECKPOINT_HEADER.size :]
+    body = data[CHECKPOINT_HEADER_SIZE:]
     if magic != CHECKPOINT_MAGIC or version != FORMAT_VERSION or len(body) != body_len:
         return None
-    if google_crc32c.value(body) != crc or body_len < CHECKPOINT_BODY.size:
+    if google_crc32c.value(body) != crc or body_len < CHECKPOINT_BODY_SIZE:
         return None
     segment, offset, count = CHECKPOINT_BODY.unpack_from(body)
-    if body_len != CHECKPOINT_BODY.size + count * CHECKPOINT_LEDGER.size:
+    if body_len != CHECKPOINT_BODY_SIZE + count * CHECKPOINT_LEDGER_SIZE:
         return None
     ledgers: dict[int, LedgerState] = {}
-    for ledger_id, lac, last, flags in CHECKPOINT_LEDGER.iter_unpack(body[CHECKPOINT_BODY.size :]):
+    for ledger_id, lac, last, flags in CHECKPOINT_LEDGER.iter_unpack(body[CHECKPOINT_BODY_SIZE:]):
         ledgers[ledger_id] = LedgerState(lac, last, bool(flags & 1))
     return Checkpoint(segment, offset, ledgers)
+
+
+def sync_index_files(index: EntryIndex, ledgers: set[int]) -> None:
+    """fsync the index files of `ledgers` through descriptors of our own (safe in a thread)."""
+    for ledger_id in ledgers:
+        try:
+            fd = os.open(index.path(ledger_id), os.O_RDONLY)
+        except FileNotFoundError:
+            continue  # deleted meanwhile: nothing to keep
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class SlotRuns:
+    """Collects index slots per ledger so consecutive entries cost one pwrite per run.
+
+    The run extended last is remembered apart, so the common case of a group (the next entry
+    of the same ledger) costs one comparison and one append."""
+
+    def __init__(self, index: EntryIndex) -> None:
+        self._index = index
+        self._runs: dict[int, tuple[int, list[bytes]]] = {}  # ledger -> (first entry, slots)
+        self._last_ledger = -1
+        self._last_next = -1  # the entry id that would extend the last run
+        self._last_slots: list[bytes] = []
+
+    def add(self, ledger_id: int, entry_id: int, slot: bytes) -> None:
+        if ledger_id == self._last_ledger and entry_id == self._last_next:
+            self._last_slots.append(slot)
+            self._last_next += 1
+            return
+        run = self._runs.get(ledger_id)
+        if run is not None and run[0] + len(run[1]) == entry_id:
+            slots = run[1]
+            slots.append(slot)
+        else:
+            if run is not None:
+                self.flush(ledger_id)
+            slots = [slot]
+            self._runs[ledger_id] = (entry_id, slots)
+        self._last_ledger, self._last_next, self._last_slots = ledger_id, entry_id + 1, slots
+
+    def flush(self, ledger_id: int) -> None:
+        run = self._runs.pop(ledger_id, None)
+        if ledger_id == self._last_ledger:
+            self._last_ledger = -1
+        if run is not None:
+            first, slots = run
+            self._index.write_slots(ledger_id, first, b"".join(slots))
+
+    def flush_all(self) -> None:
+        for ledger_id in list(self._runs):
+            self.flush(ledger_id)
+
+    def remove_ledger(self, ledger_id: int) -> None:
+        """Drop the ledger's pending slots and its index file (the ledger was deleted)."""
+        self._runs.pop(ledger_id, None)
+        if ledger_id == self._last_ledger:
+            self._last_ledger = -1
+        self._index.remove(ledger_id)
 
 
 def fsync_directory(directory: Path) -> None:

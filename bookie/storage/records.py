@@ -30,8 +30,8 @@ Record, format version 1 (34-byte header, then the payload):
 
 A record is valid only if its whole header and payload are in the file, its type is known and
 its CRC matches. Replay stops at the first invalid record: in the last segment that is the end
-of the log (a torn or garbled tail, truncated away); in a sealed segment the rest of that
-segment is skipped and reported.
+of the log (the zeroed reservation of a preallocated segment, or a torn or garbled tail, which
+is cut off); in a sealed segment the rest of that segment is skipped and reported.
 """
 
 from __future__ import annotations
@@ -46,13 +46,27 @@ import google_crc32c
 
 FORMAT_VERSION = 1
 SEGMENT_MAGIC = b"QJNL"
-SEGMENT_HEADER = struct.Struct("<4sHHII")
-SEGMENT_HEADER_SIZE = SEGMENT_HEADER.size  # 16
+SEGMENT_HEADER_FORMAT = "<4sHHII"
+SEGMENT_HEADER_SIZE = 16
+SEGMENT_HEADER = struct.Struct(SEGMENT_HEADER_FORMAT)
 
-RECORD_PREFIX = struct.Struct("<II")  # length, crc
-RECORD_BODY = struct.Struct("<BBQqq")  # type, flags, ledger, entry, lac
-RECORD_HEADER = struct.Struct("<IIBBQqq")
-RECORD_HEADER_SIZE = RECORD_HEADER.size  # 34
+# A record header is a prefix (payload length, CRC) and a body (type, flags, ledger, entry, LAC);
+# the CRC covers the body and the payload, so the two halves are packed apart on the write path.
+RECORD_PREFIX_FORMAT = "<II"
+RECORD_PREFIX_SIZE = 8
+RECORD_PREFIX = struct.Struct(RECORD_PREFIX_FORMAT)
+RECORD_BODY_FORMAT = "<BBQqq"
+RECORD_BODY_SIZE = 26
+RECORD_BODY = struct.Struct(RECORD_BODY_FORMAT)
+RECORD_HEADER_FORMAT = "<IIBBQqq"
+RECORD_HEADER_SIZE = 34
+RECORD_HEADER = struct.Struct(RECORD_HEADER_FORMAT)
+_RECORD_LEAD = struct.Struct("<IIB")  # length, CRC, type: enough to judge a record's header
+
+assert struct.calcsize(SEGMENT_HEADER_FORMAT) == SEGMENT_HEADER_SIZE
+assert struct.calcsize(RECORD_PREFIX_FORMAT) == RECORD_PREFIX_SIZE
+assert struct.calcsize(RECORD_BODY_FORMAT) == RECORD_BODY_SIZE
+assert struct.calcsize(RECORD_HEADER_FORMAT) == RECORD_HEADER_SIZE == RECORD_PREFIX_SIZE + RECORD_BODY_SIZE
 
 ADD = 1
 FENCE = 2
@@ -107,6 +121,7 @@ def decode_segment_header(data: bytes) -> tuple[int, int] | None:
 
 
 def encode_add(ledger_id: int, entry_id: int, last_add_confirmed: int, payload: bytes) -> bytes:
+    assert ledger_id >= 0 and entry_id >= 0 and len(payload) <= MAX_PAYLOAD_BYTES, "checked by the caller"
     body = RECORD_BODY.pack(ADD, 0, ledger_id, entry_id, last_add_confirmed)
     crc = _crc_extend(_crc_value(body), payload)
     return RECORD_PREFIX.pack(len(payload), crc) + body + payload
@@ -132,7 +147,7 @@ def decode_record(data: bytes | memoryview, offset: int, base_offset: int = 0) -
     stop = offset + RECORD_HEADER_SIZE + length
     if stop > end:
         return None
-    if _crc_value(data[offset + 8 : stop]) != crc:
+    if _crc_value(data[offset + RECORD_PREFIX_SIZE : stop]) != crc:
         return None
     payload = bytes(data[offset + RECORD_HEADER_SIZE : stop])
     return Record(base_offset + offset, stop - offset, rtype, ledger_id, entry_id, lac, payload)
@@ -196,7 +211,7 @@ def _needed(buf: bytes, rel: int) -> int | None:
     """Bytes a record starting at `rel` needs in the buffer, None if its header is already bad."""
     if rel + RECORD_HEADER_SIZE > len(buf):
         return RECORD_HEADER_SIZE
-    length, _crc, rtype = struct.unpack_from("<IIB", buf, rel)
+    length, _crc, rtype = _RECORD_LEAD.unpack_from(buf, rel)
     if rtype not in _TYPES or length > MAX_PAYLOAD_BYTES:
         return None
     total: int = RECORD_HEADER_SIZE + length

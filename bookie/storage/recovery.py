@@ -6,79 +6,41 @@ Order at start:
    only after its fsync): re-point the index at it, sync the index, then remove the older ones.
 3. Read the checkpoint; if it is missing, damaged, or an index file it vouches for fails its
    checks, wipe the index and replay every segment from the start (a full rebuild).
-4. Replay the records after the checkpoint. The last segment ends at its first invalid record:
-   the tail after it is truncated away with a warning. In a sealed segment the rest of the
-   segment after an invalid record is skipped, with an error: later segments still count.
+4. Replay the records after the checkpoint. The last segment ends at its first invalid record.
+   Zeros after it are the segment's preallocated reservation; anything else is a torn or
+   garbled tail: its first MAX_BROKEN_BYTES are copied to `<segment>.log.broken` (fsynced; the
+   newest MAX_BROKEN_FILES copies are kept) and the engine then cuts it off and reserves the
+   space again. In a sealed segment the rest of the segment after an invalid record is
+   skipped, with an error (unless it is all zeros): later segments still count.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bookie.storage.apply import apply_record, repoint_segment_now
 from bookie.storage.index import (
     EntryIndex,
     LedgerState,
+    SlotRuns,
     encode_slot,
     fsync_directory,
     read_checkpoint,
+    sync_index_files,
 )
 from bookie.storage.journal import SegmentFiles
-from bookie.storage.records import ADD, DELETE, FENCE, SEGMENT_HEADER_SIZE, Record, scan_segment
+from bookie.storage.records import ADD, SEGMENT_HEADER_SIZE, scan_segment
 
 log = logging.getLogger(__name__)
 
-
-class SlotRuns:
-    """Collects index slots per ledger so consecutive entries cost one pwrite per run."""
-
-    def __init__(self, index: EntryIndex) -> None:
-        self._index = index
-        self._runs: dict[int, tuple[int, list[bytes]]] = {}  # ledger -> (first entry, slots)
-        self.current: list[bytes] = []  # the slots of the run `add` last extended or started
-
-    def add(self, ledger_id: int, entry_id: int, slot: bytes) -> None:
-        run = self._runs.get(ledger_id)
-        if run is not None:
-            first, slots = run
-            if first + len(slots) == entry_id:
-                slots.append(slot)
-                self.current = slots
-                return
-            self.flush(ledger_id)
-        self.current = [slot]
-        self._runs[ledger_id] = (entry_id, self.current)
-
-    def flush(self, ledger_id: int) -> None:
-        run = self._runs.pop(ledger_id, None)
-        if run is not None:
-            first, slots = run
-            self._index.write_slots(ledger_id, first, b"".join(slots))
-
-    def flush_all(self) -> None:
-        for ledger_id in list(self._runs):
-            self.flush(ledger_id)
-
-
-def apply_record(
-    rec: Record, segment: int, generation: int, ledgers: dict[int, LedgerState], runs: SlotRuns
-) -> None:
-    """Replay one record into the ledger table and the index."""
-    if rec.type == ADD:
-        st = ledgers.get(rec.ledger_id)
-        if st is None:
-            st = ledgers[rec.ledger_id] = LedgerState()
-        st.last_entry_id = max(st.last_entry_id, rec.entry_id)
-        st.last_add_confirmed = max(st.last_add_confirmed, rec.last_add_confirmed)
-        runs.add(rec.ledger_id, rec.entry_id, encode_slot(segment, generation, rec.offset, rec.length))
-    elif rec.type == FENCE:
-        ledgers.setdefault(rec.ledger_id, LedgerState()).fenced = True
-    elif rec.type == DELETE:
-        runs.flush(rec.ledger_id)
-        ledgers.pop(rec.ledger_id, None)
-        runs._index.remove(rec.ledger_id)
+BROKEN_SUFFIX = ".broken"
+MAX_BROKEN_BYTES = 1024 * 1024  # of a cut tail copied aside
+MAX_BROKEN_FILES = 4
+_TAIL_CHUNK_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -98,38 +60,6 @@ def remove_temporary_files(*directories: Path) -> None:
                 os.unlink(directory / name)
 
 
-def repoint_segment(segments: SegmentFiles, index: EntryIndex, segment: int, generation: int) -> set[int]:
-    """Point every slot that refers to another generation of `segment` at this generation's copy.
-
-    Returns the ledgers whose index files were written (the caller syncs them)."""
-    touched: set[int] = set()
-    _result, records = scan_segment(segments.path(segment, generation))
-    for rec in records:
-        if rec.type != ADD:
-            continue
-        slot = index.lookup(rec.ledger_id, rec.entry_id)
-        if slot is None or slot.segment != segment or slot.generation == generation:
-            continue
-        index.write_slots(
-            rec.ledger_id, rec.entry_id, encode_slot(segment, generation, rec.offset, rec.length)
-        )
-        touched.add(rec.ledger_id)
-    return touched
-
-
-def sync_index_files(index: EntryIndex, ledgers: set[int]) -> None:
-    """fsync the index files of `ledgers` through descriptors of our own (safe in a thread)."""
-    for ledger_id in ledgers:
-        try:
-            fd = os.open(index.path(ledger_id), os.O_RDONLY)
-        except FileNotFoundError:
-            continue  # deleted meanwhile: nothing to keep
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def resolve_generations(segments: SegmentFiles, index: EntryIndex, use_index: bool) -> None:
     """Keep only the newest complete generation of each segment (step 2 above)."""
     by_segment: dict[int, list[int]] = {}
@@ -141,7 +71,7 @@ def resolve_generations(segments: SegmentFiles, index: EntryIndex, use_index: bo
         newest = max(generations)
         log.warning("segment %d has generations %s: finishing garbage collection", segment, generations)
         if use_index:
-            sync_index_files(index, repoint_segment(segments, index, segment, newest))
+            sync_index_files(index, repoint_segment_now(segments, index, segment, newest))
         for generation in generations:
             if generation != newest:
                 segments.remove(segment, generation)
@@ -196,8 +126,12 @@ def _replay(
         start = start_offset if segment == start_segment else SEGMENT_HEADER_SIZE
         scan, records = scan_segment(segments.path(segment, generation), start)
         for rec in records:
-            apply_record(rec, segment, generation, result.ledgers, runs)
+            slot = encode_slot(segment, generation, rec.offset, rec.length) if rec.type == ADD else b""
+            apply_record(
+                result.ledgers, runs, rec.type, rec.ledger_id, rec.entry_id, rec.last_add_confirmed, slot
+            )
         runs.flush_all()
+        path = segments.path(segment, generation)
         if last:
             result.last_segment = segment
             if generation != 0:
@@ -209,15 +143,73 @@ def _replay(
                 result.valid_end = None
             else:
                 result.valid_end = scan.valid_end
-                result.truncated_bytes = scan.file_size - scan.valid_end
-                if result.truncated_bytes:
-                    log.warning(
-                        "segment %d: torn or garbled tail of %d bytes after offset %d cut off",
-                        segment,
-                        result.truncated_bytes,
-                        scan.valid_end,
-                    )
-        elif scan.valid_end < scan.file_size:
+                result.truncated_bytes = keep_cut_tail(path, scan.valid_end, scan.file_size)
+        elif nonzero_end(path, scan.valid_end, scan.file_size) > scan.valid_end:
+            # A zeroed tail is the unused reservation of a segment sealed by a crash mid-roll.
             message = f"segment {segment}: invalid record at offset {scan.valid_end}, rest skipped"
             log.error(message)
             result.skipped.append(message)
+
+
+def nonzero_end(path: Path, start: int, size: int) -> int:
+    """Where the bytes after `start` turn to zeros for good.
+
+    The zeros after the last record are the journal's preallocated reservation, not damage."""
+    end = start
+    stop = size
+    with open(path, "rb") as f:
+        f.seek(start)
+        position = start
+        while position < stop:
+            chunk = f.read(min(_TAIL_CHUNK_BYTES, stop - position))
+            if not chunk:
+                break
+            kept = len(chunk.rstrip(b"\0"))
+            if kept:
+                end = position + kept
+            position += len(chunk)
+    return end
+
+
+def keep_cut_tail(path: Path, valid_end: int, size: int) -> int:
+    """Copy the torn or garbled bytes after the last valid record to `<segment>.broken` before
+    they are cut off (the first `MAX_BROKEN_BYTES` of them, fsynced), for a later diagnosis.
+
+    Returns how many non-zero bytes followed the last valid record. Only the newest
+    `MAX_BROKEN_FILES` copies are kept, so repeated crashes cannot fill the disk."""
+    end = nonzero_end(path, valid_end, size)
+    if end == valid_end:
+        return 0
+    log.warning(
+        "segment %s: torn or garbled tail of %d bytes after offset %d cut off (copy in %s)",
+        path.name,
+        end - valid_end,
+        valid_end,
+        path.name + BROKEN_SUFFIX,
+    )
+    with open(path, "rb") as f:
+        f.seek(valid_end)
+        cut = f.read(min(end - valid_end, MAX_BROKEN_BYTES))
+    broken = path.with_name(path.name + BROKEN_SUFFIX)
+    tmp = broken.with_name(broken.name + ".tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, cut)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, broken)
+    except OSError as exc:  # a diagnosis aid must not keep the bookie from starting
+        log.warning("could not keep the cut tail of %s: %s", path.name, exc)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    _prune_broken(path.parent)
+    fsync_directory(path.parent)
+    return end - valid_end
+
+
+def _prune_broken(directory: Path) -> None:
+    copies = sorted(directory.glob("*" + BROKEN_SUFFIX), key=lambda p: p.stat().st_mtime_ns)
+    for old in copies[:-MAX_BROKEN_FILES]:
+        old.unlink()

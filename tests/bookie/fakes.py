@@ -1,7 +1,9 @@
 """A small in-memory `LedgerStorageApi` so the server's unit tests run without the real engine.
 
 It keeps the storage rules the server relies on (fencing, retries with the same bytes, LAC,
-deletion) but nothing is durable; process and fault tests use `bookie.storage.engine`.
+bad input, deletion) and passes the same contract as the engine
+(`tests/bookie/test_storage_contract.py`), but nothing is durable; process and fault tests
+use `bookie.storage.engine`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from bookie.errors import (
     NoSuchLedgerError,
     ReadOnlyError,
 )
+from bookie.storage.api import LedgerStorageApi
+from bookie.storage.records import MAX_PAYLOAD_BYTES
 
 
 class _Ledger:
@@ -55,16 +59,22 @@ class MemoryStorage:
     ) -> None:
         if self.read_only_flag:
             raise ReadOnlyError()
-        ledger = self.ledgers.setdefault(ledger_id, _Ledger())
-        if ledger.fenced and not recovery:
-            raise FencedError(ledger_id)
-        old = ledger.entries.get(entry_id)
-        if old is not None and old != payload:
-            raise BookieError(ErrorCode.BAD_REQUEST, f"entry {ledger_id}:{entry_id} exists with other bytes")
+        known = self.ledgers.get(ledger_id)
+        if known is not None:
+            if known.fenced and not recovery:
+                raise FencedError(ledger_id)
+            old = known.entries.get(entry_id)
+            if old is not None:
+                if old != payload:
+                    raise BookieError(ErrorCode.BAD_REQUEST, f"entry {ledger_id}:{entry_id}: other bytes")
+                return  # a retry: stored already, and its LAC is not applied again
+        if not _valid(ledger_id, entry_id, last_add_confirmed) or len(payload) > MAX_PAYLOAD_BYTES:
+            raise BookieError(ErrorCode.BAD_REQUEST, "bad ledger id, entry id or payload size")
         if self.add_gate is not None:
             await self.add_gate.wait()
         else:
             await asyncio.sleep(0)
+        ledger = self.ledgers.setdefault(ledger_id, _Ledger())
         ledger.entries[entry_id] = bytes(payload)
         ledger.lac = max(ledger.lac, last_add_confirmed)
         self.adds += 1
@@ -100,4 +110,25 @@ class MemoryStorage:
             "ledgers": len(self.ledgers),
             "entries": sum(len(x.entries) for x in self.ledgers.values()),
             "read_only": self.read_only_flag,
+            "adds": self.adds,
         }
+
+
+def _valid(ledger_id: int, entry_id: int, last_add_confirmed: int) -> bool:
+    """The id ranges a journal record can hold (u64 ledger, i64 entry and LAC)."""
+    return 0 <= ledger_id < 2**64 and 0 <= entry_id < 2**63 and -(2**63) <= last_add_confirmed < 2**63
+
+
+async def is_fenced(storage: LedgerStorageApi, ledger_id: int) -> bool:
+    """Whether the ledger is fenced, asked through the public write path without changing it.
+
+    An add with entry id -1 is bad input and changes nothing; the fence is checked before the
+    input, so it fails with FencedError on a fenced ledger and BAD_REQUEST on any other."""
+    try:
+        await storage.add_entry(ledger_id, -1, -1, b"")
+    except FencedError:
+        return True
+    except BookieError as exc:
+        assert exc.code == ErrorCode.BAD_REQUEST, exc
+        return False
+    raise AssertionError("an add with entry id -1 was accepted")

@@ -80,7 +80,7 @@ class Cluster:
         self.dead.add(address)
 
     async def ledger(self, ensemble: tuple[str, ...], close: bool = True) -> LedgerMetadata:
-        handle = await self.ledgers.create(ensemble, 2, 2)
+        handle = await self.ledgers.create(len(ensemble), 2, 2, ensemble=ensemble)
         for i in range(ENTRIES):
             await handle.add_entry(b"entry-%03d" % i)
         return await self.ledgers.close(handle) if close else handle.metadata

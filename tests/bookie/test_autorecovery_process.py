@@ -74,7 +74,7 @@ class Cluster:
         return process, port
 
     async def write(self, ensemble: tuple[str, ...], entries: int, size: int = 100) -> LedgerMetadata:
-        handle = await self.ledgers.create(ensemble, 2, 2)
+        handle = await self.ledgers.create(len(ensemble), 2, 2, ensemble=ensemble)
         for first in range(0, entries, 500):
             batch = range(first, min(first + 500, entries))
             await asyncio.gather(*(handle.add_entry(payload(handle.ledger_id, e, size)) for e in batch))

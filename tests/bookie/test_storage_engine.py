@@ -19,8 +19,11 @@ from bookie.errors import (
     NoSuchLedgerError,
     ReadOnlyError,
 )
+from bookie.storage.api import LedgerStorageApi
+from bookie.storage.config import MARKER_RESERVE_BYTES
 from bookie.storage.engine import EXIT_CODE_DISK_FAILURE, LedgerStorage, StorageConfig
-from bookie.storage_api import LedgerStorageApi
+from bookie.storage.records import RECORD_HEADER_SIZE, SEGMENT_HEADER_SIZE
+from tests.bookie.fakes import is_fenced
 
 
 def make(path: Path, **overrides: object) -> LedgerStorage:
@@ -136,7 +139,7 @@ async def test_fence_is_durable_and_allows_recovery_adds(tmp_path: Path) -> None
     storage.abandon()
     storage = await started(tmp_path)
     try:
-        assert storage.is_fenced(3) and storage.is_fenced(99)
+        assert await is_fenced(storage, 3) and await is_fenced(storage, 99)
         with pytest.raises(FencedError):
             await storage.add_entry(3, 3, 2, b"d")
         assert storage.read_entry(3, 2) == b"c"
@@ -197,7 +200,7 @@ async def test_index_rebuilt_from_the_log_when_removed(tmp_path: Path) -> None:
                     storage.read_entry(ledger, entry)
             else:
                 assert storage.read_entry(ledger, entry) == b"p%d" % entry_id
-        assert storage.is_fenced(1) and not storage.is_fenced(0)
+        assert await is_fenced(storage, 1) and not await is_fenced(storage, 0)
         assert storage.read_last_add_confirmed(0) == 18
     finally:
         await storage.close()
@@ -325,5 +328,39 @@ async def test_more_ledgers_than_open_index_files(tmp_path: Path) -> None:
         assert storage.recovery_report["full_rebuild"] is False
         assert all(storage.read_entry(ledger, 2) == b"%d" % ledger for ledger in range(20))
         assert all(storage.read_last_add_confirmed(ledger) == 1 for ledger in range(20))
+    finally:
+        await storage.close()
+
+
+async def test_segments_are_preallocated_and_a_sealed_one_holds_only_its_records(tmp_path: Path) -> None:
+    max_bytes = 8192
+    storage = await started(tmp_path, journal_max_size_bytes=max_bytes)
+    journal = tmp_path / "journal"
+    reserved = max_bytes + MARKER_RESERVE_BYTES
+    try:
+        assert (journal / "00000001-0000.log").stat().st_size == reserved
+        for entry_id in range(12):  # 1034-byte records: the segment rolls after the 8th
+            await storage.add_entry(1, entry_id, entry_id - 1, bytes(1000))
+        sealed = (journal / "00000001-0000.log").stat().st_size
+        assert sealed == SEGMENT_HEADER_SIZE + 8 * (RECORD_HEADER_SIZE + 1000)
+        assert (journal / "00000002-0000.log").stat().st_size == reserved
+        assert storage.stats()["journal_bytes"] == SEGMENT_HEADER_SIZE * 2 + 12 * (RECORD_HEADER_SIZE + 1000)
+    finally:
+        storage.abandon()
+    # A crash leaves the current segment's zeroed reservation: replay reads it as the end of the
+    # log, cuts nothing, skips nothing, and the log goes on where the records end.
+    storage = await started(tmp_path, journal_max_size_bytes=max_bytes)
+    try:
+        report = storage.recovery_report
+        assert report["truncated_bytes"] == 0 and report["skipped"] == []
+        assert list(journal.glob("*.broken")) == []
+        await storage.add_entry(1, 12, 11, b"after")
+        assert [storage.read_entry(1, e) for e in range(12)] == [bytes(1000)] * 12
+    finally:
+        await storage.close()
+    storage = await started(tmp_path, journal_max_size_bytes=max_bytes)
+    try:
+        assert storage.read_entry(1, 12) == b"after"
+        assert (journal / "00000002-0000.log").stat().st_size == reserved
     finally:
         await storage.close()

@@ -16,6 +16,7 @@ import pytest
 from bookie.errors import BookieError, NoSuchEntryError, NoSuchLedgerError
 from bookie.storage.engine import LedgerStorage, StorageConfig
 from bookie.storage.records import RECORD_HEADER_SIZE, SEGMENT_HEADER_SIZE
+from bookie.storage.recovery import BROKEN_SUFFIX, MAX_BROKEN_BYTES, MAX_BROKEN_FILES
 
 PAYLOAD_BYTES = 1000
 RECORD_BYTES = RECORD_HEADER_SIZE + PAYLOAD_BYTES
@@ -54,9 +55,11 @@ def truncate_to(size: int) -> Callable[[Path], None]:
 
 
 def append(data: bytes) -> Callable[[Path], None]:
+    """Bytes after the last record, where a torn group write leaves them (the file itself runs
+    on: the rest of the segment is its zeroed reservation)."""
+
     def damage(path: Path) -> None:
-        with open(only_segment(path), "ab") as f:
-            f.write(data)
+        overwrite(only_segment(path), record_end(ENTRIES - 1), data)
 
     return damage
 
@@ -233,3 +236,65 @@ async def test_damaged_index_slot_is_reported_then_rebuilt_at_the_next_start(tmp
         assert [storage.read_entry(1, e) for e in range(3)] == [payload(e) for e in range(3)]
     finally:
         await storage.close()
+
+
+GARBAGE = bytes(range(1, 256)) * 12  # 3060 bytes, none of them zero
+# name, damage, the bytes a restart must keep aside in `<segment>.log.broken` (None: no copy)
+CUT_TAILS: list[tuple[str, Callable[[Path], None], Callable[[bytes], bytes | None]]] = [
+    ("garbage tail", append(GARBAGE), lambda _log: GARBAGE),
+    ("torn payload", truncate_to(record_end(8) + 700), lambda log: log[record_end(8) : record_end(8) + 700]),
+    ("zero tail", append(bytes(8192)), lambda _log: None),
+    (
+        "oversized garbage",
+        append(b"\x07" * (MAX_BROKEN_BYTES + 5000)),
+        lambda _log: b"\x07" * MAX_BROKEN_BYTES,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "damage", "expected"), CUT_TAILS, ids=[row[0] for row in CUT_TAILS])
+async def test_a_cut_tail_is_kept_aside_bounded_and_synced(
+    tmp_path: Path, name: str, damage: Callable[[Path], None], expected: Callable[[bytes], bytes | None]
+) -> None:
+    storage = await open_storage(tmp_path)
+    for entry_id in range(ENTRIES):
+        await storage.add_entry(1, entry_id, entry_id - 1, payload(entry_id))
+    storage.abandon()
+    log_bytes = only_segment(tmp_path).read_bytes()
+    damage(tmp_path)
+    want = expected(log_bytes)
+
+    storage = await open_storage(tmp_path)
+    try:
+        copies = list((tmp_path / "journal").glob("*" + BROKEN_SUFFIX))
+        if want is None:
+            assert copies == [] and storage.recovery_report["truncated_bytes"] == 0
+        else:
+            assert [c.name for c in copies] == [only_segment(tmp_path).name + BROKEN_SUFFIX]
+            assert copies[0].read_bytes() == want
+            assert storage.recovery_report["truncated_bytes"] >= len(want)
+        # The cut is real: the log goes on right after the last valid record.
+        await storage.add_entry(1, ENTRIES, ENTRIES - 1, payload(ENTRIES))
+    finally:
+        storage.abandon()
+    storage = await open_storage(tmp_path)
+    try:
+        assert_survivors(storage, [*range(9 if name == "torn payload" else ENTRIES), ENTRIES])
+    finally:
+        await storage.close()
+
+
+async def test_only_the_newest_cut_tails_are_kept(tmp_path: Path) -> None:
+    for round_ in range(MAX_BROKEN_FILES + 2):
+        storage = await open_storage(tmp_path, journal_max_size_bytes=4096)
+        await storage.add_entry(round_ + 1, 0, -1, payload(0))
+        segment = storage.stats()["current_segment"]
+        storage.abandon()
+        overwrite(
+            tmp_path / "journal" / f"{segment:08x}-0000.log", SEGMENT_HEADER_SIZE + RECORD_BYTES, GARBAGE
+        )
+        # The next start cuts the garbage; a new segment each round gives each copy its own name.
+        storage = await open_storage(tmp_path, journal_max_size_bytes=4096)
+        await storage.add_entry(round_ + 100, 0, -1, payload(0) * 4)
+        await storage.close()
+    assert len(list((tmp_path / "journal").glob("*" + BROKEN_SUFFIX))) == MAX_BROKEN_FILES

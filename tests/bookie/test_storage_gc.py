@@ -11,6 +11,7 @@ import pytest
 from bookie.errors import NoSuchLedgerError
 from bookie.storage.engine import LedgerStorage, StorageConfig
 from bookie.storage.records import parse_segment_name
+from tests.bookie.fakes import is_fenced
 
 SEGMENT_BYTES = 4096
 ENTRIES = 60
@@ -44,14 +45,14 @@ def journal_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in (path / "journal").glob("*.log"))
 
 
-def assert_live(storage: LedgerStorage) -> None:
+async def assert_live(storage: LedgerStorage) -> None:
     with pytest.raises(NoSuchLedgerError):
         storage.read_entry(1, 0)
     for ledger_id in (2, 3):
         for entry_id in range(ENTRIES):
             assert storage.read_entry(ledger_id, entry_id) == payload(ledger_id, entry_id)
         assert storage.read_last_add_confirmed(ledger_id) == ENTRIES - 2
-    assert storage.is_fenced(2)
+    assert await is_fenced(storage, 2)
 
 
 def one_generation_each(path: Path) -> bool:
@@ -68,14 +69,14 @@ async def test_gc_reclaims_deleted_ledgers_and_keeps_live_ones(tmp_path: Path) -
     result = await storage.collect_garbage()
     assert result["segments_rewritten"] > 0 and result["bytes_reclaimed"] > 0
     assert journal_bytes(tmp_path) < before - ENTRIES * 150
-    assert_live(storage)
+    await assert_live(storage)
     again = await storage.collect_garbage()  # nothing more to gain: nothing rewritten
     assert again["segments_rewritten"] == 0
     await storage.close()
 
     storage = await started(tmp_path)
     try:
-        assert_live(storage)
+        await assert_live(storage)
     finally:
         await storage.close()
     for file in (tmp_path / "index").iterdir():  # the rewritten log still rebuilds the index
@@ -83,7 +84,7 @@ async def test_gc_reclaims_deleted_ledgers_and_keeps_live_ones(tmp_path: Path) -
     storage = await started(tmp_path)
     try:
         assert storage.recovery_report["full_rebuild"] is True
-        assert_live(storage)
+        await assert_live(storage)
     finally:
         await storage.close()
 
@@ -109,7 +110,7 @@ async def test_crash_between_gc_steps_loses_nothing(tmp_path: Path, step: str) -
         if at == step:
             raise RuntimeError(f"injected crash after {at}")
 
-    storage.gc_hook = crash
+    storage.gc.hook = crash
     with pytest.raises(RuntimeError):
         await storage.collect_garbage()
     storage.abandon()  # the process dies here: no close, no checkpoint
@@ -118,10 +119,10 @@ async def test_crash_between_gc_steps_loses_nothing(tmp_path: Path, step: str) -
     storage = await started(tmp_path)
     try:
         assert one_generation_each(tmp_path)
-        assert_live(storage)
+        await assert_live(storage)
         result = await storage.collect_garbage()  # and the collector carries on afterwards
         assert result["segments_scanned"] > 0
-        assert_live(storage)
+        await assert_live(storage)
     finally:
         await storage.close()
 
@@ -135,7 +136,7 @@ async def test_crash_while_copying_leaves_a_temporary_file_only(tmp_path: Path) 
     storage = await started(tmp_path)
     try:
         assert one_generation_each(tmp_path)
-        assert_live(storage)
+        await assert_live(storage)
     finally:
         await storage.close()
 
@@ -150,6 +151,6 @@ async def test_gc_runs_in_the_background(tmp_path: Path) -> None:
                 break
             await asyncio.sleep(0.02)
         assert storage.counters["gc_segments"] > 0
-        assert_live(storage)
+        await assert_live(storage)
     finally:
         await storage.close()

@@ -23,6 +23,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from bookie.errors import BookieError, ErrorCode, FencedError, NoSuchEntryError, NoSuchLedgerError
 from bookie.storage.engine import LedgerStorage, StorageConfig
+from tests.bookie.fakes import is_fenced
 
 LEDGERS = st.integers(1, 4)
 PAYLOADS = st.binary(max_size=300)
@@ -192,7 +193,7 @@ class StorageMachine(RuleBasedStateMachine):
         for ledger_id, ledger in self.model.items():
             for entry_id, payload in enumerate(ledger.entries):
                 assert self.storage.read_entry(ledger_id, entry_id) == payload
-            assert self.storage.is_fenced(ledger_id) == ledger.fenced
+            assert self._run(is_fenced(self.storage, ledger_id)) == ledger.fenced
 
     @invariant()
     def ledger_table_matches(self) -> None:

@@ -1,14 +1,20 @@
 """The seam between the bookie server (wire protocol) and its storage engine.
 
-`bookie.storage.engine.LedgerStorage` implements it with a journal, entry files and an index.
+`bookie.storage.engine.LedgerStorage` implements it with a journal, entry files and an index;
+`tests/bookie/test_storage_contract.py` runs the same cases against it and the tests' fake.
 Rules every implementation keeps:
 - `add_entry` returns only after an fdatasync covers the record (group commit: one fsync for
-  every add waiting at that moment). A failed fsync or disk error stops the process
+  every add waiting at that moment). A failed fsync or disk I/O error stops the process
   (`os._exit`) instead of acknowledging data that may not be on disk.
+- A full disk is not an I/O error: adds are refused with ReadOnlyError and the bookie stays up,
+  serving reads, fences and deletes, until there is room again.
 - Adds to a fenced ledger raise FencedError unless `recovery` is set (the recovery writer).
 - Adds while the disk is past its high-water mark raise ReadOnlyError; reads are still served.
-- Re-adding an existing (ledger, entry) with the same bytes succeeds (a retry); with other
-  bytes raises BookieError(BAD_REQUEST).
+- Re-adding an existing (ledger, entry) with the same bytes succeeds at once and changes
+  nothing (a retry; the LAC it carries is not applied); with other bytes it raises
+  BookieError(BAD_REQUEST).
+- A negative ledger or entry id, or a payload over the record limit, raises
+  BookieError(BAD_REQUEST) and changes nothing (checked after the read-only and fence checks).
 - Reads never return a corrupt entry: a CRC mismatch raises BookieError(CORRUPT).
 """
 

@@ -1,0 +1,206 @@
+"""One multiplexed connection to one bookie, and the reply helpers the client's parts share.
+
+Any number of requests are in flight on a connection, each with a deadline. Replies are matched
+by request id and handed to a plain callback, not a future, so an add costs one future (the
+caller's) and no task. A lost connection fails every request waiting on it with UNAVAILABLE.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from bookie.errors import BookieError, ErrorCode, error_from_code
+from bookie.protocol import (
+    CODE,
+    DEFAULT_MAX_FRAME_BYTES,
+    FrameDecoder,
+    Op,
+    encode_add,
+    encode_frame,
+)
+
+OK_BODY = CODE.pack(ErrorCode.OK)
+
+# A reply handler: (context, reply body starting with the u16 code).
+Callback = Callable[[Any, bytes], None]
+
+
+@dataclass(frozen=True, slots=True)
+class BookieClientConfig:
+    connect_timeout_s: float = 5.0
+    request_timeout_s: float = 30.0
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    read_chunk_entries: int = 4_096  # entries asked for by one READ_RANGE
+    read_chunk_bytes: int = 4 * 1024 * 1024  # reply size bound asked for by one READ_RANGE
+    read_parallelism: int = 4  # READ_RANGE requests in flight for one read_entries
+    coalesce_max_frames: int = 128  # frames sent in one write at most
+    # The bookies `healthy()` checks (readiness); ledgers name their own ensembles.
+    bookies: tuple[str, ...] = ()
+    health_timeout_s: float = 2.0
+
+
+def reply_code(body: bytes) -> int:
+    return body[0] | (body[1] << 8) if len(body) >= 2 else int(ErrorCode.BAD_REQUEST)
+
+
+def reply_error(body: bytes, ledger_id: int, entry_id: int = -1) -> BookieError:
+    """The typed error for a non-OK reply body, so callers can catch NoSuchEntryError etc."""
+    return error_from_code(reply_code(body), body[2:].decode(errors="replace"), ledger_id, entry_id)
+
+
+def local_error(code: ErrorCode, message: str) -> bytes:
+    return CODE.pack(code) + message.encode()
+
+
+class Connection(asyncio.Protocol):
+    """One TCP connection to one bookie, shared by every ledger and request of the client."""
+
+    def __init__(self, address: str, config: BookieClientConfig, loop: asyncio.AbstractEventLoop) -> None:
+        self.address = address
+        self._config = config
+        self._loop = loop
+        self._timeout_s = config.request_timeout_s
+        self._flush_parts = 3 * config.coalesce_max_frames  # encoders return 3 parts a frame
+        self._decoder = FrameDecoder(config.max_frame_bytes)
+        self._transport: asyncio.Transport | None = None
+        self._pending: dict[int, tuple[Callback, Any, float]] = {}
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
+        self._next_request_id = 1
+        self._sweeper: asyncio.TimerHandle | None = None
+        self.closed = False
+        self.ready: asyncio.Task[None] = loop.create_task(self._connect())
+
+    async def _connect(self) -> None:
+        host, _, port = self.address.rpartition(":")
+        try:
+            await asyncio.wait_for(
+                self._loop.create_connection(lambda: self, host or "127.0.0.1", int(port)),
+                self._config.connect_timeout_s,
+            )
+        except (OSError, TimeoutError, ValueError) as exc:
+            self._lost(f"cannot connect to bookie {self.address}: {exc}")
+            raise BookieError(ErrorCode.UNAVAILABLE, f"bookie {self.address}: {exc}") from exc
+
+    # --- asyncio.Protocol --------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, but they behave as one.
+        self._transport = cast(asyncio.Transport, transport)
+        if self.closed:  # closed while connecting
+            transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost(f"connection to bookie {self.address} lost: {exc or 'closed'}")
+
+    def data_received(self, data: bytes) -> None:
+        pending = self._pending
+        for _op, _flags, request_id, body in self._decoder.feed(data):
+            handler = pending.pop(request_id, None)
+            if handler is not None:
+                handler[0](handler[1], body)
+        if self._decoder.error is not None:
+            self._lost(f"bad frame from bookie {self.address}: {self._decoder.error}")
+
+    # --- requests ------------------------------------------------------------------------------
+    def send(self, parts: list[bytes], request_id: int, callback: Callback, context: Any) -> None:
+        """Queue a frame; `callback(context, body)` runs once: on the reply, a timeout or a loss."""
+        if self.closed:
+            body = local_error(ErrorCode.UNAVAILABLE, f"connection to bookie {self.address} is closed")
+            self._loop.call_soon(callback, context, body)
+            return
+        self._pending[request_id] = (callback, context, self._loop.time() + self._timeout_s)
+        self._out += parts
+        if len(self._out) >= self._flush_parts:
+            # Do not hold a long burst until the loop pass ends: the bookie can start its
+            # group commit on the first frames while this side still encodes the rest.
+            self._flush()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._scheduled_flush)
+        if self._sweeper is None:
+            self._sweeper = self._loop.call_later(self._sweep_interval(), self._sweep)
+
+    def new_request_id(self) -> int:
+        request_id = self._next_request_id
+        self._next_request_id = request_id + 1
+        return request_id
+
+    def send_add(self, ledger_id: int, entry_id: int, lac: int, payload: bytes, flags: int,
+                 callback: Callback, context: Any) -> None:  # fmt: skip
+        request_id = self._next_request_id
+        self._next_request_id = request_id + 1
+        self.send(
+            encode_add(request_id, ledger_id, entry_id, lac, payload, flags), request_id, callback, context
+        )
+
+    async def call(self, op: Op, body: bytes = b"") -> bytes:
+        """One request; returns the reply body (code included) whatever the code."""
+        future: asyncio.Future[bytes] = self._loop.create_future()
+        request_id = self.new_request_id()
+        self.send(encode_frame(op, 0, request_id, body), request_id, resolve_reply, future)
+        return await future
+
+    def _scheduled_flush(self) -> None:
+        self._flush_scheduled = False
+        self._flush()
+
+    def _flush(self) -> None:
+        if self._transport is not None and self._out and not self.closed:
+            self._transport.write(b"".join(self._out))
+        self._out.clear()
+
+    def _sweep_interval(self) -> float:
+        return min(max(self._timeout_s / 4, 0.01), 1.0)
+
+    def _sweep(self) -> None:
+        """Fail requests past their deadline; the dict is in send order, so stop at a live one."""
+        self._sweeper = None
+        now = self._loop.time()
+        expired = []
+        for request_id, (_, _, deadline) in self._pending.items():
+            if deadline > now:
+                break
+            expired.append(request_id)
+        for request_id in expired:
+            callback, context, _ = self._pending.pop(request_id)
+            callback(context, local_error(ErrorCode.TIMEOUT, f"no reply from bookie {self.address}"))
+        if self._pending and not self.closed:
+            self._sweeper = self._loop.call_later(self._sweep_interval(), self._sweep)
+
+    def _lost(self, why: str) -> None:
+        self.closed = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
+        if self._transport is not None:
+            self._transport.close()
+        pending, self._pending = self._pending, {}
+        body = local_error(ErrorCode.UNAVAILABLE, why)
+        for callback, context, _ in pending.values():
+            callback(context, body)
+        self._out.clear()
+
+    def close(self) -> None:
+        if not self.ready.done():
+            self.ready.cancel()
+        self._lost(f"client closed its connection to bookie {self.address}")
+
+    def abandon(self) -> None:
+        """Close from outside the loop that owns this connection (that loop may be closed)."""
+        if not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # closed in between
+                self._loop.call_soon_threadsafe(self.close)
+                return
+        self.closed = True
+        if self._transport is not None:
+            with contextlib.suppress(Exception):
+                self._transport.get_extra_info("socket").close()
+
+
+def resolve_reply(future: asyncio.Future[bytes], body: bytes) -> None:
+    if not future.done():
+        future.set_result(body)
