@@ -116,7 +116,7 @@ def cluster_router() -> APIRouter:
         summary="Move every ledger copy off a bookie, then mark it decommissioned",
         status_code=NO_CONTENT,
         response_class=Response,
-        responses=problems(404),
+        responses=problems(404, 422),
     )
     def decommission(request: Request, bookie_id: BookieId) -> Response:
         store = _store(request.app)
