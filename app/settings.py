@@ -121,6 +121,12 @@ class Settings(BaseSettings):
                 f"max_request_body_bytes ({self.max_request_body_bytes}) must be at least "
                 f"max_batch_size_bytes ({self.max_batch_size_bytes}): a full batch must fit in a request"
             )
+        if self.autorecovery_lease_ms <= self.autorecovery_audit_interval_ms:
+            # The auditor renews its lease once a pass: a shorter lease lapses between passes.
+            raise ValueError(
+                f"autorecovery_lease_ms ({self.autorecovery_lease_ms}) must exceed "
+                f"autorecovery_audit_interval_ms ({self.autorecovery_audit_interval_ms})"
+            )
         if self.bookie_heartbeat_timeout_ms <= self.bookie_heartbeat_interval_ms:
             raise ValueError(
                 f"bookie_heartbeat_timeout_ms ({self.bookie_heartbeat_timeout_ms}) must exceed "
