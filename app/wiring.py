@@ -51,7 +51,9 @@ def bootstrap(settings: Settings) -> TopicsApi:
     """
     # Imported here, not at module level: importing app.wiring must stay cheap and side-effect
     # free (the OpenAPI export and the unit tests never build the real stack).
+    from app.registry import registry_config
     from bookie.client import BookieClientConfig, BookieLedgerClient
+    from bookie.registry import MetadataBookieRegistry
     from managed_ledger.factory import ManagedLedgerFactory
     from managed_ledger.metadata.sql import SqlMetadataStore
     from topics.service import TopicService
@@ -63,6 +65,9 @@ def bootstrap(settings: Settings) -> TopicsApi:
             max_frame_bytes=settings.bookie_max_frame_bytes, bookies=tuple(settings.effective_bookies)
         )
     )
-    factory = ManagedLedgerFactory(client, store, settings.effective_bookies)
+    # New ledgers (and the bookies that replace failed ones) are chosen among the live writable
+    # bookies registered in this metadata store, not from the static list in the settings.
+    registry = MetadataBookieRegistry(store, registry_config(settings))
+    factory = ManagedLedgerFactory(client, store, placement=registry)
     # The service owns what it is handed: closing it closes the factory, client and store.
     return TopicService(store, factory, client, topics_config(settings), close_dependencies=True)

@@ -1,9 +1,13 @@
 """Ledger metadata: the records and the store seam the ledger lifecycle needs (BookKeeper keeps
 these in ZooKeeper and only its `LedgerManager` writes them).
 
-A ledger's metadata is the truth about the ledger: its ensemble and quorums (how to reach it),
-its state, and once CLOSED its last entry and length. `bookie.ledgers.LedgerManager` is the one
-writer of these rows; everything else reads them through it.
+A ledger's metadata is the truth about the ledger: its ensemble history and quorums (how to
+reach it), its state, and once CLOSED its last entry and length. The history is a list of
+(first entry id, bookies) segments: the first starts at entry 0 with `ensemble`, and the writer
+adds one each time it replaces a bookie that failed (BookKeeper's ensemble change). Rows written
+before the history existed have an empty one, which means `((0, ensemble),)`.
+`bookie.ledgers.LedgerManager` is the one writer of these rows; everything else reads them
+through it.
 
 `LedgerMetadataStore` is the ledger-row part of the managed ledger's metadata store
 (`managed_ledger.metadata.api.MetadataStore` extends it; the SQL and in-memory stores implement
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from bookie.types import Segment, normalize_history
 from common.errors import ErrorKind, QuireError
 
 
@@ -78,6 +83,17 @@ class LedgerMetadata:
     created_ms: int = 0
     closed_ms: int | None = None
     version: int = 0
+    # (first entry id, bookies) segments sorted by first entry id; empty means ((0, ensemble),).
+    ensembles: tuple[Segment, ...] = ()
+
+    def history(self) -> tuple[Segment, ...]:
+        """The normalized ensemble history (never empty)."""
+        return normalize_history(self.ensemble, self.ensembles)
+
+
+def ensemble_history(meta: LedgerMetadata) -> tuple[Segment, ...]:
+    """The normalized ensemble history of a ledger's metadata (never empty)."""
+    return meta.history()
 
 
 class LedgerMetadataStore(Protocol):

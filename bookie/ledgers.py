@@ -28,12 +28,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
 from bookie.api import LedgerClient, LedgerWriter, read_ranges
-from bookie.errors import BookieError, NoSuchLedgerError
+from bookie.errors import BookieError, FencedError, NoSuchLedgerError
 from bookie.ledger_metadata import (
     BadVersionError,
     LedgerMetadata,
@@ -41,10 +41,12 @@ from bookie.ledger_metadata import (
     LedgerState,
     NotFoundError,
 )
-from bookie.types import LedgerSpec
+from bookie.registry import NotEnoughBookiesError
+from bookie.types import LedgerSpec, Segment, normalize_history
 
 T = TypeVar("T")
 READ_CHUNK = 1_000  # entries per read when recovery counts a ledger's bytes
+CAS_ATTEMPTS = 5  # tries of a metadata change that re-reads the row after a lost race
 
 
 def wall_clock_ms() -> int:
@@ -54,6 +56,38 @@ def wall_clock_ms() -> int:
 async def call_blocking(fn: Callable[..., T], *args: Any) -> T:
     """Run a synchronous metadata store call off the event loop (the one adapter for it)."""
     return await asyncio.to_thread(fn, *args)
+
+
+class EnsemblePlacement(Protocol):
+    """Where new ledgers (and replacement bookies) go: `bookie.registry.BookieRegistry` in a
+    process that has a registry, `StaticPlacement` otherwise. Synchronous (it may ask the
+    metadata store); the manager calls it off the event loop."""
+
+    def choose_ensemble(self, ensemble_size: int, exclude: Iterable[str] = ()) -> tuple[str, ...]:
+        """`ensemble_size` distinct bookies not in `exclude`, or NotEnoughBookiesError."""
+        ...
+
+
+class StaticPlacement:
+    """A fixed list of bookies (tests, benchmarks, the in-memory client): each ledger takes
+    `ensemble_size` of them from a rotating start, so ledgers spread over the list; whether a
+    bookie is up is not known here (a dead one is found by the writer, which replaces it)."""
+
+    def __init__(self, bookies: Sequence[str]) -> None:
+        self.bookies = tuple(dict.fromkeys(bookies))
+        self._next = 0
+
+    def choose_ensemble(self, ensemble_size: int, exclude: Iterable[str] = ()) -> tuple[str, ...]:
+        excluded = set(exclude)
+        candidates = [b for b in self.bookies if b not in excluded]
+        if len(candidates) < ensemble_size:
+            raise NotEnoughBookiesError(
+                f"need {ensemble_size} bookies, {len(candidates)} configured"
+                + (f" (excluding {sorted(excluded)})" if excluded else "")
+            )
+        start = self._next % len(candidates)
+        self._next += 1
+        return tuple(candidates[(start + i) % len(candidates)] for i in range(ensemble_size))
 
 
 class LedgerPlacement(Protocol):
@@ -71,11 +105,20 @@ class LedgerPlacement(Protocol):
     @property
     def ack_quorum(self) -> int: ...
 
+    @property
+    def ensembles(self) -> Sequence[Segment]:
+        """The ensemble history; empty means the first ensemble from entry 0."""
+        ...
+
 
 def ledger_spec(placement: LedgerPlacement) -> LedgerSpec:
     """The one conversion from ledger metadata to what the ledger client needs."""
     return LedgerSpec(
-        placement.ledger_id, tuple(placement.ensemble), placement.write_quorum, placement.ack_quorum
+        placement.ledger_id,
+        tuple(placement.ensemble),
+        placement.write_quorum,
+        placement.ack_quorum,
+        normalize_history(placement.ensemble, placement.ensembles),
     )
 
 
@@ -130,16 +173,29 @@ class LedgerManager:
         client: LedgerClient,
         *,
         clock: Callable[[], int] = wall_clock_ms,
+        placement: EnsemblePlacement | None = None,
     ) -> None:
         self._store = store
         self._client = client
         self._clock = clock
+        self.placement = placement or StaticPlacement(())
 
     async def create(
-        self, ensemble: Sequence[str], write_quorum: int = 1, ack_quorum: int = 1
+        self,
+        ensemble_size: int = 1,
+        write_quorum: int = 1,
+        ack_quorum: int = 1,
+        *,
+        ensemble: Sequence[str] | None = None,
     ) -> LedgerHandle:
-        """A new OPEN ledger and its writer: the metadata row first, then the writer."""
-        LedgerSpec(0, tuple(ensemble), write_quorum, ack_quorum)  # refuse bad quorums before the row
+        """A new OPEN ledger and its writer: the metadata row first, then the writer.
+
+        The ensemble comes from the placement policy unless the caller names one. Raises
+        NotEnoughBookiesError when the policy has too few bookies."""
+        size = len(ensemble) if ensemble is not None else ensemble_size
+        LedgerSpec(0, tuple(f"b{i}" for i in range(size)), write_quorum, ack_quorum)  # bad quorums: no row
+        if ensemble is None:
+            ensemble = await call_blocking(self.placement.choose_ensemble, ensemble_size)
         meta = await call_blocking(
             self._store.create_ledger, tuple(ensemble), write_quorum, ack_quorum, self._clock()
         )
@@ -194,6 +250,71 @@ class LedgerManager:
             meta, state=LedgerState.CLOSED, last_entry_id=last, length_bytes=length, closed_ms=self._clock()
         )
         return await call_blocking(self._store.update_ledger, closed)
+
+    async def change_ensemble(
+        self, ledger_id: int, first_entry_id: int, new_bookies: Sequence[str]
+    ) -> LedgerMetadata:
+        """Record a new last segment of an OPEN ledger: `new_bookies` from `first_entry_id` on.
+
+        The writer calls this when it replaces a failed bookie, before it acknowledges any entry
+        of the new segment. A last segment starting at the same entry is replaced (none of its
+        entries was acknowledged). Raises FencedError when the ledger is no longer OPEN (someone
+        recovered it: the writer must stop), ValueError for a segment that does not fit.
+        """
+
+        def change(meta: LedgerMetadata) -> LedgerMetadata:
+            if meta.state != LedgerState.OPEN:
+                raise FencedError(ledger_id)
+            history = meta.history()
+            if first_entry_id < history[-1][0]:
+                raise ValueError(
+                    f"ledger {ledger_id}: new segment at entry {first_entry_id} is before the last "
+                    f"one at {history[-1][0]}"
+                )
+            kept = tuple(s for s in history if s[0] < first_entry_id)
+            segments = (*kept, (first_entry_id, tuple(new_bookies)))
+            ensemble = meta.ensemble if kept else tuple(new_bookies)
+            return replace(meta, ensemble=ensemble, ensembles=normalize_history(ensemble, segments))
+
+        return await self._update_with_retry(ledger_id, change)
+
+    async def replace_bookie(self, ledger_id: int, first_entry_id: int, old: str, new: str) -> LedgerMetadata:
+        """Swap bookie `old` for `new` in the segment starting at `first_entry_id` (a copy of that
+        segment's entries was made on `new`), by compare-and-set, in any ledger state but
+        DELETING. Replacing the first segment's bookie changes `ensemble` too. Raises NotFoundError
+        when the ledger or the segment is gone, BadVersionError when `old` is no longer in the
+        segment (someone replaced it first), ValueError when `new` already is.
+        """
+
+        def swap(meta: LedgerMetadata) -> LedgerMetadata:
+            history = list(meta.history())
+            index = next((i for i, s in enumerate(history) if s[0] == first_entry_id), None)
+            if index is None:
+                raise NotFoundError(f"ledger {ledger_id} has no segment starting at entry {first_entry_id}")
+            bookies = history[index][1]
+            if old not in bookies:
+                raise BadVersionError(f"ledger {ledger_id}: {old} is no longer in segment {first_entry_id}")
+            if new in bookies:
+                raise ValueError(f"ledger {ledger_id}: {new} is already in segment {first_entry_id}")
+            history[index] = (first_entry_id, tuple(new if b == old else b for b in bookies))
+            ensemble = history[0][1]
+            return replace(meta, ensemble=ensemble, ensembles=normalize_history(ensemble, history))
+
+        return await self._update_with_retry(ledger_id, swap)
+
+    async def _update_with_retry(
+        self, ledger_id: int, change: Callable[[LedgerMetadata], LedgerMetadata]
+    ) -> LedgerMetadata:
+        """Apply `change` to the current row by compare-and-set, re-reading it after a lost race
+        (bounded: a row that keeps moving this fast means something is wrong)."""
+        for attempt in range(CAS_ATTEMPTS):
+            updated = change(await self.get(ledger_id))
+            try:
+                return await call_blocking(self._store.update_ledger, updated)
+            except BadVersionError:
+                if attempt == CAS_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     async def get(self, ledger_id: int) -> LedgerMetadata:
         """The ledger's metadata; NotFoundError when it is gone or being deleted."""

@@ -12,12 +12,14 @@ KeylessPolicy = Literal["drop", "keep"]
 class CompactorConfig:
     """Everything a compaction run needs besides the store and the ledger client.
 
-    `bookies` is the ensemble new compacted ledgers are written to (host:port each); Spark tasks
-    reach the bookies named in each ledger's own metadata. `entry_max_messages` and
+    New compacted ledgers take `ensemble_size` bookies from the bookie registry when the process
+    has one, else from `bookies` (host:port each); Spark tasks reach the bookies named in each
+    ledger's own metadata. `entry_max_messages` and
     `entry_max_bytes` bound one compacted entry (the bookie's frame limit is far above both).
     """
 
     bookies: tuple[str, ...] = ("127.0.0.1:3181",)
+    ensemble_size: int = 1
     write_quorum: int = 1
     ack_quorum: int = 1
     keyless_policy: KeylessPolicy = "drop"
@@ -44,7 +46,3 @@ class CompactorConfig:
     test_run_delay_ms: int = 0
     # ... only for managed ledgers whose name contains this (empty: every run)
     test_run_delay_match: str = ""
-
-    @property
-    def ensemble_size(self) -> int:
-        return len(self.bookies)

@@ -18,6 +18,7 @@ costs 0.4-1 s however little it reads, which made an incremental run cost 0.4 of
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -84,6 +85,7 @@ class SparkEngine:
             {
                 "ledger_id": r.ledger_id,
                 "ensemble": ",".join(r.ensemble),
+                "ensembles": json.dumps([[first, list(bookies)] for first, bookies in r.spec.ensembles]),
                 "write_quorum": r.write_quorum,
                 "ack_quorum": r.ack_quorum,
                 "first_entry_id": r.first_entry_id,

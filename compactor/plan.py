@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from bookie.api import LedgerClient
 from bookie.errors import NoSuchEntryError, NoSuchLedgerError
 from bookie.ledgers import ledger_spec
-from bookie.types import LedgerSpec
+from bookie.types import LedgerSpec, Segment
 from compactor.errors import CompactionTopicNotFoundError
 from managed_ledger.entry_format import KIND_COMPACTED, decode_batch_header, entry_kind
 from managed_ledger.metadata.api import (
@@ -50,6 +50,7 @@ class ReadRange:
     last_entry_id: int
     compacted: bool = False
     entry_bytes_hint: int = DEFAULT_ENTRY_BYTES
+    ensembles: tuple[Segment, ...] = ()  # the ledger's ensemble history (empty: one segment)
 
     @property
     def spec(self) -> LedgerSpec:
@@ -81,7 +82,15 @@ def _range(meta: LedgerMetadata, first: int, last: int, compacted: bool) -> Read
     if meta.state == LedgerState.CLOSED and meta.last_entry_id >= 0 and meta.length_bytes > 0:
         hint = max(1, meta.length_bytes // (meta.last_entry_id + 1))
     return ReadRange(
-        meta.ledger_id, tuple(meta.ensemble), meta.write_quorum, meta.ack_quorum, first, last, compacted, hint
+        meta.ledger_id,
+        tuple(meta.ensemble),
+        meta.write_quorum,
+        meta.ack_quorum,
+        first,
+        last,
+        compacted,
+        hint,
+        meta.history(),
     )
 
 
@@ -164,6 +173,7 @@ def split_ranges(ranges: tuple[ReadRange, ...], tasks: int) -> list[ReadRange]:
                     last,
                     r.compacted,
                     r.entry_bytes_hint,
+                    r.ensembles,
                 )
             )
     return pieces

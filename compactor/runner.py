@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from bookie.api import LedgerClient
+from bookie.ledgers import EnsemblePlacement, StaticPlacement
 from compactor.config import CompactorConfig, KeylessPolicy
 from compactor.errors import CompactionError, CompactionRunConflictError, LeaseLostError
 from compactor.lease import RunLease
@@ -64,11 +65,15 @@ class CompactionRunner:
         config: CompactorConfig,
         engine: CompactionEngine,
         clock: Clock | None = None,
+        placement: EnsemblePlacement | None = None,
     ) -> None:
         self.store = store
         self.client = client
         self.config = config
         self.engine = engine
+        # Compacted ledgers go where the registry says when the process has one (quire compactor
+        # does), else to the configured bookies.
+        self.placement = placement or StaticPlacement(config.bookies)
         self.clock: Clock = clock or SystemClock()
         self.instance_id = config.instance_id or default_instance_id()
 
@@ -125,9 +130,8 @@ class CompactionRunner:
         if not plan.has_new_messages:
             changes = _succeeded(state, state.compacted_ledger_id, plan, 0, None, self.clock.now_ms())
             return await lease.write(**changes)
-        writer = await CompactedLedgerWriter.create(
-            self.store, self.client, self.config.bookies, self.config.write_quorum, self.config.ack_quorum
-        )
+        quorums = (self.config.ensemble_size, self.config.write_quorum, self.config.ack_quorum)
+        writer = await CompactedLedgerWriter.create(self.store, self.client, self.placement, quorums)
         lease.run_ledger_id = writer.ledger_id  # from here on a failure deletes it
         await lease.write(run_ledger_id=writer.ledger_id)
         try:

@@ -16,6 +16,7 @@ import logging
 from typing import cast
 
 from bookie.api import LedgerClient
+from bookie.ledgers import EnsemblePlacement
 from compactor.config import CompactorConfig, KeylessPolicy
 from compactor.errors import CompactionError
 from compactor.runner import CompactionEngine, CompactionRunner
@@ -47,11 +48,12 @@ class CompactionService:
         config: CompactorConfig,
         engine: CompactionEngine,
         clock: Clock | None = None,
+        placement: EnsemblePlacement | None = None,
     ) -> None:
         self.store = store
         self.config = config
         self.engine = engine
-        self.runner = CompactionRunner(store, client, config, engine, clock)
+        self.runner = CompactionRunner(store, client, config, engine, clock, placement)
 
     async def start(self) -> None:
         """Clean up after compactors that died, then warm the engine (the Spark session)."""

@@ -27,6 +27,7 @@ messages_in (non-zero only on each partition's last row).
 from __future__ import annotations
 
 import asyncio
+import json
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ import pyarrow as pa
 from bookie.api import LedgerClient
 from bookie.errors import NoSuchLedgerError
 from bookie.ledgers import ledger_spec
+from bookie.types import Segment
 from managed_ledger.entry_format import KIND_COMPACTED, KIND_TOPIC, MAGIC, VERSION
 
 ClientFactory = Callable[[], LedgerClient]
@@ -46,6 +48,7 @@ RANGE_SCHEMA = pa.schema(
     [
         ("ledger_id", pa.int64()),
         ("ensemble", pa.string()),  # comma-separated host:port
+        ("ensembles", pa.string()),  # JSON [[first_entry_id, [host:port, ...]], ...]
         ("write_quorum", pa.int32()),
         ("ack_quorum", pa.int32()),
         ("first_entry_id", pa.int64()),
@@ -142,11 +145,18 @@ class _ShippedLedger(NamedTuple):
     ensemble: tuple[str, ...]
     write_quorum: int
     ack_quorum: int
+    ensembles: tuple[Segment, ...]
 
 
 async def _read_range(client: LedgerClient, plan: TaskPlan, r: dict[str, Any], latest: _Latest) -> None:
     spec = ledger_spec(
-        _ShippedLedger(r["ledger_id"], tuple(r["ensemble"].split(",")), r["write_quorum"], r["ack_quorum"])
+        _ShippedLedger(
+            r["ledger_id"],
+            tuple(r["ensemble"].split(",")),
+            r["write_quorum"],
+            r["ack_quorum"],
+            tuple((int(f), tuple(b)) for f, b in json.loads(r["ensembles"])),
+        )
     )
     lid, compacted, step = spec.ledger_id, r["compacted"], max(1, r["entries_per_read"])
     unpackb = msgpack.unpackb

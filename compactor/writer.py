@@ -13,11 +13,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Sequence
 
 from bookie.api import LedgerClient
 from bookie.ledger_metadata import LedgerMetadata, LedgerMetadataStore
-from bookie.ledgers import LedgerHandle, LedgerManager
+from bookie.ledgers import EnsemblePlacement, LedgerHandle, LedgerManager
 
 ADDS_IN_FLIGHT = 8
 
@@ -42,12 +41,12 @@ class CompactedLedgerWriter:
         cls,
         store: LedgerMetadataStore,
         client: LedgerClient,
-        ensemble: Sequence[str],
-        write_quorum: int,
-        ack_quorum: int,
+        placement: EnsemblePlacement,
+        quorums: tuple[int, int, int],
     ) -> CompactedLedgerWriter:
-        ledgers = LedgerManager(store, client, clock=now_ms)
-        return cls(ledgers, await ledgers.create(ensemble, write_quorum, ack_quorum))
+        """A writer of a new ledger placed by `placement`; `quorums` is (E, Qw, Qa)."""
+        ledgers = LedgerManager(store, client, clock=now_ms, placement=placement)
+        return cls(ledgers, await ledgers.create(*quorums))
 
     @property
     def ledger_id(self) -> int:

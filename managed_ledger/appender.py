@@ -35,6 +35,7 @@ from bookie.api import LedgerClient
 from bookie.errors import BookieError, FencedError
 from bookie.ledger_metadata import MetadataError
 from bookie.ledgers import LedgerHandle, LedgerManager
+from bookie.registry import NotEnoughBookiesError
 from managed_ledger.api import ManagedLedgerConfig
 from managed_ledger.clock import Clock
 from managed_ledger.errors import (
@@ -104,7 +105,6 @@ class LedgerAppender:
         lifecycle: LedgerManager,
         client: LedgerClient,
         clock: Clock,
-        bookies: Sequence[str],
         ledgers: LedgerList,
         record: ManagedLedgerRecord,
         fence: Fence,
@@ -114,7 +114,6 @@ class LedgerAppender:
         self._lifecycle = lifecycle
         self._client = client
         self._clock = clock
-        self._bookies = tuple(bookies)
         self._ledgers = ledgers
         self._record = record
         self._fence = fence
@@ -266,22 +265,18 @@ class LedgerAppender:
         if self._segment is None:
             self._resolve_writes()  # no ledger open: none of the failed appends was written
 
-    def _choose_ensemble(self, ledger_hint: int) -> tuple[str, ...]:
-        size = self._owner.config.ensemble_size
-        if len(self._bookies) < size:
-            raise NoBookiesError(f"ensemble size {size} but {len(self._bookies)} bookies configured")
-        start = ledger_hint % len(self._bookies)
-        return tuple(self._bookies[(start + i) % len(self._bookies)] for i in range(size))
-
     async def _open_segment(self) -> _Segment:
         """The ledger (metadata, then writer), then the ledger list (CAS)."""
         now = self._clock.now_ms()
         cfg = self._owner.config
-        ensemble = self._choose_ensemble(len(self._ledgers) + sum(map(ord, self._name)))
         try:
+            # The ensemble comes from the lifecycle's placement policy (the bookie registry in a
+            # broker): live writable bookies, spread over the cluster.
             handle = await self._fence.guard(
-                self._lifecycle.create(ensemble, cfg.write_quorum, cfg.ack_quorum)
+                self._lifecycle.create(cfg.ensemble_size, cfg.write_quorum, cfg.ack_quorum)
             )
+        except NotEnoughBookiesError as exc:
+            raise NoBookiesError(f"{self._name}: cannot create ledger: {exc}") from exc
         except BookieError as exc:
             raise ManagedLedgerWriteError(f"{self._name}: cannot create ledger: {exc}") from exc
         try:

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 from bookie.api import LedgerClient
 from bookie.errors import BookieError
-from bookie.ledgers import LedgerManager, call_blocking, ledger_spec
+from bookie.ledgers import EnsemblePlacement, LedgerManager, StaticPlacement, call_blocking, ledger_spec
 from managed_ledger import retention
 from managed_ledger.api import ManagedLedgerConfig
 from managed_ledger.clock import Clock, SystemClock
@@ -64,17 +64,21 @@ class ManagedLedgerFactory:
         self,
         client: LedgerClient,
         store: MetadataStore,
-        bookies: Sequence[str],
+        bookies: Sequence[str] = (),
         *,
         clock: Clock | None = None,
         timers: bool = True,
+        placement: EnsemblePlacement | None = None,
     ) -> None:
         self.client = client
         self.store = store
-        self.bookies = tuple(bookies)
         self.clock: Clock = clock or SystemClock()
         self.timers = timers
-        self.lifecycle = LedgerManager(store, client, clock=self.clock.now_ms)
+        # New ledgers go where the placement policy says: the bookie registry when the process
+        # has one, else the static `bookies` list.
+        self.lifecycle = LedgerManager(
+            store, client, clock=self.clock.now_ms, placement=placement or StaticPlacement(bookies)
+        )
         self._swept = False
         self._ledgers: dict[str, ManagedLedger] = {}
         self._opening: dict[str, asyncio.Future[ManagedLedger]] = {}
@@ -121,7 +125,6 @@ class ManagedLedgerFactory:
             store=self.store,
             lifecycle=self.lifecycle,
             clock=self.clock,
-            bookies=self.bookies,
             meta=meta,
             ledgers=ledgers,
         )

@@ -66,7 +66,6 @@ class ManagedLedger:
         store: MetadataStore,
         lifecycle: LedgerManager,
         clock: Clock,
-        bookies: Sequence[str],
         meta: ManagedLedgerMetadata,
         ledgers: LedgerList,
     ) -> None:
@@ -85,7 +84,6 @@ class ManagedLedger:
             lifecycle=lifecycle,
             client=client,
             clock=clock,
-            bookies=bookies,
             ledgers=ledgers,
             record=self._record,
             fence=self._fence,

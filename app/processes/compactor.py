@@ -20,7 +20,8 @@ from compactor.config import CompactorConfig
 
 def compactor_config(settings: Settings) -> CompactorConfig:
     return CompactorConfig(
-        bookies=tuple(settings.effective_bookies[: settings.ensemble_size]),
+        bookies=tuple(settings.effective_bookies),
+        ensemble_size=settings.ensemble_size,
         write_quorum=settings.write_quorum,
         ack_quorum=settings.ack_quorum,
         keyless_policy=settings.keyless_compaction_policy,
@@ -35,7 +36,9 @@ def compactor_config(settings: Settings) -> CompactorConfig:
 
 
 async def serve(settings: Settings) -> None:
+    from app.registry import registry_config
     from bookie.client import BookieClientConfig, BookieLedgerClient
+    from bookie.registry import MetadataBookieRegistry
     from compactor.job import SparkEngine
     from compactor.service import CompactionService
     from compactor.spark import stop_session
@@ -48,7 +51,9 @@ async def serve(settings: Settings) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    service = CompactionService(store, client, config, SparkEngine(config))
+    # Compacted ledgers are placed on live writable bookies of the registry (same store).
+    registry = MetadataBookieRegistry(store, registry_config(settings))
+    service = CompactionService(store, client, config, SparkEngine(config), placement=registry)
     logging.getLogger("quire.compactor").info("compactor up: spark master %s", config.spark_master)
     try:
         await service.serve(stop)

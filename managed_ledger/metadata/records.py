@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, NoReturn
 
+from bookie.types import normalize_history
 from managed_ledger.metadata.api import (
     CompactionState,
     CompactionStatus,
@@ -82,7 +83,15 @@ def ranges(
 
 
 def ledger(rec: LedgerMetadata) -> LedgerMetadata:
-    return replace(rec, ensemble=tuple(str(b) for b in rec.ensemble), state=LedgerState(rec.state))
+    """Plain tuples, and the ensemble history always spelled out (an empty one means the first
+    ensemble from entry 0), so that both stores hand out equal records."""
+    ensemble = tuple(str(b) for b in rec.ensemble)
+    return replace(
+        rec,
+        ensemble=ensemble,
+        ensembles=normalize_history(ensemble, rec.ensembles),
+        state=LedgerState(rec.state),
+    )
 
 
 def managed_ledger(rec: ManagedLedgerMetadata) -> ManagedLedgerMetadata:

@@ -70,6 +70,7 @@ def with_version(rec: R, version: int) -> R:
 def ledger_values(rec: LedgerMetadata) -> dict[str, Any]:
     return {
         "ensemble": list(rec.ensemble),
+        "ensembles": [[first, list(bookies)] for first, bookies in rec.history()],
         "write_quorum": rec.write_quorum,
         "ack_quorum": rec.ack_quorum,
         "state": rec.state.value,
@@ -93,6 +94,8 @@ def ledger_from_row(row: Row) -> LedgerMetadata:
             created_ms=row["created_ms"],
             closed_ms=row["closed_ms"],
             version=row["version"],
+            # NULL in rows written before revision 0005: the first ensemble from entry 0.
+            ensembles=tuple((int(f), tuple(b)) for f, b in row["ensembles"] or ()),
         )
     )
 

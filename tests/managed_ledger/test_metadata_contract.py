@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from bookie.ledger_metadata import ensemble_history
 from bookie.registry import BookieCookie, BookieRecord, BookieState
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
@@ -108,6 +109,25 @@ def test_ledger_create_get_update(store: MetadataStore) -> None:
     assert store.get_ledger(created.ledger_id) == closed
     assert closed.state is LedgerState.CLOSED and closed.last_entry_id == 41
     assert [lg.ledger_id for lg in store.list_ledgers()] == [created.ledger_id]
+
+
+def test_ledger_ensemble_history_round_trips(store: MetadataStore) -> None:
+    created = store.create_ledger(("b1:1", "b2:2", "b3:3"), 2, 2, created_ms=1)
+    assert created.ensembles == ((0, ("b1:1", "b2:2", "b3:3")),)
+    assert ensemble_history(created) == created.ensembles
+    history = ((0, ("b1:1", "b2:2", "b3:3")), (17, ("b1:1", "b4:4", "b3:3")), (40, ("b5:5", "b4:4", "b3:3")))
+    changed = store.update_ledger(replace(created, ensembles=history))
+    assert changed.ensembles == history and changed.ensemble == ("b1:1", "b2:2", "b3:3")
+    assert store.get_ledger(created.ledger_id) == changed
+    assert store.list_ledgers() == [changed]
+
+
+def test_an_empty_ensemble_history_means_the_first_ensemble(store: MetadataStore) -> None:
+    created = store.create_ledger(("b1:1", "b2:2"), 2, 1, created_ms=1)
+    again = store.update_ledger(replace(created, ensembles=()))
+    assert again.ensembles == ((0, ("b1:1", "b2:2")),)
+    assert store.get_ledger(created.ledger_id).ensembles == ((0, ("b1:1", "b2:2")),)
+    assert ensemble_history(replace(again, ensembles=())) == ((0, ("b1:1", "b2:2")),)
 
 
 def test_ledger_cas_stale_version_fails_and_keeps_winner(store: MetadataStore) -> None:
