@@ -3,8 +3,8 @@
 `QUIRE_SPARK_MASTER` (CompactorConfig.spark_master) picks the master: `local[*]` by default, or
 `spark://host:7077`, `yarn`, `k8s://...`. Executors on other machines do not have Quire
 installed, so the driver zips Quire's own packages (every layer up to the compactor: a task's
-imports reach down to `common`) and ships the zip with `SparkContext.addPyFile`. Python workers run this interpreter
-(PYSPARK_PYTHON), which must have pyarrow and msgpack wherever executors run.
+imports reach down to `common`) and ships the zip with `SparkContext.addPyFile`. Python workers
+run this interpreter (PYSPARK_PYTHON), which must have pyarrow and msgpack wherever executors run.
 """
 
 from __future__ import annotations
