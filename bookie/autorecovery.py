@@ -2,8 +2,9 @@
 
 The audit loop runs a pass (`bookie.auditor.Auditor.audit_once`, in a thread: it is metadata
 store calls) every `audit_interval_ms`; only the candidate holding the auditor lease does
-anything in it. The worker loop re-replicates one claimed ledger after another and sleeps
-`poll_interval_ms` when none is claimable. A failure in either (the store or a bookie out of
+anything in it. The worker loops (the worker's `ledgers_in_flight` of them, side by side)
+each re-replicate one claimed ledger after another and sleep `poll_interval_ms` when none is
+claimable. A failure in either (the store or a bookie out of
 reach) is logged and the loop carries on at its next tick: what was not finished stays in the
 metadata store for the next try, here or in another process.
 """
@@ -36,7 +37,9 @@ class AutoRecoveryService:
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._audit_loop()), loop.create_task(self._work_loop())]
+        lanes = max(1, self.worker.config.ledgers_in_flight)
+        self._tasks = [loop.create_task(self._audit_loop())]
+        self._tasks += [loop.create_task(self._work_loop()) for _ in range(lanes)]
 
     async def _audit_loop(self) -> None:
         while True:

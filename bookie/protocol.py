@@ -15,7 +15,7 @@ Request bodies (i64 ids, -1 meaning "none"):
 
     ADD            ledger u64 | entry u64 | last_add_confirmed i64 | payload (rest of frame)
     READ           ledger u64 | entry u64
-    READ_RANGE     ledger u64 | first u64 | last u64 | max_reply_bytes u32
+    READ_RANGE     ledger u64 | first u64 | last u64 | max_reply_bytes u32 [| stride u32]
     READ_LAC       ledger u64
     FENCE          ledger u64
     DELETE_LEDGER  ledger u64
@@ -27,9 +27,12 @@ message. When OK:
 
     ADD, DELETE_LEDGER   (nothing)
     READ                 payload (rest of frame)
-    READ_RANGE           count u32 | count x (size u32 | payload): entries first, first+1, ...;
-                         stops early at a missing entry, at max_reply_bytes or at the server's
-                         own caps (always >= 1 entry; a missing first entry is NO_SUCH_ENTRY)
+    READ_RANGE           count u32 | count x (size u32 | payload): entries first,
+                         first+stride, ... up to last (stride 1 when the request has none, 0 is
+                         BAD_REQUEST); stops early at a missing entry, at max_reply_bytes or at
+                         the server's own caps (always >= 1 entry; a missing first entry is
+                         NO_SUCH_ENTRY). A stride lets a reader take, in one request, the entries
+                         of a striped ledger (Qw < E) that one bookie holds: every E-th one.
     READ_LAC, FENCE      last_add_confirmed i64
     LAST_ENTRY           last_entry_id i64 | last_add_confirmed i64
     STATS                JSON object (UTF-8)
@@ -82,6 +85,7 @@ ADD_BODY = struct.Struct("<QQq")
 LEDGER = struct.Struct("<Q")
 LEDGER_ENTRY = struct.Struct("<QQ")
 RANGE = struct.Struct("<QQQI")
+RANGE_STRIDED = struct.Struct("<QQQII")
 CODE = struct.Struct("<H")
 I64 = struct.Struct("<q")
 U32 = struct.Struct("<I")

@@ -1,11 +1,17 @@
-"""Entry copies between named bookies, for re-replication: read one entry from one bookie, and
-write it to another as a recovery add.
+"""Entry copies between named bookies, for re-replication: read entries from one bookie, and
+write them to another as recovery adds.
 
 The ledger client reads from "any replica of the write set" and writes to a whole write set; a
 recovery worker needs the opposite: it picks the bookie to read from (a survivor) and the one
 to write to (the replacement, not yet in the ledger's metadata). This module speaks the bookie
-protocol (`bookie.protocol`) over its own connections, one per bookie address, with any number
-of requests in flight on each, matched by request id, each bounded by a timeout.
+protocol (`bookie.protocol`) over its own connections (`bookie.connection.Connection`), one per
+bookie address, with any number of requests in flight on each, each bounded by a timeout.
+
+Reads come in ranges: `read_range` asks one bookie for every `stride`-th entry of a span in
+one request, which is how the entries of one write set of a striped ledger sit on a bookie.
+Writes go through a `RecoveryAdds` window: many adds of one ledger in flight on the target's
+connection, bounded in count and in bytes, each counted only once the target says it is
+durable; `drain` waits for the last one and raises the first failure.
 
 The add carries the recovery flag, so a bookie that already holds the ledger fenced (it is in
 another segment of the same ledger) still takes it; it is answered only once it is fsynced on
@@ -17,22 +23,23 @@ crashed worker left half done may simply be copied again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from bookie.errors import BookieError, ErrorCode, error_from_code
+from bookie.connection import BookieClientConfig, Connection, reply_code, reply_error, resolve_reply
+from bookie.errors import BookieError, ErrorCode
 from bookie.protocol import (
-    CODE,
     DEFAULT_MAX_FRAME_BYTES,
     FLAG_RECOVERY,
     LEDGER_ENTRY,
-    FrameDecoder,
+    RANGE_STRIDED,
     Op,
-    encode_add,
+    decode_range_body,
     encode_frame,
 )
 
 NOT_THERE = (ErrorCode.NO_SUCH_ENTRY, ErrorCode.NO_SUCH_LEDGER)
+_OK = int(ErrorCode.OK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,131 +49,162 @@ class ReplicaIOConfig:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
 
 
-class _Link:
-    """One connection to one bookie; requests matched to replies by id."""
-
-    def __init__(self, address: str, config: ReplicaIOConfig) -> None:
-        self.address = address
-        self.config = config
-        self.closed = False
-        self._pending: dict[int, asyncio.Future[bytes]] = {}
-        self._next_id = 1
-        self._writer: asyncio.StreamWriter | None = None
-        self._reader_task: asyncio.Task[None] | None = None
-        self._opened = asyncio.get_running_loop().create_task(self._open())
-
-    async def _open(self) -> None:
-        host, _, port = self.address.rpartition(":")
-        try:
-            reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(host or "127.0.0.1", int(port)), self.config.connect_timeout_s
-            )
-        except (OSError, TimeoutError, ValueError) as exc:
-            self.closed = True
-            raise BookieError(ErrorCode.UNAVAILABLE, f"bookie {self.address}: {exc}") from exc
-        self._reader_task = asyncio.get_running_loop().create_task(self._read(reader))
-
-    async def _read(self, reader: asyncio.StreamReader) -> None:
-        decoder = FrameDecoder(self.config.max_frame_bytes)
-        why = "closed by the bookie"
-        try:
-            while data := await reader.read(1 << 20):
-                for _op, _flags, request_id, body in decoder.feed(data):
-                    future = self._pending.pop(request_id, None)
-                    if future is not None and not future.done():
-                        future.set_result(body)
-                if decoder.error is not None:
-                    why = f"bad frame: {decoder.error}"
-                    break
-        except OSError as exc:
-            why = str(exc)
-        self._fail(f"connection to bookie {self.address} lost: {why}")
-
-    def _fail(self, why: str) -> None:
-        self.closed = True
-        pending, self._pending = self._pending, {}
-        for future in pending.values():
-            if not future.done():
-                future.set_exception(BookieError(ErrorCode.UNAVAILABLE, why))
-        if self._writer is not None:
-            self._writer.close()
-
-    async def call(self, parts: list[bytes], request_id: int) -> bytes:
-        """Send one frame; its reply body (code first), or BookieError(UNAVAILABLE / TIMEOUT)."""
-        await asyncio.shield(self._opened)
-        if self.closed or self._writer is None:
-            raise BookieError(ErrorCode.UNAVAILABLE, f"connection to bookie {self.address} is closed")
-        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
-        self._writer.write(b"".join(parts))
-        try:
-            return await asyncio.wait_for(future, self.config.request_timeout_s)
-        except TimeoutError:
-            self._pending.pop(request_id, None)
-            raise BookieError(ErrorCode.TIMEOUT, f"no reply from bookie {self.address}") from None
-
-    def new_request_id(self) -> int:
-        request_id = self._next_id
-        self._next_id += 1
-        return request_id
-
-    async def close(self) -> None:
-        self._fail(f"connection to bookie {self.address} closed")
-        if self._reader_task is not None:
-            self._reader_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._reader_task
-        with contextlib.suppress(BaseException):
-            await self._opened
-
-
 class ReplicaIO:
     def __init__(self, config: ReplicaIOConfig | None = None) -> None:
         self.config = config or ReplicaIOConfig()
-        self._links: dict[str, _Link] = {}
+        self._client_config = BookieClientConfig(
+            connect_timeout_s=self.config.connect_timeout_s,
+            request_timeout_s=self.config.request_timeout_s,
+            max_frame_bytes=self.config.max_frame_bytes,
+        )
+        self._links: dict[str, Connection] = {}
 
-    def _link(self, address: str) -> _Link:
-        link = self._links.get(address)
-        if link is None or link.closed:
-            link = self._links[address] = _Link(address, self.config)
-        return link
+    async def _link(self, address: str) -> Connection:
+        """The connection to `address`, opened again after a failure; BookieError(UNAVAILABLE)."""
+        conn = self._links.get(address)
+        if conn is None or conn.closed:
+            loop = asyncio.get_running_loop()
+            conn = self._links[address] = Connection(address, self._client_config, loop)
+        await asyncio.shield(conn.ready)
+        if conn.closed:
+            raise BookieError(ErrorCode.UNAVAILABLE, f"connection to bookie {address} is closed")
+        return conn
+
+    async def _call(self, address: str, op: Op, body: bytes) -> bytes:
+        conn = await self._link(address)
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        request_id = conn.new_request_id()
+        conn.send(encode_frame(op, 0, request_id, body), request_id, resolve_reply, future)
+        return await future
 
     async def read_entry(self, address: str, ledger_id: int, entry_id: int) -> bytes | None:
         """The entry as stored on `address`; None when that bookie says it does not have it.
         Raises BookieError when the bookie cannot answer (down, timed out, corrupt entry)."""
-        link = self._link(address)
-        request_id = link.new_request_id()
-        body = LEDGER_ENTRY.pack(ledger_id, entry_id)
-        reply = await link.call(encode_frame(Op.READ, 0, request_id, body), request_id)
-        code = _code(reply)
-        if code == ErrorCode.OK:
-            return reply[CODE.size :]
+        reply = await self._call(address, Op.READ, LEDGER_ENTRY.pack(ledger_id, entry_id))
+        code = reply_code(reply)
+        if code == _OK:
+            return reply[2:]
         if code in NOT_THERE:
             return None
-        raise error_from_code(code, reply[CODE.size :].decode(errors="replace"), ledger_id, entry_id)
+        raise reply_error(reply, ledger_id, entry_id)
+
+    async def read_range(self, address: str, ledger_id: int, entries: range, max_bytes: int) -> list[bytes]:
+        """Entries `entries[0]`, `entries[1]`, ... (a range with a positive step) as stored on
+        `address`, in one request: a prefix of them, at least the first one. Raises BookieError
+        (NoSuchEntryError when the first one is not there)."""
+        body = RANGE_STRIDED.pack(ledger_id, entries[0], entries[-1], max_bytes, entries.step)
+        reply = await self._call(address, Op.READ_RANGE, body)
+        if reply_code(reply) != _OK:
+            raise reply_error(reply, ledger_id, entries[0])
+        try:
+            payloads = decode_range_body(reply)
+        except (ValueError, IndexError) as exc:
+            raise BookieError(ErrorCode.INTERNAL, f"bookie {address}: bad READ_RANGE reply: {exc}") from exc
+        if not payloads or len(payloads) > len(entries):
+            raise BookieError(
+                ErrorCode.INTERNAL, f"bookie {address}: READ_RANGE gave {len(payloads)} entries"
+            )
+        return payloads
+
+    async def recovery_adds(
+        self,
+        address: str,
+        ledger_id: int,
+        lac: int,
+        max_count: int,
+        max_bytes: int,
+        on_durable: Callable[[int], None] | None = None,
+    ) -> RecoveryAdds:
+        """A window of recovery adds of one ledger to `address` (see `RecoveryAdds`)."""
+        conn = await self._link(address)
+        return RecoveryAdds(conn, ledger_id, lac, max_count, max_bytes, on_durable)
 
     async def recovery_add(
         self, address: str, ledger_id: int, entry_id: int, lac: int, payload: bytes
     ) -> None:
-        """Write the entry to `address` with the recovery flag; returns once it is durable there."""
-        link = self._link(address)
-        request_id = link.new_request_id()
-        parts = encode_add(request_id, ledger_id, entry_id, lac, payload, FLAG_RECOVERY)
-        reply = await link.call(parts, request_id)
-        code = _code(reply)
-        if code != ErrorCode.OK:
-            raise error_from_code(code, reply[CODE.size :].decode(errors="replace"), ledger_id, entry_id)
+        """Write one entry to `address` with the recovery flag; returns once it is durable there."""
+        adds = await self.recovery_adds(address, ledger_id, lac, 1, len(payload) + 1)
+        await adds.add(entry_id, payload)
+        await adds.drain()
 
     async def close(self) -> None:
         links, self._links = self._links, {}
-        for link in links.values():
-            await link.close()
+        for conn in links.values():
+            conn.close()
+        await asyncio.sleep(0)  # let the transports run connection_lost
 
 
-def _code(body: bytes) -> ErrorCode:
-    if len(body) < CODE.size:
-        return ErrorCode.BAD_REQUEST
-    try:
-        return ErrorCode(CODE.unpack_from(body)[0])
-    except ValueError:
-        return ErrorCode.INTERNAL
+class RecoveryAdds:
+    """Recovery adds of one ledger to one bookie, pipelined on its connection: `add` returns as
+    soon as the frame is queued, waiting only while `max_count` adds or `max_bytes` of payload
+    are unanswered. Each add the bookie acknowledges (fsynced) is reported to `on_durable` with
+    its size; the first failure is kept, refuses every later add and is raised by `drain`."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        ledger_id: int,
+        lac: int,
+        max_count: int,
+        max_bytes: int,
+        on_durable: Callable[[int], None] | None,
+    ) -> None:
+        self._conn = conn
+        self.ledger_id = ledger_id
+        self._lac = lac
+        self._max_count = max(1, max_count)
+        self._max_bytes = max(1, max_bytes)
+        self._on_durable = on_durable
+        self._count = 0
+        self._bytes = 0
+        self._waiters: list[asyncio.Future[None]] = []
+        self.error: BookieError | None = None
+
+    def _full(self) -> bool:
+        return self._count >= self._max_count or self._bytes >= self._max_bytes
+
+    async def add(self, entry_id: int, payload: bytes) -> None:
+        await self.add_run(range(entry_id, entry_id + 1), [payload])
+
+    async def add_run(self, entries: range, payloads: list[bytes]) -> None:
+        """`payloads[i]` as entry `entries[i]`, in order, each sent once the window has room."""
+        send_add = self._conn.send_add
+        ledger_id, lac, done = self.ledger_id, self._lac, self._done
+        for entry_id, payload in zip(entries, payloads, strict=False):
+            while self._full() and self.error is None:
+                await self._wait()
+            if self.error is not None:
+                raise self.error
+            size = len(payload)
+            self._count += 1
+            self._bytes += size
+            send_add(ledger_id, entry_id, lac, payload, FLAG_RECOVERY, done, (entry_id, size))
+
+    async def drain(self) -> None:
+        """Wait until every add sent is answered; raise the first failure, if any."""
+        while self._count:
+            await self._wait()
+        if self.error is not None:
+            raise self.error
+
+    async def _wait(self) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(future)
+        await future
+
+    def _done(self, context: tuple[int, int], body: bytes) -> None:
+        entry_id, size = context
+        self._count -= 1
+        self._bytes -= size
+        if reply_code(body) == _OK:
+            if self._on_durable is not None:
+                self._on_durable(size)
+        elif self.error is None:
+            self.error = reply_error(body, self.ledger_id, entry_id)
+        # Wake the sender once there is room (not on every ack of a full window it could not
+        # use yet) and `drain` once nothing is left.
+        if self._waiters and (self._count == 0 or self.error is not None or not self._full()):
+            waiters, self._waiters = self._waiters, []
+            for future in waiters:
+                if not future.done():
+                    future.set_result(None)

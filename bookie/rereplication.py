@@ -11,12 +11,22 @@ renewed while it works) and then, for the ledger it names:
    `LedgerManager.recover_and_close`, so no entry can be added behind the copy's back.
 3. For each lost bookie and each segment of the ledger's ensemble history that names it: picks
    a replacement (live, writable, not in that segment, not lost), copies every entry of the
-   segment whose write set includes the lost bookie from a surviving replica to the replacement
-   (many in flight, each fsynced there before it counts), and only then swaps the replacement in
-   by compare-and-set (`LedgerManager.replace_bookie`). The metadata never names a bookie for
-   entries it does not hold.
+   segment whose write set includes the lost bookie from a surviving replica to the replacement,
+   and only then swaps the replacement in by compare-and-set (`LedgerManager.replace_bookie`),
+   once every copy is acknowledged (fsynced) by the replacement. The metadata never names a
+   bookie for entries it does not hold.
 4. Deletes the row by CAS on the version it read: a row the auditor grew meanwhile stays for
    the next round.
+
+The copy is a stream, not a loop of single entries. In a segment of E bookies entry e goes to
+the write set starting at position e mod E, so the entries to copy fall into at most Qw runs
+(every E-th entry, one run per write set naming the lost bookie), and a survivor of a run's
+write set holds the whole run: each run is read from it with strided READ_RANGE requests (the
+next one in flight while the last one's entries are sent on), and the runs feed one window of
+recovery adds pipelined on the replacement's connection, bounded in count and bytes
+(`bookie.replica_io.RecoveryAdds`). Only an entry a range read cannot give (the source failed,
+or lacks it) is copied on its own, from whichever replica has it; a source that failed is asked
+last from then on. Several claimed ledgers are worked on at once (`ledgers_in_flight`).
 
 A crash at any step loses nothing: the metadata still names the surviving replicas, the row
 stays, and its claim lapses so another worker takes it. A copy the crash interrupted is done
@@ -31,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
 
 from bookie.errors import BookieError
@@ -39,7 +49,7 @@ from bookie.ledger_metadata import BadVersionError, LedgerMetadata, LedgerState,
 from bookie.ledgers import LedgerManager, call_blocking, ledger_spec
 from bookie.recovery_store import RecoveryStore, UnderReplicatedLedger, claim, claimable
 from bookie.registry import BookieRegistry, NotEnoughBookiesError, wall_clock_ms
-from bookie.replica_io import ReplicaIO
+from bookie.replica_io import NOT_THERE, RecoveryAdds, ReplicaIO
 from common.errors import ErrorKind, QuireError
 
 log = logging.getLogger(__name__)
@@ -50,7 +60,11 @@ class WorkerConfig:
     worker_id: str
     claim_ms: int = 30_000
     open_ledger_grace_ms: int = 30_000
-    copies_in_flight: int = 64
+    copies_in_flight: int = 8_192  # recovery adds unanswered on the replacement, at most
+    copy_window_bytes: int = 8 * 1024 * 1024  # and their payload bytes
+    read_chunk_bytes: int = 1024 * 1024  # reply size asked for by one range read
+    read_chunk_entries: int = 4_096
+    ledgers_in_flight: int = 4  # claimed ledgers re-replicated side by side by `run_pass`
 
 
 @dataclass(slots=True)
@@ -78,6 +92,9 @@ class ClaimLostError(QuireError):
 
 
 class ReplicationWorker:
+    """Re-replicates claimed ledgers; `run_once` calls may run concurrently (each works on a
+    ledger of its own: the claims are kept by ledger id)."""
+
     def __init__(
         self,
         store: RecoveryStore,
@@ -94,45 +111,68 @@ class ReplicationWorker:
         self.config = config
         self.counters = RecoveryCounters()
         self._clock_ms = clock_ms
-        self._row: UnderReplicatedLedger | None = None  # the claimed row, as last written
+        # The claimed rows, as last written, by ledger id; a ledger leaves when its claim is gone.
+        self._rows: dict[int, UnderReplicatedLedger] = {}
+        self._working: set[int] = set()
+
+    async def run_pass(self) -> int:
+        """Re-replicate claimable ledgers, `ledgers_in_flight` at a time, until none is left;
+        returns how many were claimed."""
+        done = 0
+
+        async def lane() -> None:
+            nonlocal done
+            while await self.run_once():
+                done += 1
+
+        await asyncio.gather(*(lane() for _ in range(max(1, self.config.ledgers_in_flight))))
+        return done
 
     async def run_once(self) -> bool:
         """Claim one under-replicated ledger and re-replicate it; False when none was claimable."""
         now = self._clock_ms()
         for row in await call_blocking(self.store.list_underreplicated):
-            if not claimable(row, now):
+            if row.ledger_id in self._working or not claimable(row, now):
                 continue
-            claimed = await call_blocking(
-                claim, self.store, row, self.config.worker_id, now, self.config.claim_ms
-            )
-            if claimed is None:
-                continue
-            self._row = claimed
-            renewer = asyncio.get_running_loop().create_task(self._renew_claim())
+            self._working.add(row.ledger_id)
             try:
-                await self._recover(claimed.ledger_id)
-            except (
-                ClaimLostError,
-                UnrecoverableEntryError,
-                BookieError,
-                NotEnoughBookiesError,
-                NotFoundError,
-            ) as exc:
-                log.warning("re-replication of ledger %d stopped: %s", claimed.ledger_id, exc)
+                claimed = await call_blocking(
+                    claim, self.store, row, self.config.worker_id, now, self.config.claim_ms
+                )
+                if claimed is None:
+                    continue
+                await self._work(claimed)
             finally:
-                renewer.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await renewer
-                self._row = None
+                self._working.discard(row.ledger_id)
             return True
         return False
 
-    async def _renew_claim(self) -> None:
+    async def _work(self, claimed: UnderReplicatedLedger) -> None:
+        ledger_id = claimed.ledger_id
+        self._rows[ledger_id] = claimed
+        renewer = asyncio.get_running_loop().create_task(self._renew_claim(ledger_id))
+        try:
+            await self._recover(ledger_id)
+        except (
+            ClaimLostError,
+            UnrecoverableEntryError,
+            BookieError,
+            NotEnoughBookiesError,
+            NotFoundError,
+        ) as exc:
+            log.warning("re-replication of ledger %d stopped: %s", ledger_id, exc)
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+            self._rows.pop(ledger_id, None)
+
+    async def _renew_claim(self, ledger_id: int) -> None:
         """Push the claim out every third of its length. A row the auditor grew keeps our claim
         (only its version moved): adopt it. Any other change means the claim is gone."""
         while True:
             await asyncio.sleep(self.config.claim_ms / 3 / 1000)
-            row = self._row
+            row = self._rows.get(ledger_id)
             if row is None:
                 return
             try:
@@ -140,19 +180,21 @@ class ReplicationWorker:
                     claim, self.store, row, self.config.worker_id, self._clock_ms(), self.config.claim_ms
                 )
                 if renewed is None:
-                    current = await call_blocking(self.store.get_underreplicated, row.ledger_id)
+                    current = await call_blocking(self.store.get_underreplicated, ledger_id)
                     if current is None or current.claimed_by != self.config.worker_id:
-                        self._row = None
+                        self._rows.pop(ledger_id, None)
                         return
                     renewed = current
-                self._row = renewed
+                if ledger_id in self._rows:
+                    self._rows[ledger_id] = renewed
             except Exception:  # the store is unreachable for now: the next beat tries again
-                log.exception("could not renew the claim on ledger %d", row.ledger_id)
+                log.exception("could not renew the claim on ledger %d", ledger_id)
 
-    def _current_row(self) -> UnderReplicatedLedger:
-        if self._row is None:
+    def _current_row(self, ledger_id: int) -> UnderReplicatedLedger:
+        row = self._rows.get(ledger_id)
+        if row is None:
             raise ClaimLostError("this worker's claim was taken over")
-        return self._row
+        return row
 
     async def _recover(self, ledger_id: int) -> None:
         """Re-replicate the claimed ledger; a ledger deleted before or during it is dropped."""
@@ -161,7 +203,7 @@ class ReplicationWorker:
         except (NotFoundError, UnrecoverableEntryError):
             if await self._ledger_exists(ledger_id):
                 raise
-            await self._drop_row()
+            await self._drop_row(ledger_id)
 
     async def _ledger_exists(self, ledger_id: int) -> bool:
         try:
@@ -173,22 +215,23 @@ class ReplicationWorker:
     async def _recover_ledger(self, ledger_id: int) -> None:
         meta = await self.ledgers.get(ledger_id)
         if meta.state != LedgerState.CLOSED:
-            row = self._current_row()
+            row = self._current_row(ledger_id)
             until = row.marked_ms + self.config.open_ledger_grace_ms
             if self._clock_ms() < until:
-                await self._defer(until)  # its writer may still be at work: look again then
+                await self._defer(ledger_id, until)  # its writer may still be at work: look again then
                 return
             meta = await self.ledgers.recover_and_close(ledger_id)
         while True:
-            for lost in self._current_row().missing:
+            for lost in self._current_row(ledger_id).missing:
                 meta = await self._replace_everywhere(meta, lost)
-            if await self._drop_row():
+            if await self._drop_row(ledger_id):
                 self.counters.ledgers_recovered += 1
                 return
             meta = await self.ledgers.get(ledger_id)  # the auditor grew the row: once more
 
     async def _replace_everywhere(self, meta: LedgerMetadata, lost: str) -> LedgerMetadata:
         """Replace `lost` in every segment that names it; returns the ledger as it is after."""
+        ledger_id = meta.ledger_id
         while True:
             history = meta.history()
             todo = [i for i, (_, bookies) in enumerate(history) if lost in bookies]
@@ -197,38 +240,91 @@ class ReplicationWorker:
             index = todo[0]
             first, bookies = history[index]
             last = history[index + 1][0] - 1 if index + 1 < len(history) else meta.last_entry_id
-            exclude = set(bookies) | set(self._current_row().missing)
+            exclude = set(bookies) | set(self._current_row(ledger_id).missing)
             (replacement,) = await call_blocking(self.registry.choose_ensemble, 1, exclude)
             await self._copy_segment(meta, first, min(last, meta.last_entry_id), lost, replacement)
-            self._current_row()  # do not touch the metadata once the claim is gone
+            self._current_row(ledger_id)  # do not touch the metadata once the claim is gone
             try:
-                meta = await self.ledgers.replace_bookie(meta.ledger_id, first, lost, replacement)
+                meta = await self.ledgers.replace_bookie(ledger_id, first, lost, replacement)
             except BadVersionError:
-                meta = await self.ledgers.get(meta.ledger_id)  # someone moved it: look again
+                meta = await self.ledgers.get(ledger_id)  # someone moved it: look again
                 continue
             self.counters.ensemble_changes += 1
             log.info(
-                "ledger %d: segment at entry %d now on %s instead of %s",
-                meta.ledger_id,
-                first,
-                replacement,
-                lost,
+                "ledger %d: segment at entry %d now on %s instead of %s", ledger_id, first, replacement, lost
             )
 
     async def _copy_segment(
         self, meta: LedgerMetadata, first: int, last: int, lost: str, replacement: str
     ) -> None:
+        """Copy the segment's entries whose write set names `lost` to `replacement`, one run per
+        such write set (every E-th entry), all through one window; returns once every copy is
+        durable there."""
+        if last < first:
+            return
         spec = ledger_spec(meta)
-        missing = set(self._current_row().missing)
-        wanted = [e for e in range(first, last + 1) if lost in spec.write_set(e)]
-        width = self.config.copies_in_flight
-        for start in range(0, len(wanted), width):
-            self._current_row()
-            batch = wanted[start : start + width]
-            sources = [self._sources(spec.write_set(e), lost, missing) for e in batch]
-            await asyncio.gather(
-                *(self._copy_entry(meta, e, src, replacement) for e, src in zip(batch, sources, strict=True))
-            )
+        missing = set(self._current_row(meta.ledger_id).missing)
+        stride = len(spec.ensemble_at(first))
+        adds = await self.io.recovery_adds(
+            replacement,
+            meta.ledger_id,
+            meta.last_entry_id,
+            self.config.copies_in_flight,
+            self.config.copy_window_bytes,
+            self._count_copy,
+        )
+        runs = []
+        for start in range(first, min(first + stride, last + 1)):
+            write_set = spec.write_set(start)
+            if lost in write_set:
+                sources = self._sources(write_set, lost, missing)
+                runs.append(self._copy_run(meta, range(start, last + 1, stride), sources, adds))
+        await _all(runs)
+        await adds.drain()
+
+    async def _copy_run(
+        self, meta: LedgerMetadata, entries: range, sources: list[str], adds: RecoveryAdds
+    ) -> None:
+        """Entries of one write set, by range reads from its first source, the next read in
+        flight while this one's entries are sent; an entry a range read cannot give is copied on
+        its own (and a source that failed, rather than lacked an entry, goes last)."""
+        ledger_id = meta.ledger_id
+        step = max(1, self.config.read_chunk_entries)
+        ahead: tuple[int, asyncio.Task[list[bytes]]] | None = None
+        pos = 0
+        try:
+            while pos < len(entries):
+                self._current_row(ledger_id)
+                if ahead is None or ahead[0] != pos:
+                    ahead = (pos, self._read_task(sources[0], ledger_id, entries[pos : pos + step]))
+                task, ahead = ahead[1], None
+                try:
+                    payloads = await task
+                except BookieError as exc:
+                    if exc.code not in NOT_THERE:
+                        sources = [*sources[1:], sources[0]]
+                    await self._copy_entry(meta, entries[pos], sources, adds)
+                    pos += 1
+                    continue
+                end = pos + len(payloads)
+                if end < len(entries):
+                    ahead = (end, self._read_task(sources[0], ledger_id, entries[end : end + step]))
+                await adds.add_run(entries[pos:end], payloads)
+                pos = end
+        finally:
+            if ahead is not None:
+                ahead[1].cancel()
+
+    def _read_task(self, source: str, ledger_id: int, entries: range) -> asyncio.Task[list[bytes]]:
+        task = asyncio.get_running_loop().create_task(
+            self.io.read_range(source, ledger_id, entries, self.config.read_chunk_bytes)
+        )
+        task.add_done_callback(_retrieve)
+        return task
+
+    def _count_copy(self, size: int) -> None:
+        self.counters.recovered_entries += 1
+        self.counters.recovery_bytes += size
 
     @staticmethod
     def _sources(write_set: tuple[str, ...], lost: str, missing: set[str]) -> list[str]:
@@ -237,7 +333,9 @@ class ReplicationWorker:
         ordered += [b for b in write_set if b in missing and b != lost] + [lost]
         return ordered
 
-    async def _copy_entry(self, meta: LedgerMetadata, entry_id: int, sources: list[str], target: str) -> None:
+    async def _copy_entry(
+        self, meta: LedgerMetadata, entry_id: int, sources: list[str], adds: RecoveryAdds
+    ) -> None:
         errors: list[str] = []
         for source in sources:
             try:
@@ -248,17 +346,15 @@ class ReplicationWorker:
             if payload is None:
                 errors.append(f"{source}: no such entry")
                 continue
-            await self.io.recovery_add(target, meta.ledger_id, entry_id, meta.last_entry_id, payload)
-            self.counters.recovered_entries += 1
-            self.counters.recovery_bytes += len(payload)
+            await adds.add(entry_id, payload)
             return
         raise UnrecoverableEntryError(
             f"ledger {meta.ledger_id} entry {entry_id}: no replica could be read ({'; '.join(errors)})"
         )
 
-    async def _drop_row(self) -> bool:
+    async def _drop_row(self, ledger_id: int) -> bool:
         """Delete the claimed row by CAS; False when the auditor grew it (we adopt the new one)."""
-        row = self._current_row()
+        row = self._current_row(ledger_id)
         try:
             await call_blocking(self.store.delete_underreplicated, row.ledger_id, row.version)
             return True
@@ -270,13 +366,30 @@ class ReplicationWorker:
                 return True
             if current.claimed_by != self.config.worker_id:
                 raise ClaimLostError(f"ledger {row.ledger_id} was claimed by {current.claimed_by}") from None
-            self._row = current
+            self._rows[ledger_id] = current
             return False
 
-    async def _defer(self, until_ms: int) -> None:
+    async def _defer(self, ledger_id: int, until_ms: int) -> None:
         """Hold the row until `until_ms`, so no worker (this one included) takes it before."""
-        row = self._current_row()
+        row = self._current_row(ledger_id)
         with contextlib.suppress(BadVersionError, NotFoundError):
-            self._row = await call_blocking(
+            self._rows[ledger_id] = await call_blocking(
                 self.store.put_underreplicated, replace(row, claim_expires_ms=until_ms)
             )
+
+
+async def _all(coros: list[Coroutine[None, None, None]]) -> None:
+    """Run them side by side; the first failure cancels the others and is raised."""
+    tasks = [asyncio.get_running_loop().create_task(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _retrieve(task: asyncio.Task[list[bytes]]) -> None:
+    """A read-ahead whose answer nobody awaited (its run stopped) must not log as lost."""
+    if not task.cancelled():
+        task.exception()

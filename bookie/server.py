@@ -43,6 +43,7 @@ from bookie.protocol import (
     OP_BAD_VERSION,
     OPS,
     RANGE,
+    RANGE_STRIDED,
     VERSION,
     Frame,
     FrameDecoder,
@@ -237,16 +238,23 @@ class _Connection(asyncio.Protocol):
         return encode_reply(op, request_id, json.dumps(self._server.stats(), default=str).encode())
 
     def _read_range(self, body: bytes) -> list[bytes]:
-        """Entries first.. up to last, stopping at a missing one or at the reply's size bound."""
-        ledger_id, first, last, max_bytes = RANGE.unpack(body)
+        """Entries first, first+stride, ... up to last, stopping at a missing one or at the
+        reply's size bound."""
+        if len(body) == RANGE_STRIDED.size:
+            ledger_id, first, last, max_bytes, stride = RANGE_STRIDED.unpack(body)
+            if stride < 1:
+                raise BookieError(ErrorCode.BAD_REQUEST, "READ_RANGE stride must be at least 1")
+        else:
+            ledger_id, first, last, max_bytes = RANGE.unpack(body)
+            stride = 1
         if first > last:
             raise BookieError(ErrorCode.BAD_REQUEST, f"first {first} > last {last}")
         budget = min(max_bytes, self._config.max_read_reply_bytes, self._config.max_frame_bytes - 64)
-        last = min(last, first + self._config.max_read_reply_entries - 1)
+        last = min(last, first + (self._config.max_read_reply_entries - 1) * stride)
         read = self._storage.read_entry
         out: list[bytes] = []
         size = 0
-        for entry_id in range(first, last + 1):
+        for entry_id in range(first, last + 1, stride):
             try:
                 payload = read(ledger_id, entry_id)
             except NoSuchEntryError:

@@ -13,6 +13,7 @@ import pytest
 
 from bookie.auditor import AUDITOR_LEASE, Auditor, AuditorConfig
 from bookie.client import BookieLedgerClient
+from bookie.errors import BookieError, ErrorCode
 from bookie.ledger_metadata import LedgerMetadata, LedgerState
 from bookie.ledgers import LedgerManager, ledger_spec
 from bookie.recovery_store import UnderReplicatedLedger, claim
@@ -201,13 +202,13 @@ async def test_ledger_deleted_during_the_copy_is_dropped(cluster: Cluster) -> No
     meta = await cluster.ledger((a, b, c))
     cluster.store.set_bookie_state(a, BookieState.DECOMMISSIONING)
     cluster.auditor.audit_once()
-    read_entry = cluster.io.read_entry
+    read_range = cluster.io.read_range
 
-    async def deleting_read(address: str, ledger_id: int, entry_id: int) -> bytes | None:
+    async def deleting_read(address: str, ledger_id: int, entries: range, max_bytes: int) -> list[bytes]:
         await cluster.ledgers.delete(meta.ledger_id)  # a retention run, say, while we copy
-        return await read_entry(address, ledger_id, entry_id)
+        return await read_range(address, ledger_id, entries, max_bytes)
 
-    cluster.io.read_entry = deleting_read  # type: ignore[method-assign]
+    cluster.io.read_range = deleting_read  # type: ignore[method-assign]
     assert await cluster.worker().run_once()
     assert cluster.store.list_underreplicated() == [] and cluster.store.list_ledgers() == []
 
@@ -239,3 +240,44 @@ async def test_only_the_lease_holder_audits(cluster: Cluster) -> None:
     assert other.audit_once().leader
     lease = cluster.store.get_lease(AUDITOR_LEASE)
     assert lease is not None and lease.holder == "a2"
+
+
+async def test_striped_segment_is_copied_by_ranges_with_fallback(cluster: Cluster) -> None:
+    """E=3 Qw=2: the drained bookie holds two of every three entries (two runs, each read from
+    the other bookie of its write set by strided ranges). One source lacks an entry mid-run and
+    the other fails mid-run: only those two entries are read one by one (from the drained
+    bookie), the failed source is not asked again, and every copy lands, with its bytes."""
+    a, b, c, d = _addresses(cluster)
+    meta = await cluster.ledger((a, b, c))
+    del cluster.bookies[b].storage.ledgers[meta.ledger_id].entries[12]  # b's run: 0, 3, 6, ...
+    cluster.store.set_bookie_state(a, BookieState.DECOMMISSIONING)
+    cluster.auditor.audit_once()
+    io = cluster.io
+    read_range, read_entry = io.read_range, io.read_entry
+    ranges: list[tuple[str, int]] = []
+    singles: list[tuple[str, int]] = []
+
+    async def failing_range(address: str, ledger_id: int, entries: range, max_bytes: int) -> list[bytes]:
+        ranges.append((address, entries[0]))
+        if address == c and entries[0] > 2:  # c answered its first range, then went away
+            raise BookieError(ErrorCode.UNAVAILABLE, "connection lost")
+        return await read_range(address, ledger_id, entries, max_bytes)
+
+    async def counted_read(address: str, ledger_id: int, entry_id: int) -> bytes | None:
+        singles.append((address, entry_id))
+        return await read_entry(address, ledger_id, entry_id)
+
+    io.read_range = failing_range  # type: ignore[method-assign]
+    io.read_entry = counted_read  # type: ignore[method-assign]
+    worker = cluster.worker(read_chunk_entries=4)
+    assert await worker.run_once()
+    assert cluster.store.list_underreplicated() == []
+    wanted = [e for e in range(ENTRIES) if a in ledger_spec(meta).write_set(e)]
+    assert sorted(cluster.bookies[d].storage.ledgers[meta.ledger_id].entries) == wanted
+    cluster.dead.add(a)
+    cluster.bookies[b].storage.ledgers[meta.ledger_id].entries[12] = b"entry-012"  # put back to check
+    cluster.assert_fully_replicated(meta.ledger_id)
+    assert worker.counters.recovered_entries == len(wanted)
+    assert sorted(singles) == sorted([(b, 12), (a, 12), (a, 14)])  # b lacked 12; c failed at 14
+    assert [start for addr, start in ranges if addr == c] == [2, 14]
+    assert not any(addr == c for addr, _ in ranges[ranges.index((c, 14)) + 1 :])

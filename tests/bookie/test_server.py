@@ -27,6 +27,7 @@ from bookie.protocol import (
     LEDGER,
     LEDGER_ENTRY,
     RANGE,
+    RANGE_STRIDED,
     Frame,
     FrameDecoder,
     Op,
@@ -137,6 +138,23 @@ def test_every_op(port: int) -> None:
     raw.recv()
     assert raw.call(Op.READ, LEDGER_ENTRY.pack(6, 1))[0] == ErrorCode.NO_SUCH_ENTRY
     assert raw.call(Op.READ_RANGE, RANGE.pack(6, 1, 5, 100))[0] == ErrorCode.NO_SUCH_ENTRY
+    raw.close()
+
+
+def test_strided_range_reads_every_nth_entry(port: int) -> None:
+    """A striped ledger's bookie holds every E-th entry of a write set: a stride reads them in
+    one request, stops at the first one missing, and refuses a stride of 0."""
+    raw = Raw(port)
+    held = [e for e in range(12) if e % 3 != 1]  # as on a bookie of E=3 Qw=2 missing one run
+    raw.send([part for e in held if e != 8 for part in encode_add(e + 1, 7, e, -1, b"e%d" % e)])
+    raw.recv(len(held) - 1)
+    code, body = raw.call(Op.READ_RANGE, RANGE_STRIDED.pack(7, 0, 11, 1 << 20, 3))
+    assert code == ErrorCode.OK and decode_range_body(b"\x00\x00" + body) == [b"e0", b"e3", b"e6", b"e9"]
+    code, body = raw.call(Op.READ_RANGE, RANGE_STRIDED.pack(7, 2, 11, 1 << 20, 3))
+    assert code == ErrorCode.OK and decode_range_body(b"\x00\x00" + body) == [b"e2", b"e5"]  # 8 lacks
+    assert raw.call(Op.READ_RANGE, RANGE_STRIDED.pack(7, 1, 11, 1 << 20, 3))[0] == ErrorCode.NO_SUCH_ENTRY
+    assert raw.call(Op.READ_RANGE, RANGE_STRIDED.pack(7, 0, 11, 1 << 20, 0))[0] == ErrorCode.BAD_REQUEST
+    assert raw.call(Op.READ, LEDGER_ENTRY.pack(7, 0)) == (ErrorCode.OK, b"e0")  # still usable
     raw.close()
 
 
