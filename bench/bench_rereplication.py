@@ -16,6 +16,7 @@ dead one. Run with `python -m bench.bench_rereplication`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -60,7 +61,17 @@ async def write_ledgers(manager: LedgerManager, addresses: list[str]) -> int:
     return on_lost * ENTRY_BYTES
 
 
-async def run(tmp: Path, addresses: list[str], kill: Callable[[], None]) -> None:
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU of these processes so far (Linux /proc; 0 where unreadable)."""
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+async def run(tmp: Path, addresses: list[str], pids: list[int], kill: Callable[[], None]) -> None:
     store = SqlMetadataStore(f"sqlite:///{tmp / 'metadata.db'}")
     client = BookieLedgerClient()
     io = ReplicaIO()
@@ -80,20 +91,33 @@ async def run(tmp: Path, addresses: list[str], kill: Callable[[], None]) -> None
         registry = MetadataBookieRegistry(store)
         worker = ReplicationWorker(store, manager, registry, io, WorkerConfig("bench"))
         progress(f"killed {lost} (it held {expected / 1e6:,.1f} MB of copies); one worker pass")
-        started = time.perf_counter()
+        started, cpu, bookies_cpu = time.perf_counter(), time.process_time(), cpu_seconds(pids)
         await asyncio.wait_for(worker.run_pass(), TIMEOUT_S)
         elapsed = time.perf_counter() - started
+        cpu, bookies_cpu = time.process_time() - cpu, cpu_seconds(pids) - bookies_cpu
         left = [m.ledger_id for m in store.list_ledgers() if any(lost in b for _, b in m.history())]
         copied = worker.counters.recovery_bytes
         print(
             f"re-replication: {copied / 1e6:,.1f} MB copied (expected {expected / 1e6:,.1f} MB) in "
             f"{elapsed:.2f} s: {copied / 1e6 / elapsed:.1f} MB/s; "
-            f"{worker.counters.ledgers_recovered} ledgers, still naming the dead bookie: {len(left)}"
+            f"{worker.counters.ledgers_recovered} ledgers, still naming the dead bookie: {len(left)}; "
+            f"CPU: worker {cpu:.2f} s, surviving bookies {bookies_cpu:.2f} s"
         )
     finally:
         await io.close()
         await client.close()
         store.close()
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop when installed, as `quire autorecovery` runs on (QUIRE_BENCH_ASYNCIO=1: asyncio's)."""
+    if os.environ.get("QUIRE_BENCH_ASYNCIO") == "1":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def main() -> None:
@@ -109,7 +133,9 @@ def main() -> None:
                 os.killpg(procs[0][1].pid, signal.SIGKILL)
                 procs[0][1].wait(timeout=15)
 
-            asyncio.run(run(tmp, [a for a, _ in procs], kill))
+            pids = [p.pid for _, p in procs[1:]]
+            with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+                runner.run(run(tmp, [a for a, _ in procs], pids, kill))
         finally:
             for _, proc in procs:
                 if proc.poll() is None:

@@ -23,7 +23,7 @@ crashed worker left half done may simply be copied again.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bookie.connection import BookieClientConfig, Connection, reply_code, reply_error, resolve_reply
@@ -164,9 +164,9 @@ class RecoveryAdds:
         return self._count >= self._max_count or self._bytes >= self._max_bytes
 
     async def add(self, entry_id: int, payload: bytes) -> None:
-        await self.add_run(range(entry_id, entry_id + 1), [payload])
+        await self.add_all([entry_id], [payload])
 
-    async def add_run(self, entries: range, payloads: list[bytes]) -> None:
+    async def add_all(self, entries: Sequence[int], payloads: list[bytes]) -> None:
         """`payloads[i]` as entry `entries[i]`, in order, each sent once the window has room."""
         send_add = self._conn.send_add
         ledger_id, lac, done = self.ledger_id, self._lac, self._done

@@ -43,16 +43,18 @@ import contextlib
 import logging
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 from bookie.errors import BookieError
 from bookie.ledger_metadata import BadVersionError, LedgerMetadata, LedgerState, NotFoundError
 from bookie.ledgers import LedgerManager, call_blocking, ledger_spec
 from bookie.recovery_store import RecoveryStore, UnderReplicatedLedger, claim, claimable
 from bookie.registry import BookieRegistry, NotEnoughBookiesError, wall_clock_ms
-from bookie.replica_io import NOT_THERE, RecoveryAdds, ReplicaIO
+from bookie.replica_io import NOT_THERE, ReplicaIO
 from common.errors import ErrorKind, QuireError
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +64,8 @@ class WorkerConfig:
     open_ledger_grace_ms: int = 30_000
     copies_in_flight: int = 8_192  # recovery adds unanswered on the replacement, at most
     copy_window_bytes: int = 8 * 1024 * 1024  # and their payload bytes
-    read_chunk_bytes: int = 1024 * 1024  # reply size asked for by one range read
-    read_chunk_entries: int = 4_096
+    read_chunk_bytes: int = 2 * 1024 * 1024  # reply size asked for by one range read
+    read_chunk_entries: int = 1_024  # entries of one write set read per window
     ledgers_in_flight: int = 4  # claimed ledgers re-replicated side by side by `run_pass`
 
 
@@ -257,14 +259,19 @@ class ReplicationWorker:
     async def _copy_segment(
         self, meta: LedgerMetadata, first: int, last: int, lost: str, replacement: str
     ) -> None:
-        """Copy the segment's entries whose write set names `lost` to `replacement`, one run per
-        such write set (every E-th entry), all through one window; returns once every copy is
-        durable there."""
+        """Copy the segment's entries whose write set names `lost` to `replacement`, window by
+        window of entry ids (the next window read while this one is sent); returns once every
+        copy is durable there."""
         if last < first:
             return
         spec = ledger_spec(meta)
         missing = set(self._current_row(meta.ledger_id).missing)
         stride = len(spec.ensemble_at(first))
+        runs = [
+            _Run(offset, self._sources(spec.write_set(first + offset), lost, missing))
+            for offset in range(min(stride, last - first + 1))
+            if lost in spec.write_set(first + offset)
+        ]
         adds = await self.io.recovery_adds(
             replacement,
             meta.ledger_id,
@@ -273,54 +280,62 @@ class ReplicationWorker:
             self.config.copy_window_bytes,
             self._count_copy,
         )
-        runs = []
-        for start in range(first, min(first + stride, last + 1)):
-            write_set = spec.write_set(start)
-            if lost in write_set:
-                sources = self._sources(write_set, lost, missing)
-                runs.append(self._copy_run(meta, range(start, last + 1, stride), sources, adds))
-        await _all(runs)
-        await adds.drain()
-
-    async def _copy_run(
-        self, meta: LedgerMetadata, entries: range, sources: list[str], adds: RecoveryAdds
-    ) -> None:
-        """Entries of one write set, by range reads from its first source, the next read in
-        flight while this one's entries are sent; an entry a range read cannot give is copied on
-        its own (and a source that failed, rather than lacked an entry, goes last)."""
-        ledger_id = meta.ledger_id
-        step = max(1, self.config.read_chunk_entries)
-        ahead: tuple[int, asyncio.Task[list[bytes]]] | None = None
-        pos = 0
+        span = stride * max(1, self.config.read_chunk_entries)
+        starts = range(first, last + 1, span)
+        ahead: asyncio.Task[tuple[list[int], list[bytes]]] | None = None
         try:
-            while pos < len(entries):
-                self._current_row(ledger_id)
-                if ahead is None or ahead[0] != pos:
-                    ahead = (pos, self._read_task(sources[0], ledger_id, entries[pos : pos + step]))
-                task, ahead = ahead[1], None
-                try:
-                    payloads = await task
-                except BookieError as exc:
-                    if exc.code not in NOT_THERE:
-                        sources = [*sources[1:], sources[0]]
-                    await self._copy_entry(meta, entries[pos], sources, adds)
-                    pos += 1
-                    continue
-                end = pos + len(payloads)
-                if end < len(entries):
-                    ahead = (end, self._read_task(sources[0], ledger_id, entries[end : end + step]))
-                await adds.add_run(entries[pos:end], payloads)
-                pos = end
+            for start in starts:
+                self._current_row(meta.ledger_id)  # stop once the claim is gone
+                if ahead is None:
+                    ahead = _task(self._read_window(meta, runs, start, min(start + span - 1, last), stride))
+                ids, payloads = await ahead
+                ahead = None
+                following = start + span
+                if following <= last:
+                    window = self._read_window(meta, runs, following, min(following + span - 1, last), stride)
+                    ahead = _task(window)
+                await adds.add_all(ids, payloads)
         finally:
             if ahead is not None:
-                ahead[1].cancel()
+                ahead.cancel()
+        await adds.drain()
 
-    def _read_task(self, source: str, ledger_id: int, entries: range) -> asyncio.Task[list[bytes]]:
-        task = asyncio.get_running_loop().create_task(
-            self.io.read_range(source, ledger_id, entries, self.config.read_chunk_bytes)
-        )
-        task.add_done_callback(_retrieve)
-        return task
+    async def _read_window(
+        self, meta: LedgerMetadata, runs: list[_Run], start: int, end: int, stride: int
+    ) -> tuple[list[int], list[bytes]]:
+        """The entries of every run between `start` and `end`, each run read from its own source
+        at once, merged in entry id order: the replacement then takes each ledger's entries in
+        ascending order, which spares it a look-up for an entry below the last it holds."""
+        wanted = [range(start + run.offset, end + 1, stride) for run in runs]
+        parts = await _all([self._read_run(meta, run, ids) for run, ids in zip(runs, wanted, strict=True)])
+        if len(parts) == 1:
+            return list(wanted[0]), parts[0]
+        order = sorted(range(len(runs)), key=lambda k: runs[k].offset)
+        ids: list[int] = []
+        payloads: list[bytes] = []
+        for j in range(len(wanted[order[0]])):
+            for k in order:
+                if j < len(parts[k]):
+                    ids.append(wanted[k][j])
+                    payloads.append(parts[k][j])
+        return ids, payloads
+
+    async def _read_run(self, meta: LedgerMetadata, run: _Run, ids: range) -> list[bytes]:
+        """Entries `ids` (every E-th) by range reads from the run's first source; an entry a
+        range read cannot give is read on its own from any source, and a source that failed
+        (rather than lacked an entry) is asked last from then on."""
+        out: list[bytes] = []
+        while len(out) < len(ids):
+            pos = len(out)
+            try:
+                out += await self.io.read_range(
+                    run.sources[0], meta.ledger_id, ids[pos:], self.config.read_chunk_bytes
+                )
+            except BookieError as exc:
+                if exc.code not in NOT_THERE:
+                    run.sources = [*run.sources[1:], run.sources[0]]
+                out.append(await self._read_one(meta, ids[pos], run.sources))
+        return out
 
     def _count_copy(self, size: int) -> None:
         self.counters.recovered_entries += 1
@@ -333,9 +348,7 @@ class ReplicationWorker:
         ordered += [b for b in write_set if b in missing and b != lost] + [lost]
         return ordered
 
-    async def _copy_entry(
-        self, meta: LedgerMetadata, entry_id: int, sources: list[str], adds: RecoveryAdds
-    ) -> None:
+    async def _read_one(self, meta: LedgerMetadata, entry_id: int, sources: list[str]) -> bytes:
         errors: list[str] = []
         for source in sources:
             try:
@@ -343,11 +356,9 @@ class ReplicationWorker:
             except BookieError as exc:
                 errors.append(f"{source}: {exc}")
                 continue
-            if payload is None:
-                errors.append(f"{source}: no such entry")
-                continue
-            await adds.add(entry_id, payload)
-            return
+            if payload is not None:
+                return payload
+            errors.append(f"{source}: no such entry")
         raise UnrecoverableEntryError(
             f"ledger {meta.ledger_id} entry {entry_id}: no replica could be read ({'; '.join(errors)})"
         )
@@ -378,18 +389,32 @@ class ReplicationWorker:
             )
 
 
-async def _all(coros: list[Coroutine[None, None, None]]) -> None:
+@dataclass(slots=True)
+class _Run:
+    """The entries of a segment at `offset` + k * E: one write set, read from `sources[0]`."""
+
+    offset: int
+    sources: list[str]
+
+
+async def _all(coros: list[Coroutine[None, None, T]]) -> list[T]:
     """Run them side by side; the first failure cancels the others and is raised."""
     tasks = [asyncio.get_running_loop().create_task(c) for c in coros]
     try:
-        await asyncio.gather(*tasks)
+        return await asyncio.gather(*tasks)
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _retrieve(task: asyncio.Task[list[bytes]]) -> None:
-    """A read-ahead whose answer nobody awaited (its run stopped) must not log as lost."""
+def _task(coro: Coroutine[None, None, T]) -> asyncio.Task[T]:
+    """A read ahead; one whose answer nobody awaits (the copy stopped) must not log as lost."""
+    task = asyncio.get_running_loop().create_task(coro)
+    task.add_done_callback(_retrieve)
+    return task
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
     if not task.cancelled():
         task.exception()

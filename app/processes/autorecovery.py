@@ -8,7 +8,9 @@ that a worker can be stopped, restarted or scaled without taking any copies down
 Its Prometheus counters are served on `QUIRE_HOST:QUIRE_PORT` at `/metrics`:
 `quire_recovery_ensemble_changes` (segments whose lost bookie was replaced),
 `quire_recovered_entries`, `quire_recovery_bytes` and `quire_recovered_ledgers`.
-SIGTERM or SIGINT stops the loops (a claim it held lapses) and exits 0.
+SIGTERM or SIGINT stops the loops (a claim it held lapses) and exits 0. Runs on uvloop when
+installed: a copy costs the worker a few Python calls per entry, and uvloop's cheaper
+transports and callbacks are a good part of its share of the CPU.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import signal
 import socket
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily
@@ -107,4 +109,13 @@ def run(settings: Settings) -> None:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    asyncio.run(serve(settings))
+    with asyncio.Runner(loop_factory=_loop_factory()) as runner:
+        runner.run(serve(settings))
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
