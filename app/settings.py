@@ -55,7 +55,9 @@ class Settings(BaseSettings):
     # An OPEN ledger is left to its writer this long before it is fenced and closed for a copy.
     autorecovery_open_ledger_grace_ms: int = Field(30_000, ge=0)
     autorecovery_poll_interval_ms: int = Field(1_000, gt=0)
-    autorecovery_copies_in_flight: int = Field(64, gt=0)
+    # Recovery adds a worker keeps unanswered on a replacement bookie (and ledgers it copies at once).
+    autorecovery_copies_in_flight: int = Field(8_192, gt=0)
+    autorecovery_ledgers_in_flight: int = Field(4, gt=0)
 
     # --- managed ledger defaults (Pulsar's) ------------------------------------------------
     ensemble_size: int = Field(1, ge=1)

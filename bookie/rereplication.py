@@ -21,12 +21,14 @@ renewed while it works) and then, for the ledger it names:
 The copy is a stream, not a loop of single entries. In a segment of E bookies entry e goes to
 the write set starting at position e mod E, so the entries to copy fall into at most Qw runs
 (every E-th entry, one run per write set naming the lost bookie), and a survivor of a run's
-write set holds the whole run: each run is read from it with strided READ_RANGE requests (the
-next one in flight while the last one's entries are sent on), and the runs feed one window of
-recovery adds pipelined on the replacement's connection, bounded in count and bytes
-(`bookie.replica_io.RecoveryAdds`). Only an entry a range read cannot give (the source failed,
-or lacks it) is copied on its own, from whichever replica has it; a source that failed is asked
-last from then on. Several claimed ledgers are worked on at once (`ledgers_in_flight`).
+write set holds the whole run. The segment is copied window by window of entry ids: in each,
+every run is read from its own survivor with one strided READ_RANGE (the runs side by side),
+the answers are merged back into entry order, and the entries go into one window of recovery
+adds pipelined on the replacement's connection, bounded in count and bytes
+(`bookie.replica_io.RecoveryAdds`), while the next window is being read. Only an entry a range
+read cannot give (the source failed, or lacks it) is read on its own, from whichever replica has
+it; a source that failed is asked last from then on. Several claimed ledgers are worked on at
+once (`ledgers_in_flight`).
 
 A crash at any step loses nothing: the metadata still names the surviving replicas, the row
 stays, and its claim lapses so another worker takes it. A copy the crash interrupted is done

@@ -78,6 +78,7 @@ async def serve(settings: Settings) -> None:
         claim_ms=settings.autorecovery_claim_ms,
         open_ledger_grace_ms=settings.autorecovery_open_ledger_grace_ms,
         copies_in_flight=settings.autorecovery_copies_in_flight,
+        ledgers_in_flight=settings.autorecovery_ledgers_in_flight,
     )
     worker = ReplicationWorker(store, LedgerManager(store, client), registry, io, worker_config)
     metrics = CollectorRegistry()
