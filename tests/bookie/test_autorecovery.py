@@ -281,3 +281,31 @@ async def test_striped_segment_is_copied_by_ranges_with_fallback(cluster: Cluste
     assert sorted(singles) == sorted([(b, 12), (a, 12), (a, 14)])  # b lacked 12; c failed at 14
     assert [start for addr, start in ranges if addr == c] == [2, 14]
     assert not any(addr == c for addr, _ in ranges[ranges.index((c, 14)) + 1 :])
+
+
+async def test_replacement_failing_mid_copy_leaves_the_metadata_alone(cluster: Cluster) -> None:
+    """The swap waits for every copy's acknowledgement: a replacement that goes away with adds in
+    flight stops the copy, the ledger keeps naming the drained bookie and stays listed."""
+    a, b, c, d = _addresses(cluster)
+    meta = await cluster.ledger((a, b, c))
+    cluster.store.set_bookie_state(a, BookieState.DECOMMISSIONING)
+    cluster.auditor.audit_once()
+    read_range = cluster.io.read_range
+    calls = 0
+
+    async def stopping_read(address: str, ledger_id: int, entries: range, max_bytes: int) -> list[bytes]:
+        nonlocal calls
+        calls += 1
+        if calls == 3:  # the first window was sent to d; now d goes away
+            cluster.kill(d)
+        return await read_range(address, ledger_id, entries, max_bytes)
+
+    cluster.io.read_range = stopping_read  # type: ignore[method-assign]
+    worker = cluster.worker(read_chunk_entries=2)
+    assert await worker.run_once()
+    assert cluster.store.get_ledger(meta.ledger_id) == meta  # still names a: nothing swapped
+    (row,) = cluster.store.list_underreplicated()
+    assert row.ledger_id == meta.ledger_id and row.missing == (a,)
+    assert worker.counters.ensemble_changes == 0 and worker.counters.ledgers_recovered == 0
+    wanted = sum(1 for e in range(ENTRIES) if a in ledger_spec(meta).write_set(e))
+    assert worker.counters.recovered_entries < wanted
