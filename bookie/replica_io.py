@@ -7,7 +7,7 @@ to write to (the replacement, not yet in the ledger's metadata). This module spe
 protocol (`bookie.protocol`) over its own connections (`bookie.connection.Connection`), one per
 bookie address, with any number of requests in flight on each, each bounded by a timeout.
 
-Reads come in ranges: `read_range` asks one bookie for every `stride`-th entry of a span in
+Reads come in ranges: `read_range` asks one bookie for every `step`-th entry of a span in
 one request, which is how the entries of one write set of a striped ledger sit on a bookie.
 Writes go through a `RecoveryAdds` window: many adds of one ledger in flight on the target's
 connection, bounded in count and in bytes, each counted only once the target says it is
