@@ -35,6 +35,7 @@ from bookie.protocol import (
     RANGE_STRIDED,
     Op,
     decode_range_body,
+    encode_add,
     encode_frame,
 )
 
@@ -168,7 +169,10 @@ class RecoveryAdds:
 
     async def add_all(self, entries: Sequence[int], payloads: list[bytes]) -> None:
         """`payloads[i]` as entry `entries[i]`, in order, each sent once the window has room."""
-        send_add = self._conn.send_add
+        # Not `Connection.send_add`: a copy is bounded by this module's request timeout, not by
+        # a writer's add timeout.
+        conn = self._conn
+        send, new_request_id = conn.send, conn.new_request_id
         ledger_id, lac, done = self.ledger_id, self._lac, self._done
         for entry_id, payload in zip(entries, payloads, strict=False):
             while self._full() and self.error is None:
@@ -178,7 +182,9 @@ class RecoveryAdds:
             size = len(payload)
             self._count += 1
             self._bytes += size
-            send_add(ledger_id, entry_id, lac, payload, FLAG_RECOVERY, done, (entry_id, size))
+            request_id = new_request_id()
+            parts = encode_add(request_id, ledger_id, entry_id, lac, payload, FLAG_RECOVERY)
+            send(parts, request_id, done, (entry_id, size))
 
     async def drain(self) -> None:
         """Wait until every add sent is answered; raise the first failure, if any."""
