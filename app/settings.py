@@ -56,7 +56,7 @@ class Settings(BaseSettings):
     autorecovery_open_ledger_grace_ms: int = Field(30_000, ge=0)
     autorecovery_poll_interval_ms: int = Field(1_000, gt=0)
     # Recovery adds a worker keeps unanswered on a replacement bookie (and ledgers it copies at once).
-    autorecovery_copies_in_flight: int = Field(8_192, gt=0)
+    autorecovery_copies_in_flight: int = Field(2_048, gt=0)
     autorecovery_ledgers_in_flight: int = Field(4, gt=0)
 
     # --- managed ledger defaults (Pulsar's) ------------------------------------------------

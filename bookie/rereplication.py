@@ -64,7 +64,10 @@ class WorkerConfig:
     worker_id: str
     claim_ms: int = 30_000
     open_ledger_grace_ms: int = 30_000
-    copies_in_flight: int = 8_192  # recovery adds unanswered on the replacement, at most
+    # Recovery adds unanswered on the replacement, at most: with `ledgers_in_flight` windows on one
+    # connection, under the bookie's per-connection limit (10,000), past which it stops reading
+    # that connection -- the one range reads from that bookie share.
+    copies_in_flight: int = 2_048
     copy_window_bytes: int = 8 * 1024 * 1024  # and their payload bytes
     read_chunk_bytes: int = 2 * 1024 * 1024  # reply size asked for by one range read
     read_chunk_entries: int = 1_024  # entries of one write set read per window
