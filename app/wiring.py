@@ -64,6 +64,7 @@ def bootstrap(settings: Settings) -> TopicsApi:
         BookieClientConfig(
             max_frame_bytes=settings.bookie_max_frame_bytes,
             bookies=tuple(settings.effective_bookies),
+            health_min_bookies=settings.ensemble_size,
             add_timeout_s=settings.add_entry_timeout_ms / 1000,
             speculative_read_timeout_s=settings.speculative_read_timeout_ms / 1000,
         )

@@ -345,8 +345,8 @@ class BookieLedgerClient:
         return stats
 
     async def healthy(self) -> bool:
-        """True when every configured bookie answers STATS in time (read-only ones count: they
-        still serve reads)."""
+        """True when enough configured bookies (`health_min_bookies`, default all) answer STATS
+        in time (read-only ones count: they still serve reads)."""
 
         async def probe(address: str) -> bool:
             try:
@@ -357,7 +357,8 @@ class BookieLedgerClient:
             return True
 
         results = await asyncio.gather(*(probe(a) for a in self.config.bookies))
-        return all(results)
+        needed = self.config.health_min_bookies or len(results)
+        return sum(results) >= min(needed, len(results))
 
     async def bookie_last_entry(self, address: str, ledger_id: int) -> tuple[int, int]:
         """(last entry id stored, LAC) of a ledger on one bookie."""

@@ -44,8 +44,11 @@ class BookieClientConfig:
     read_chunk_bytes: int = 4 * 1024 * 1024  # reply size bound asked for by one READ_RANGE
     read_parallelism: int = 4  # READ_RANGE requests in flight for one read_entries
     coalesce_max_frames: int = 128  # frames sent in one write at most
-    # The bookies `healthy()` checks (readiness); ledgers name their own ensembles.
+    # The bookies `healthy()` checks (readiness); ledgers name their own ensembles. Healthy
+    # means at least `health_min_bookies` of them answer (0: all of them): with replication a
+    # broker can place and write ledgers while a bookie is down.
     bookies: tuple[str, ...] = ()
+    health_min_bookies: int = 0
     health_timeout_s: float = 2.0
 
 
