@@ -1,4 +1,4 @@
-"""The `quire` command: `quire standalone|bookie|broker|compactor`.
+"""The `quire` command: `quire standalone|bookie|broker|compactor|autorecovery`.
 
 Flags override the matching `QUIRE_*` settings. Each process lives in `app/processes/`.
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
-PROCESSES = ("standalone", "bookie", "broker", "compactor")
+PROCESSES = ("standalone", "bookie", "broker", "compactor", "autorecovery")
 
 
 def _parser() -> argparse.ArgumentParser:

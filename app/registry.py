@@ -84,7 +84,7 @@ def wait_for_bookies(
     deadline = monotonic() + timeout_s
     while True:
         statuses = registry.all_bookies()
-        live = [b for b in statuses if b.state != BookieState.DOWN]
+        live = [b for b in statuses if b.state not in (BookieState.DOWN, BookieState.DECOMMISSIONED)]
         if len(live) >= needed:
             return len(live)
         if monotonic() >= deadline:

@@ -197,6 +197,14 @@ class LedgerInfo(BaseModel):
     entries: int
     size: int
     timestamp: int
+    underReplicated: bool = Field(
+        False, description="some of its copies are on a lost or decommissioning bookie (being replaced)"
+    )
+    ensembles: dict[str, list[str]] = Field(
+        default_factory=dict,
+        examples=[{"0": ["127.0.0.1:3181", "127.0.0.1:3182"]}],
+        description="its ensemble history: first entry id -> the bookies from that entry on",
+    )
 
 
 class CursorStats(BaseModel):

@@ -49,6 +49,19 @@ class Settings(BaseSettings):
     add_entry_timeout_ms: int = Field(5_000, gt=0)
     speculative_read_timeout_ms: int = Field(100, gt=0)
 
+    # --- auto-recovery (`quire autorecovery`) ------------------------------------------------
+    # A bookie down this long counts as lost and its ledgers are re-replicated elsewhere.
+    autorecovery_lost_bookie_grace_ms: int = Field(30_000, ge=0)
+    autorecovery_audit_interval_ms: int = Field(5_000, gt=0)
+    # The auditor's lease: another candidate takes over this long after the auditor stops.
+    autorecovery_lease_ms: int = Field(15_000, gt=0)
+    # A worker's claim on a ledger: another worker takes it over this long after it stops.
+    autorecovery_claim_ms: int = Field(30_000, gt=0)
+    # An OPEN ledger is left to its writer this long before it is fenced and closed for a copy.
+    autorecovery_open_ledger_grace_ms: int = Field(30_000, ge=0)
+    autorecovery_poll_interval_ms: int = Field(1_000, gt=0)
+    autorecovery_copies_in_flight: int = Field(64, gt=0)
+
     # --- managed ledger defaults (Pulsar's) ------------------------------------------------
     ensemble_size: int = Field(1, ge=1)
     write_quorum: int = Field(1, ge=1)
@@ -112,6 +125,12 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"max_request_body_bytes ({self.max_request_body_bytes}) must be at least "
                 f"max_batch_size_bytes ({self.max_batch_size_bytes}): a full batch must fit in a request"
+            )
+        if self.autorecovery_lease_ms <= self.autorecovery_audit_interval_ms:
+            # The auditor renews its lease once a pass: a shorter lease lapses between passes.
+            raise ValueError(
+                f"autorecovery_lease_ms ({self.autorecovery_lease_ms}) must exceed "
+                f"autorecovery_audit_interval_ms ({self.autorecovery_audit_interval_ms})"
             )
         if self.bookie_heartbeat_timeout_ms <= self.bookie_heartbeat_interval_ms:
             raise ValueError(

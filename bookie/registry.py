@@ -30,10 +30,19 @@ class BookieState(StrEnum):
     WRITABLE = "writable"
     READ_ONLY = "read_only"
     DECOMMISSIONING = "decommissioning"
+    # Drained: no ledger names it any more; shown whatever its heartbeat, and it may be stopped.
+    DECOMMISSIONED = "decommissioned"
     DOWN = "down"
 
 
-STORED_STATES = (BookieState.WRITABLE, BookieState.READ_ONLY, BookieState.DECOMMISSIONING)
+STORED_STATES = (
+    BookieState.WRITABLE,
+    BookieState.READ_ONLY,
+    BookieState.DECOMMISSIONING,
+    BookieState.DECOMMISSIONED,
+)
+# States only an operator (decommission) or the auditor sets; a bookie's heartbeat keeps them.
+OPERATOR_STATES = (BookieState.DECOMMISSIONING, BookieState.DECOMMISSIONED)
 
 
 class NotEnoughBookiesError(QuireError):
@@ -90,7 +99,12 @@ class BookieDirectory(Protocol):
 
     def put_bookie(self, record: BookieRecord) -> None:
         """Register or renew a bookie (last writer wins: one process per bookie id). A stored
-        DECOMMISSIONING state is kept: only an operator sets or clears it."""
+        DECOMMISSIONING or DECOMMISSIONED state is kept: only `set_bookie_state` changes it."""
+        ...
+
+    def set_bookie_state(self, bookie_id: str, state: BookieState) -> BookieRecord:
+        """Set a registered bookie's stored state (decommission, and the auditor marking it
+        drained); NotFoundError for an unknown bookie. Returns the record as stored."""
         ...
 
     def list_bookies(self) -> list[BookieRecord]:
@@ -154,7 +168,7 @@ class MetadataBookieRegistry:
         return [
             BookieStatus(
                 bookie_id=r.bookie_id,
-                state=r.state if self._alive(r, now) else BookieState.DOWN,
+                state=shown_state(r, self._alive(r, now)),
                 ledgers=r.ledgers,
                 free_bytes=r.free_bytes,
                 heartbeat_ms=r.heartbeat_ms,
@@ -179,6 +193,13 @@ class MetadataBookieRegistry:
                 + (f" (excluding {sorted(excluded)})" if excluded else "")
             )
         return pick_weighted(candidates, ensemble_size, self._rng)
+
+
+def shown_state(record: BookieRecord, alive: bool) -> BookieState:
+    """DOWN once the heartbeat expired, except for a drained bookie: it may well be stopped."""
+    if alive or record.state == BookieState.DECOMMISSIONED:
+        return record.state
+    return BookieState.DOWN
 
 
 def pick_weighted(candidates: Sequence[BookieRecord], count: int, rng: random.Random) -> tuple[str, ...]:

@@ -2,9 +2,9 @@
 
 `QUIRE_SPARK_MASTER` (CompactorConfig.spark_master) picks the master: `local[*]` by default, or
 `spark://host:7077`, `yarn`, `k8s://...`. Executors on other machines do not have Quire
-installed, so the driver zips Quire's own packages (bookie, managed_ledger, compactor: all a task
-imports) and ships the zip with `SparkContext.addPyFile`. Python workers run this interpreter
-(PYSPARK_PYTHON), which must have pyarrow and msgpack wherever executors run.
+installed, so the driver zips Quire's own packages (every layer up to the compactor: a task's
+imports reach down to `common`) and ships the zip with `SparkContext.addPyFile`. Python workers
+run this interpreter (PYSPARK_PYTHON), which must have pyarrow and msgpack wherever executors run.
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
-SHIPPED_PACKAGES = ("bookie", "managed_ledger", "compactor")
+# Every package below app/: shipping one that a task does not import costs a few kilobytes, missing
+# one fails every task on a real cluster (local[*] would not notice: it shares the driver's path).
+SHIPPED_PACKAGES = ("common", "bookie", "managed_ledger", "topics", "compactor")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _QUIET_LOG4J2 = """\
 rootLogger.level = error

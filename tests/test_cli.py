@@ -25,6 +25,7 @@ from managed_ledger.metadata.sql import SqlMetadataStore
         ("QUIRE_ACK_QUORUM", "2", "ack_quorum=2"),
         ("QUIRE_ACK_QUORUM", "0", "ack_quorum"),
         ("QUIRE_BOOKIE_HEARTBEAT_TIMEOUT_MS", "1000", "bookie_heartbeat_timeout_ms"),
+        ("QUIRE_AUTORECOVERY_LEASE_MS", "5000", "autorecovery_lease_ms"),
     ],
 )
 def test_bad_setting_is_refused_with_its_name(

@@ -10,6 +10,7 @@ import pytest
 
 from app.registry import wait_for_bookies
 from app.routes.cluster import install_registry
+from bookie.recovery_store import UnderReplicatedLedger
 from bookie.registry import BookieRecord, BookieState, MetadataBookieRegistry, RegistryConfig
 from managed_ledger.metadata.memory import InMemoryMetadataStore
 from tests.api.conftest import served
@@ -29,7 +30,8 @@ def store() -> InMemoryMetadataStore:
 @pytest.fixture
 async def client(store: InMemoryMetadataStore) -> AsyncIterator[httpx.AsyncClient]:
     async with served() as topics:
-        install_registry(topics.app, MetadataBookieRegistry(store, RegistryConfig(10_000), lambda: NOW_MS))
+        registry = MetadataBookieRegistry(store, RegistryConfig(10_000), lambda: NOW_MS)
+        install_registry(topics.app, registry, store)
         yield topics.client
 
 
@@ -47,15 +49,72 @@ async def test_every_registered_bookie_with_its_state(client: httpx.AsyncClient)
 
 async def test_gauge_counts_bookies_per_state(client: httpx.AsyncClient) -> None:
     text = (await client.get("/metrics")).text
-    for state, count in (("writable", 1), ("read_only", 1), ("down", 1), ("decommissioning", 0)):
+    counts = (("writable", 1), ("read_only", 1), ("down", 1), ("decommissioning", 0), ("decommissioned", 0))
+    for state, count in counts:
         assert f'quire_bookies{{state="{state}"}} {count}.0' in text
 
 
 async def test_no_registry_is_a_503_problem() -> None:
     async with served() as topics:
-        r = await topics.client.get("/admin/v2/bookies/all")
-    assert r.status_code == 503 and r.headers["content-type"] == "application/problem+json"
-    assert "registry" in r.json()["detail"]
+        for r in (
+            await topics.client.get("/admin/v2/bookies/all"),
+            await topics.client.get("/admin/v2/bookies/underreplicated"),
+            await topics.client.post("/admin/v2/bookies/a:1/decommission"),
+        ):
+            assert r.status_code == 503 and r.headers["content-type"] == "application/problem+json"
+            assert "registry" in r.json()["detail"]
+
+
+async def test_decommission_marks_the_bookie_and_is_idempotent(
+    client: httpx.AsyncClient, store: InMemoryMetadataStore
+) -> None:
+    r = await client.post("/admin/v2/bookies/a:1/decommission")
+    assert r.status_code == 204 and r.content == b""
+    assert _states(await client.get("/admin/v2/bookies/all"))["a:1"] == "decommissioning"
+    store.put_bookie(BookieRecord("a:1", "ia", BookieState.WRITABLE, NOW_MS))  # a heartbeat keeps it
+    assert (await client.post("/admin/v2/bookies/a:1/decommission")).status_code == 204
+    assert _states(await client.get("/admin/v2/bookies/all"))["a:1"] == "decommissioning"
+    store.set_bookie_state("a:1", BookieState.DECOMMISSIONED)  # as the auditor does once drained
+    assert (await client.post("/admin/v2/bookies/a:1/decommission")).status_code == 204
+    assert _states(await client.get("/admin/v2/bookies/all"))["a:1"] == "decommissioned"
+
+
+async def test_decommission_of_an_unknown_bookie_is_a_404_that_changes_nothing(
+    client: httpx.AsyncClient, store: InMemoryMetadataStore
+) -> None:
+    before = store.list_bookies()
+    r = await client.post("/admin/v2/bookies/z:9/decommission")
+    assert r.status_code == 404 and r.headers["content-type"] == "application/problem+json"
+    assert "z:9" in r.json()["detail"] and store.list_bookies() == before
+
+
+async def test_a_stopped_decommissioned_bookie_shows_decommissioned_not_down(
+    client: httpx.AsyncClient, store: InMemoryMetadataStore
+) -> None:
+    store.set_bookie_state("c:1", BookieState.DECOMMISSIONED)  # c:1's heartbeat expired long ago
+    assert _states(await client.get("/admin/v2/bookies/all"))["c:1"] == "decommissioned"
+
+
+async def test_underreplicated_ledgers_listed_and_counted(
+    client: httpx.AsyncClient, store: InMemoryMetadataStore
+) -> None:
+    assert (await client.get("/admin/v2/bookies/underreplicated")).json() == {"ledgers": []}
+    assert "quire_underreplicated_ledgers 0.0" in (await client.get("/metrics")).text
+    store.put_underreplicated(UnderReplicatedLedger(9, ("c:1",), claimed_by="w1", claim_expires_ms=1))
+    store.put_underreplicated(UnderReplicatedLedger(4, ("c:1", "b:1")))
+    r = await client.get("/admin/v2/bookies/underreplicated")
+    assert r.status_code == 200 and r.json() == {
+        "ledgers": [
+            {"ledgerId": 4, "missingReplicas": ["b:1", "c:1"]},
+            {"ledgerId": 9, "missingReplicas": ["c:1"]},
+        ]
+    }
+    assert "quire_underreplicated_ledgers 2.0" in (await client.get("/metrics")).text
+
+
+def _states(response: httpx.Response) -> dict[str, str]:
+    assert response.status_code == 200, response.text
+    return {b["bookieId"]: b["state"] for b in response.json()["bookies"]}
 
 
 def test_broker_start_waits_until_enough_bookies_are_live(store: InMemoryMetadataStore) -> None:

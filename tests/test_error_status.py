@@ -44,6 +44,9 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "bookie.errors.ReadOnlyError": ((), 503, _STORAGE),
     "bookie.registry.NotEnoughBookiesError": (("2 of 3",), 503, "Not enough bookies"),
     "bookie.cookie.CookieMismatchError": (("wiped",), 409, "Bookie cookie mismatch"),
+    # auto-recovery's own signals; they stay in the recovery worker, never reach HTTP
+    "bookie.rereplication.UnrecoverableEntryError": (("entry 3",), 503, "No replica of an entry"),
+    "bookie.rereplication.ClaimLostError": (("taken",), 409, "Recovery claim lost"),
     "bookie.protocol.FrameError": (("frame CRC32C mismatch",), 500, _500),
     "bookie.storage.journal.DiskFullError": (("no space",), 503, "Bookie disk full"),
     "bookie.storage.index.IndexDamagedError": (("damaged slot",), 500, _500),

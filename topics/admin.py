@@ -226,6 +226,22 @@ class AdminPlane(TopicsBase):
                 "size": state.compacted_size_bytes,
             }
         out["compactionHorizon"] = str(MessageId(*state.horizon)) if state.horizon is not None else None
+        out["ledgers"] = await self._with_replication(out.get("ledgers", []))
+        return out
+
+    async def _with_replication(self, ledgers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each ledger with its ensemble history (`{"firstEntryId": [bookie, ...]}`, from its
+        metadata) and whether auto-recovery still has copies of it to replace."""
+        under = {r.ledger_id for r in await self._call(self._store.list_underreplicated)}
+        out = []
+        for info in ledgers:
+            ledger_id = int(info["ledgerId"])
+            try:
+                history = (await self._call(self._store.get_ledger, ledger_id)).history()
+            except NotFoundError:  # deleted since the ledger list was read
+                history = ()
+            ensembles = {str(first): list(bookies) for first, bookies in history}
+            out.append({**info, "underReplicated": ledger_id in under, "ensembles": ensembles})
         return out
 
     # --- policies ------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ def run(settings: Settings) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     registry, registry_store = broker_registry(settings)
     app = create_app(bootstrap(settings), max_request_body_bytes=settings.max_request_body_bytes)
-    install_registry(app, registry)
+    install_registry(app, registry, registry_store)
     # The broker's heap (cursors, pending maps, decoded entries) is large and long-lived; with
     # CPython's default thresholds the collector re-walks it many times a second under load and
     # takes about half of the consume path's CPU (measured with py-spy and `make bench`).

@@ -1,27 +1,38 @@
-"""Cluster views: the bookies registered in the metadata store, with their state, and a
-Prometheus gauge of how many are in each state.
+"""Cluster views: the bookies registered in the metadata store, with their state; the
+ledgers auto-recovery still has to re-replicate; decommissioning a bookie; and Prometheus
+gauges of bookies per state and of under-replicated ledgers.
 
-The registry is handed over after the app is built (`install_registry`): the broker process
-installs the real one; an app built without one (unit tests with a fake topic service) answers
-503 here, since it cannot know which bookies exist.
+The registry and the store are handed over after the app is built (`install_registry`): the
+broker process installs the real ones; an app built without them (unit tests with a fake topic
+service) answers 503 here, since it cannot know which bookies exist.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from typing import Literal
+from typing import Annotated, Literal, Protocol
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, FastAPI, Path, Request
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.responses import Response
 
 from app.errors import ApiError
-from app.routes.common import problems
-from bookie.registry import BookieRegistry, BookieState, BookieStatus
+from app.routes.common import NO_CONTENT, empty, problems
+from bookie.ledger_metadata import NotFoundError
+from bookie.recovery_store import RecoveryStore
+from bookie.registry import BookieDirectory, BookieRegistry, BookieState, BookieStatus
 
-BookieStateName = Literal["writable", "read_only", "down", "decommissioning"]
+BookieStateName = Literal["writable", "read_only", "down", "decommissioning", "decommissioned"]
+BookieId = Annotated[
+    str, Path(alias="bookieId", examples=["127.0.0.1:3181"], description="the bookie id: its host:port")
+]
+
+
+class ClusterStore(RecoveryStore, BookieDirectory, Protocol):
+    """What these routes read and write in the metadata store."""
 
 
 class BookieInfo(BaseModel):
@@ -31,7 +42,9 @@ class BookieInfo(BaseModel):
         alias="bookieId", title="Bookie id", examples=["127.0.0.1:3181"], description="host:port"
     )
     state: BookieStateName = Field(
-        examples=["writable"], description="down: its heartbeat expired; read_only: its disk is nearly full"
+        examples=["writable"],
+        description="down: its heartbeat expired; read_only: its disk is nearly full; decommissioning: "
+        "its ledgers are being copied elsewhere; decommissioned: drained, it may be stopped",
     )
     ledgers: int = Field(examples=[12], description="ledgers on its disk, as of its last heartbeat")
     free_bytes: int = Field(
@@ -41,6 +54,22 @@ class BookieInfo(BaseModel):
 
 class BookieList(BaseModel):
     bookies: list[BookieInfo]
+
+
+class UnderReplicatedInfo(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    ledger_id: int = Field(alias="ledgerId", title="Ledger id", examples=[42])
+    missing_replicas: list[str] = Field(
+        alias="missingReplicas",
+        title="Missing replicas",
+        examples=[["127.0.0.1:3182"]],
+        description="bookies (lost or being decommissioned) whose copies of the ledger are being replaced",
+    )
+
+
+class UnderReplicatedList(BaseModel):
+    ledgers: list[UnderReplicatedInfo]
 
 
 def cluster_router() -> APIRouter:
@@ -66,6 +95,41 @@ def cluster_router() -> APIRouter:
             ]
         )
 
+    @router.get(
+        "/admin/v2/bookies/underreplicated",
+        operation_id="listUnderReplicatedLedgers",
+        summary="Ledgers that lack copies auto-recovery has not replaced yet",
+        response_model=UnderReplicatedList,
+        responses=problems(),
+    )
+    def list_underreplicated(request: Request) -> UnderReplicatedList:
+        rows = _store(request.app).list_underreplicated()
+        return UnderReplicatedList(
+            ledgers=[
+                UnderReplicatedInfo(ledger_id=r.ledger_id, missing_replicas=list(r.missing)) for r in rows
+            ]
+        )
+
+    @router.post(
+        "/admin/v2/bookies/{bookieId}/decommission",
+        operation_id="decommissionBookie",
+        summary="Move every ledger copy off a bookie, then mark it decommissioned",
+        status_code=NO_CONTENT,
+        response_class=Response,
+        responses=problems(404, 422),
+    )
+    def decommission(request: Request, bookie_id: BookieId) -> Response:
+        store = _store(request.app)
+        known = {r.bookie_id: r.state for r in store.list_bookies()}
+        if bookie_id not in known:
+            raise ApiError(404, f"bookie {bookie_id} is not registered", title="Unknown bookie")
+        if known[bookie_id] != BookieState.DECOMMISSIONED:  # asking again changes nothing
+            try:
+                store.set_bookie_state(bookie_id, BookieState.DECOMMISSIONING)
+            except NotFoundError as exc:
+                raise ApiError(404, f"bookie {bookie_id} is not registered", title="Unknown bookie") from exc
+        return empty()
+
     return router
 
 
@@ -76,6 +140,13 @@ def _info(status: BookieStatus) -> BookieInfo:
         ledgers=status.ledgers,
         free_bytes=status.free_bytes,
     )
+
+
+def _store(app: FastAPI) -> ClusterStore:
+    store: ClusterStore | None = getattr(app.state, "cluster_store", None)
+    if store is None:
+        raise ApiError(503, "this broker has no bookie registry", title="Bookie registry unavailable")
+    return store
 
 
 def _registry(app: FastAPI) -> BookieRegistry:
@@ -105,9 +176,34 @@ class BookieStateCollector(Collector):
         yield family
 
 
-def install_registry(app: FastAPI, registry: BookieRegistry) -> None:
-    """Give the app its bookie registry: the route reads it, the gauge is scraped from it."""
+class UnderReplicatedCollector(Collector):
+    """`quire_underreplicated_ledgers`: ledgers auto-recovery still has to re-replicate."""
+
+    def __init__(self, store: RecoveryStore) -> None:
+        self.store = store
+
+    def _family(self) -> GaugeMetricFamily:
+        return GaugeMetricFamily("quire_underreplicated_ledgers", "Ledgers lacking copies on live bookies")
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        yield self._family()
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = self._family()
+        try:
+            family.add_metric([], len(self.store.list_underreplicated()))
+        except Exception:  # the store is unreachable: no sample beats a wrong one
+            return
+        yield family
+
+
+def install_registry(app: FastAPI, registry: BookieRegistry, store: ClusterStore | None = None) -> None:
+    """Give the app its bookie registry and the store behind it: the routes read them, the gauges
+    are scraped from them."""
     app.state.bookie_registry = registry
+    app.state.cluster_store = store
     metrics = getattr(app.state, "metrics", None)
     if metrics is not None:
         metrics.registry.register(BookieStateCollector(registry))
+        if store is not None:
+            metrics.registry.register(UnderReplicatedCollector(store))

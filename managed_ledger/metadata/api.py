@@ -43,6 +43,7 @@ from bookie.ledger_metadata import (
     MetadataUnavailableError,
     NotFoundError,
 )
+from bookie.recovery_store import RecoveryStore
 from common.errors import ErrorKind
 
 __all__ = [
@@ -165,8 +166,9 @@ class TopicMetadata:
     version: int = 0
 
 
-class MetadataStore(LedgerMetadataStore, Protocol):
-    """The ledger rows (`bookie.ledger_metadata.LedgerMetadataStore`) and everything above them."""
+class MetadataStore(LedgerMetadataStore, RecoveryStore, Protocol):
+    """The ledger rows (`bookie.ledger_metadata.LedgerMetadataStore`), auto-recovery's leases
+    and under-replicated ledgers (`bookie.recovery_store.RecoveryStore`), and everything above."""
 
     # --- managed ledgers --------------------------------------------------------------------
     def get_managed_ledger(self, name: str) -> ManagedLedgerMetadata | None: ...

@@ -2,9 +2,10 @@
 cookies, for the SQL store and the in-memory one, mixed into each store class.
 
 Registrations are last-writer-wins upserts (only the bookie itself renews its row), except that
-a stored DECOMMISSIONING state survives heartbeats: an operator set it, and only an operator
-clears it. Cookies follow the put_* rule of the other records: version 0 creates, version v
-replaces version v, anything else is a stale version.
+a stored DECOMMISSIONING or DECOMMISSIONED state survives heartbeats: an operator (or the
+auditor, once the bookie is drained) set it through `set_bookie_state`, the only way to change
+it. Cookies follow the put_* rule of the other records: version 0 creates, version v replaces
+version v, anything else is a stale version.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any, Protocol, cast
 
 from sqlalchemy import Connection, Table, insert, select, update
 
-from bookie.registry import STORED_STATES, BookieCookie, BookieRecord, BookieState
+from bookie.registry import OPERATOR_STATES, STORED_STATES, BookieCookie, BookieRecord, BookieState
 from managed_ledger.metadata.api import BadVersionError, MetadataError, NotFoundError
 from managed_ledger.metadata.models import BookieCookieRow, BookieRow
 
@@ -33,7 +34,7 @@ def _checked(record: BookieRecord) -> BookieRecord:
 
 
 def _kept_state(stored: BookieState | None, reported: BookieState) -> BookieState:
-    return BookieState.DECOMMISSIONING if stored == BookieState.DECOMMISSIONING else reported
+    return stored if stored in OPERATOR_STATES else reported
 
 
 def _record_from_row(row: Any) -> BookieRecord:
@@ -84,6 +85,16 @@ class SqlBookieMethods:
             else:
                 conn.execute(update(BOOKIES).where(BOOKIES.c.bookie_id == new.bookie_id).values(**values))
 
+    def set_bookie_state(self: _Transactional, bookie_id: str, state: BookieState) -> BookieRecord:
+        if state not in STORED_STATES:
+            raise ValueError(f"bookie state {state} is not stored")
+        where = BOOKIES.c.bookie_id == bookie_id
+        with self._write() as conn:
+            if conn.execute(update(BOOKIES).where(where).values(state=str(state))).rowcount != 1:
+                raise NotFoundError(f"bookie {bookie_id} is not registered")
+            row = conn.execute(select(BOOKIES).where(where)).mappings().one()
+        return _record_from_row(row)
+
     def list_bookies(self: _Transactional) -> list[BookieRecord]:
         with self._read() as conn:
             result = conn.execute(select(BOOKIES).order_by(BOOKIES.c.bookie_id)).mappings().all()
@@ -129,6 +140,16 @@ class InMemoryBookieMethods:
             stored = self._bookies.get(new.bookie_id)
             state = _kept_state(None if stored is None else stored.state, new.state)
             self._bookies[new.bookie_id] = replace(new, state=state)
+
+    def set_bookie_state(self, bookie_id: str, state: BookieState) -> BookieRecord:
+        if state not in STORED_STATES:
+            raise ValueError(f"bookie state {state} is not stored")
+        with self._bookie_lock:
+            stored = self._bookies.get(bookie_id)
+            if stored is None:
+                raise NotFoundError(f"bookie {bookie_id} is not registered")
+            self._bookies[bookie_id] = replace(stored, state=state)
+            return self._bookies[bookie_id]
 
     def list_bookies(self) -> list[BookieRecord]:
         with self._bookie_lock:

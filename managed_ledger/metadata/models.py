@@ -22,6 +22,9 @@ Tables (every table a caller updates has `version`, the compare-and-set token):
 - bookies: one row per registered bookie (id `host:port`): instance id, reported state, last
   heartbeat (ms), free bytes, ledger count. Renewed by the bookie itself, last writer wins.
 - bookie_cookies: one row per bookie id: the instance id and data directory of its disk.
+- leader_leases: a named role (the auditor), who holds it and until when.
+- underreplicated_ledgers: one row per ledger with a copy on a lost or decommissioning bookie:
+  the missing bookie ids (JSON list), when it was listed, and a recovery worker's claim.
 """
 
 from __future__ import annotations
@@ -175,4 +178,24 @@ class BookieCookieRow(Base):
     instance_id: Mapped[str] = mapped_column(String(64), nullable=False)
     data_dir: Mapped[str] = mapped_column(Text, nullable=False)
     created_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class LeaderLeaseRow(Base):
+    __tablename__ = "leader_leases"
+
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(255), nullable=False)
+    expires_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class UnderReplicatedRow(Base):
+    __tablename__ = "underreplicated_ledgers"
+
+    ledger_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    missing: Mapped[Any] = mapped_column(JSONType, nullable=False)
+    marked_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    claimed_by: Mapped[str] = mapped_column(String(255), nullable=False)
+    claim_expires_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
     version: Mapped[int] = mapped_column(Integer, nullable=False)

@@ -16,6 +16,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect, text
 
+from bookie.recovery_store import LeaderLease, UnderReplicatedLedger
 from bookie.registry import BookieRecord, BookieState
 from managed_ledger.metadata import schema
 from managed_ledger.metadata.api import (
@@ -41,7 +42,10 @@ TABLES = {
     "compaction_states",
     "bookies",
     "bookie_cookies",
+    "leader_leases",
+    "underreplicated_ledgers",
 }
+RECOVERY_TABLES = {"leader_leases", "underreplicated_ledgers"}
 EARLIER = schema.revisions()[:-1]
 
 
@@ -132,6 +136,7 @@ def test_each_earlier_revision_to_head_keeps_data(metadata_url: str, start: str)
         )
         assert (state.run_ledger_id, state.lease_holder, state.lease_expires_ms) == (None, "", None)
         assert store.list_bookies() == [] and store.get_bookie_cookie("b:1") is None
+        assert store.list_underreplicated() == [] and store.get_lease("auditor") is None
         # The id sequence carries on after rows written before the upgrade.
         assert store.create_ledger(("b:1",), 1, 1, 0).ledger_id > ledger.ledger_id
     finally:
@@ -198,11 +203,38 @@ def test_bookie_registry_revision_downgrades_to_the_one_before(metadata_url: str
             command.downgrade(cfg, before)
     finally:
         engine.dispose()
-    assert _tables(metadata_url) == TABLES - {"bookies", "bookie_cookies"}
+    assert _tables(metadata_url) == TABLES - {"bookies", "bookie_cookies"} - RECOVERY_TABLES
     schema.upgrade_to_head(metadata_url)
     store = SqlMetadataStore(metadata_url)
     try:
         assert store.list_bookies() == [] and len(store.list_ledgers()) == 1
+    finally:
+        store.close()
+
+
+def test_autorecovery_revision_downgrades_to_the_one_before(metadata_url: str) -> None:
+    schema.upgrade_to_head(metadata_url)
+    store = SqlMetadataStore(metadata_url)
+    try:
+        store.put_lease(LeaderLease("auditor", "a", 5))
+        store.put_underreplicated(UnderReplicatedLedger(1, ("b:1",)))
+        store.create_ledger(("b:1",), 1, 1, 0)
+    finally:
+        store.close()
+    before = schema.revisions()[schema.revisions().index("0006") - 1]
+    engine = make_engine(metadata_url)
+    try:
+        with engine.begin() as conn:
+            cfg = schema.alembic_config()
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, before)
+    finally:
+        engine.dispose()
+    assert _tables(metadata_url) == TABLES - RECOVERY_TABLES
+    schema.upgrade_to_head(metadata_url)
+    store = SqlMetadataStore(metadata_url)
+    try:
+        assert store.list_underreplicated() == [] and len(store.list_ledgers()) == 1
     finally:
         store.close()
 

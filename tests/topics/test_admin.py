@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from bookie.recovery_store import UnderReplicatedLedger
 from managed_ledger.api import ManagedLedgerConfig
 from managed_ledger.entry_format import Message
 from managed_ledger.errors import ManagedLedgerClosedError
@@ -122,6 +123,20 @@ async def test_stats_shape(svc: TopicService) -> None:
     assert internal["compactedLedger"] == {"ledgerId": -1, "entries": -1, "size": -1}
     assert internal["compactionHorizon"] is None
     assert internal["entriesAddedCounter"] == 1 and "s" in internal["cursors"]
+
+
+async def test_internal_stats_ledgers_show_their_ensembles_and_replication(
+    svc: TopicService, env: Env
+) -> None:
+    (sent,) = await svc.produce(T, None, [Message(b"a")])
+    assert sent.message_id is not None
+    ledger_id = sent.message_id.ledger_id
+    (ledger,) = (await svc.internal_stats(T))["ledgers"]
+    ensemble = list(env.store.get_ledger(ledger_id).ensemble)
+    assert ledger["underReplicated"] is False and ledger["ensembles"] == {"0": ensemble}
+    env.store.put_underreplicated(UnderReplicatedLedger(ledger_id, (ensemble[0],)))
+    (ledger,) = (await svc.internal_stats(T))["ledgers"]
+    assert ledger["underReplicated"] is True
 
 
 async def test_policies_resolve_topic_over_namespace_over_settings(svc: TopicService, env: Env) -> None:

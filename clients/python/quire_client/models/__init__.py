@@ -1,6 +1,9 @@
 """ Contains all the data models used in inputs/outputs """
 
 from .ack_request import AckRequest
+from .bookie_info import BookieInfo
+from .bookie_info_state import BookieInfoState
+from .bookie_list import BookieList
 from .checks import Checks
 from .compacted_ledger_info import CompactedLedgerInfo
 from .compaction_stats import CompactionStats
@@ -8,6 +11,7 @@ from .compaction_status import CompactionStatus
 from .compaction_status_status import CompactionStatusStatus
 from .cursor_stats import CursorStats
 from .cursors import Cursors
+from .ensembles import Ensembles
 from .health import Health
 from .internal_stats import InternalStats
 from .internal_stats_by_partition import InternalStatsByPartition
@@ -40,10 +44,15 @@ from .subscription_stats import SubscriptionStats
 from .subscriptions import Subscriptions
 from .tenant import Tenant
 from .topic_stats import TopicStats
+from .under_replicated_info import UnderReplicatedInfo
+from .under_replicated_list import UnderReplicatedList
 from .value_encoding import ValueEncoding
 
 __all__ = (
     "AckRequest",
+    "BookieInfo",
+    "BookieInfoState",
+    "BookieList",
     "Checks",
     "CompactedLedgerInfo",
     "CompactionStats",
@@ -51,6 +60,7 @@ __all__ = (
     "CompactionStatusStatus",
     "Cursors",
     "CursorStats",
+    "Ensembles",
     "Health",
     "InternalStats",
     "InternalStatsByPartition",
@@ -83,5 +93,7 @@ __all__ = (
     "SubscriptionStats",
     "Tenant",
     "TopicStats",
+    "UnderReplicatedInfo",
+    "UnderReplicatedList",
     "ValueEncoding",
 )

@@ -8,7 +8,11 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..types import UNSET, Unset
+from typing import cast
 
+if TYPE_CHECKING:
+  from ..models.ensembles import Ensembles
 
 
 
@@ -26,12 +30,17 @@ class LedgerInfo:
             ledger_id (int):
             size (int):
             timestamp (int):
+            ensembles (Ensembles | Unset): its ensemble history: first entry id -> the bookies from that entry on
+            under_replicated (bool | Unset): some of its copies are on a lost or decommissioning bookie (being replaced)
+                Default: False.
      """
 
     entries: int
     ledger_id: int
     size: int
     timestamp: int
+    ensembles: Ensembles | Unset = UNSET
+    under_replicated: bool | Unset = False
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -39,6 +48,7 @@ class LedgerInfo:
 
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.ensembles import Ensembles # noqa: PLC0415
         entries = self.entries
 
         ledger_id = self.ledger_id
@@ -46,6 +56,12 @@ class LedgerInfo:
         size = self.size
 
         timestamp = self.timestamp
+
+        ensembles: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.ensembles, Unset):
+            ensembles = self.ensembles.to_dict()
+
+        under_replicated = self.under_replicated
 
 
         field_dict: dict[str, Any] = {}
@@ -56,6 +72,10 @@ class LedgerInfo:
             "size": size,
             "timestamp": timestamp,
         })
+        if ensembles is not UNSET:
+            field_dict["ensembles"] = ensembles
+        if under_replicated is not UNSET:
+            field_dict["underReplicated"] = under_replicated
 
         return field_dict
 
@@ -63,6 +83,7 @@ class LedgerInfo:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.ensembles import Ensembles # noqa: PLC0415
         d = dict(src_dict)
         entries = d.pop("entries")
 
@@ -72,11 +93,25 @@ class LedgerInfo:
 
         timestamp = d.pop("timestamp")
 
+        _ensembles = d.pop("ensembles", UNSET)
+        ensembles: Ensembles | Unset
+        if isinstance(_ensembles,  Unset):
+            ensembles = UNSET
+        else:
+            ensembles = Ensembles.from_dict(_ensembles)
+
+
+
+
+        under_replicated = d.pop("underReplicated", UNSET)
+
         ledger_info = cls(
             entries=entries,
             ledger_id=ledger_id,
             size=size,
             timestamp=timestamp,
+            ensembles=ensembles,
+            under_replicated=under_replicated,
         )
 
 

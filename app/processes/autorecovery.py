@@ -1,0 +1,110 @@
+"""`quire autorecovery`: an auditor candidate and a recovery worker (BookKeeper's AutoRecovery).
+
+Run one or more next to the bookies, with the same `QUIRE_DATABASE_URL`: one of them audits
+(the auditor lease), all of them re-replicate. It is a process of its own rather than a part of
+every bookie so that copying never competes with a bookie's fsyncs for its event loop, and so
+that a worker can be stopped, restarted or scaled without taking any copies down with it.
+
+Its Prometheus counters are served on `QUIRE_HOST:QUIRE_PORT` at `/metrics`:
+`quire_recovery_ensemble_changes` (segments whose lost bookie was replaced),
+`quire_recovered_entries`, `quire_recovery_bytes` and `quire_recovered_ledgers`.
+SIGTERM or SIGINT stops the loops (a claim it held lapses) and exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+import uuid
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
+from app.settings import Settings
+from bookie.rereplication import RecoveryCounters
+
+log = logging.getLogger("quire.autorecovery")
+
+
+class CountersCollector(Collector):
+    def __init__(self, counters: RecoveryCounters) -> None:
+        self.counters = counters
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        c = self.counters
+        for name, doc, value in (
+            (
+                "quire_recovery_ensemble_changes",
+                "Ledger segments whose lost bookie was replaced",
+                c.ensemble_changes,
+            ),
+            ("quire_recovered_entries", "Entries copied to replacement bookies", c.recovered_entries),
+            ("quire_recovery_bytes", "Bytes copied to replacement bookies", c.recovery_bytes),
+            ("quire_recovered_ledgers", "Under-replicated ledgers brought back", c.ledgers_recovered),
+        ):
+            yield CounterMetricFamily(name, doc, value=value)
+
+
+async def serve(settings: Settings) -> None:
+    from app.registry import open_store, registry_config
+    from bookie.auditor import Auditor, AuditorConfig
+    from bookie.autorecovery import AutoRecoveryConfig, AutoRecoveryService
+    from bookie.client import BookieClientConfig, BookieLedgerClient
+    from bookie.ledgers import LedgerManager
+    from bookie.registry import MetadataBookieRegistry
+    from bookie.replica_io import ReplicaIO
+    from bookie.rereplication import ReplicationWorker, WorkerConfig
+
+    store = open_store(settings, "autorecovery")
+    client = BookieLedgerClient(BookieClientConfig(max_frame_bytes=settings.bookie_max_frame_bytes))
+    io = ReplicaIO()
+    me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    registry = MetadataBookieRegistry(store, registry_config(settings))
+    auditor = Auditor(
+        store,
+        registry,
+        AuditorConfig(me, settings.autorecovery_lease_ms, settings.autorecovery_lost_bookie_grace_ms),
+    )
+    worker_config = WorkerConfig(
+        me,
+        claim_ms=settings.autorecovery_claim_ms,
+        open_ledger_grace_ms=settings.autorecovery_open_ledger_grace_ms,
+        copies_in_flight=settings.autorecovery_copies_in_flight,
+    )
+    worker = ReplicationWorker(store, LedgerManager(store, client), registry, io, worker_config)
+    metrics = CollectorRegistry()
+    metrics.register(CountersCollector(worker.counters))
+    server, _ = start_http_server(settings.port, addr=settings.host, registry=metrics)
+    service = AutoRecoveryService(
+        auditor,
+        worker,
+        AutoRecoveryConfig(settings.autorecovery_audit_interval_ms, settings.autorecovery_poll_interval_ms),
+    )
+    service.start()
+    log.info("autorecovery %s running; metrics on %s:%d", me, settings.host, settings.port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        log.info("autorecovery stopping")
+        await service.close()
+        await io.close()
+        await client.close()
+        server.shutdown()
+        store.close()
+
+
+def run(settings: Settings) -> None:
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    asyncio.run(serve(settings))

@@ -1,0 +1,148 @@
+"""The auditor (BookKeeper's Auditor): one process at a time lists the ledgers that lost copies.
+
+Every auto-recovery process is a candidate; the one holding the `auditor` lease in the metadata
+store (`bookie.recovery_store.take_lease`) audits, renewing the lease at each pass, and another
+takes over within one lease after it dies. A pass:
+
+1. Looks at the registry. A bookie is *lost* once it has been down (heartbeat expired) for the
+   grace period, counted from when this auditor first saw it down: a bookie restarting for an
+   upgrade must not set off a copy of everything it holds. A bookie being *decommissioned* counts
+   at once: it is alive, and its copies are read from it while they are moved off.
+2. Lists, for every ledger (not being deleted), the lost or decommissioning bookies named in any
+   segment of its ensemble history, and records them as the ledger's missing copies: a new row,
+   or a row grown by CAS (its worker's claim is kept). Rows are never shrunk here: the worker
+   that re-replicates a ledger deletes its row.
+3. Drops rows whose ledger is gone, and marks a decommissioning bookie `decommissioned` once no
+   ledger names it and no row is left for it: it holds nothing anyone needs and may be stopped.
+   Placement never chooses a decommissioning bookie, so no new ledger can name it meanwhile.
+
+The pass is synchronous (metadata store calls); async callers run it in a thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from bookie.ledger_metadata import BadVersionError, LedgerMetadataStore, LedgerState, NotFoundError
+from bookie.recovery_store import RecoveryStore, UnderReplicatedLedger, take_lease
+from bookie.registry import BookieDirectory, BookieRegistry, BookieState, wall_clock_ms
+
+log = logging.getLogger(__name__)
+AUDITOR_LEASE = "auditor"
+
+
+class AuditorStore(LedgerMetadataStore, RecoveryStore, BookieDirectory, Protocol):
+    """The metadata store as the auditor sees it (the SQL and in-memory stores are all three)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuditorConfig:
+    candidate_id: str
+    lease_ms: int = 15_000
+    lost_bookie_grace_ms: int = 30_000
+
+
+@dataclass(slots=True)
+class AuditResult:
+    leader: bool = False
+    lost: set[str] = field(default_factory=set)
+    decommissioning: set[str] = field(default_factory=set)
+    marked: int = 0  # rows created or grown this pass
+    decommissioned: list[str] = field(default_factory=list)
+
+
+class Auditor:
+    def __init__(
+        self,
+        store: AuditorStore,
+        registry: BookieRegistry,
+        config: AuditorConfig,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        self.store = store
+        self.registry = registry
+        self.config = config
+        self._clock_ms = clock_ms
+        self._down_since: dict[str, int] = {}
+
+    def audit_once(self) -> AuditResult:
+        """One pass if this candidate holds (or takes) the lease; otherwise nothing."""
+        now = self._clock_ms()
+        result = AuditResult()
+        if take_lease(self.store, AUDITOR_LEASE, self.config.candidate_id, now, self.config.lease_ms) is None:
+            self._down_since.clear()  # a later term starts its grace periods afresh
+            return result
+        result.leader = True
+        self._classify(now, result)
+        targets = result.lost | result.decommissioning
+        named = self._mark(targets, now, result)
+        self._finish_decommissions(result.decommissioning - named, result)
+        return result
+
+    def _classify(self, now: int, result: AuditResult) -> None:
+        down_now: set[str] = set()
+        for status in self.registry.all_bookies():
+            if status.state == BookieState.DECOMMISSIONING:
+                result.decommissioning.add(status.bookie_id)
+            elif status.state == BookieState.DOWN:
+                down_now.add(status.bookie_id)
+                since = self._down_since.setdefault(status.bookie_id, now)
+                if now - since >= self.config.lost_bookie_grace_ms:
+                    result.lost.add(status.bookie_id)
+        for bookie_id in list(self._down_since):
+            if bookie_id not in down_now:
+                del self._down_since[bookie_id]
+        # A decommissioning bookie that is also down shows as down: still one to drain.
+        for record in self.store.list_bookies():
+            if record.state == BookieState.DECOMMISSIONING:
+                result.decommissioning.add(record.bookie_id)
+
+    def _mark(self, targets: set[str], now: int, result: AuditResult) -> set[str]:
+        """Record the missing copies of every ledger; returns the targets still named anywhere."""
+        rows = {r.ledger_id: r for r in self.store.list_underreplicated()}
+        named: set[str] = set()
+        live_ids: set[int] = set()
+        for meta in self.store.list_ledgers():
+            if meta.state == LedgerState.DELETING:
+                continue
+            live_ids.add(meta.ledger_id)
+            holders = {b for _, bookies in meta.history() for b in bookies}
+            missing = holders & targets
+            named |= missing
+            if missing and self._record(meta.ledger_id, missing, rows.get(meta.ledger_id), now):
+                result.marked += 1
+        for ledger_id, row in rows.items():
+            named |= set(row.missing) & targets
+            if ledger_id not in live_ids:
+                self._drop(row)
+        return named
+
+    def _record(self, ledger_id: int, missing: set[str], row: UnderReplicatedLedger | None, now: int) -> bool:
+        try:
+            if row is None:
+                self.store.put_underreplicated(UnderReplicatedLedger(ledger_id, tuple(sorted(missing)), now))
+                return True
+            if missing <= set(row.missing):
+                return False
+            grown = tuple(sorted(missing | set(row.missing)))
+            self.store.put_underreplicated(replace(row, missing=grown))
+            return True
+        except (BadVersionError, NotFoundError):
+            return False  # a worker changed it meanwhile: the next pass looks again
+
+    def _drop(self, row: UnderReplicatedLedger) -> None:
+        with contextlib.suppress(BadVersionError, NotFoundError):  # a worker dropped it first
+            self.store.delete_underreplicated(row.ledger_id, row.version)
+
+    def _finish_decommissions(self, drained: set[str], result: AuditResult) -> None:
+        for bookie_id in sorted(drained):
+            try:
+                self.store.set_bookie_state(bookie_id, BookieState.DECOMMISSIONED)
+            except NotFoundError:
+                continue
+            log.info("auditor: bookie %s is drained: decommissioned", bookie_id)
+            result.decommissioned.append(bookie_id)

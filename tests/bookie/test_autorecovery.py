@@ -1,0 +1,241 @@
+"""The auditor and the recovery worker over real bookie servers (in-process, on the in-memory
+storage) and the in-memory metadata store, on a manual clock: a lost bookie's ledgers are listed
+only after the grace period and get their copies back elsewhere; a decommissioned bookie is
+drained and marked so; an OPEN ledger is left to its writer for a grace period, then fenced and
+closed; a deleted ledger's row is dropped; a claim held by a dead worker is taken once it lapses.
+The process-level tests (kill -9, wiped disks, a broker) are in test_autorecovery_process.py."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+
+from bookie.auditor import AUDITOR_LEASE, Auditor, AuditorConfig
+from bookie.client import BookieLedgerClient
+from bookie.ledger_metadata import LedgerMetadata, LedgerState
+from bookie.ledgers import LedgerManager, ledger_spec
+from bookie.recovery_store import UnderReplicatedLedger, claim
+from bookie.registry import BookieRecord, BookieState, MetadataBookieRegistry, RegistryConfig
+from bookie.replica_io import ReplicaIO
+from bookie.rereplication import ReplicationWorker, WorkerConfig
+from bookie.server import ServerConfig
+from managed_ledger.metadata.memory import InMemoryMetadataStore
+from tests.bookie.conftest import ThreadBookie
+
+START_MS = 1_700_000_000_000
+TIMEOUT_MS = 10_000
+GRACE_MS = 5_000
+ENTRIES = 30
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = START_MS
+
+    def __call__(self) -> int:
+        return self.now
+
+
+@pytest.fixture
+def bookies() -> Iterator[list[ThreadBookie]]:
+    started = [ThreadBookie(ServerConfig(port=0)).start() for _ in range(4)]
+    try:
+        yield started
+    finally:
+        for b in started:
+            if b.loop.is_running():
+                b.stop()
+
+
+class Cluster:
+    def __init__(self, bookies: list[ThreadBookie]) -> None:
+        self.bookies = {b.address: b for b in bookies}
+        self.clock = Clock()
+        self.store = InMemoryMetadataStore()
+        self.client = BookieLedgerClient()
+        self.io = ReplicaIO()
+        self.ledgers = LedgerManager(self.store, self.client, clock=self.clock)
+        self.registry = MetadataBookieRegistry(self.store, RegistryConfig(TIMEOUT_MS), self.clock)
+        self.auditor = Auditor(self.store, self.registry, AuditorConfig("a1", 15_000, GRACE_MS), self.clock)
+        self.dead: set[str] = set()
+        self.heartbeat()
+
+    def worker(self, name: str = "w1", **config: int) -> ReplicationWorker:
+        return ReplicationWorker(
+            self.store, self.ledgers, self.registry, self.io, WorkerConfig(name, **config), self.clock
+        )
+
+    def heartbeat(self) -> None:
+        for address in self.bookies:
+            if address not in self.dead:
+                self.store.put_bookie(BookieRecord(address, "i", BookieState.WRITABLE, self.clock.now))
+
+    def tick(self, ms: int) -> None:
+        self.clock.now += ms
+        self.heartbeat()
+
+    def kill(self, address: str) -> None:
+        self.bookies[address].stop()
+        self.dead.add(address)
+
+    async def ledger(self, ensemble: tuple[str, ...], close: bool = True) -> LedgerMetadata:
+        handle = await self.ledgers.create(len(ensemble), 2, 2, ensemble=ensemble)
+        for i in range(ENTRIES):
+            await handle.add_entry(b"entry-%03d" % i)
+        return await self.ledgers.close(handle) if close else handle.metadata
+
+    def holders(self, ledger_id: int, entry_id: int) -> set[str]:
+        return {
+            a
+            for a, b in self.bookies.items()
+            if a not in self.dead and entry_id in getattr(b.storage.ledgers.get(ledger_id), "entries", {})
+        }
+
+    def assert_fully_replicated(self, ledger_id: int) -> None:
+        meta = self.store.get_ledger(ledger_id)
+        spec = ledger_spec(meta)
+        for e in range(meta.last_entry_id + 1):
+            write_set = set(spec.write_set(e))
+            assert not write_set & self.dead, (e, write_set)
+            assert write_set <= self.holders(ledger_id, e), (e, write_set)
+            for address in write_set:
+                stored = self.bookies[address].storage.ledgers[ledger_id].entries[e]
+                assert stored == b"entry-%03d" % e
+
+
+@pytest.fixture
+async def cluster(bookies: list[ThreadBookie]) -> AsyncIterator[Cluster]:
+    c = Cluster(bookies)
+    try:
+        yield c
+    finally:
+        await c.io.close()
+        await c.client.close()
+
+
+def _addresses(cluster: Cluster) -> list[str]:
+    return sorted(cluster.bookies)
+
+
+async def test_lost_bookie_is_listed_after_the_grace_and_recovered(cluster: Cluster) -> None:
+    a, b, c, d = _addresses(cluster)
+    on_a = [await cluster.ledger((a, b, c)), await cluster.ledger((b, a, d))]
+    elsewhere = await cluster.ledger((b, c, d))
+    cluster.kill(a)
+    cluster.tick(TIMEOUT_MS)
+    assert cluster.auditor.audit_once().lost == set()  # down, but not for the grace period yet
+    assert cluster.store.list_underreplicated() == []
+    cluster.tick(GRACE_MS)
+    result = cluster.auditor.audit_once()
+    assert result.leader and result.lost == {a} and result.marked == 2
+    rows = cluster.store.list_underreplicated()
+    assert [(r.ledger_id, r.missing) for r in rows] == [(m.ledger_id, (a,)) for m in on_a]
+    worker = cluster.worker()
+    assert await worker.run_once() and await worker.run_once() and not await worker.run_once()
+    assert cluster.store.list_underreplicated() == []
+    for meta in [*on_a, elsewhere]:
+        cluster.assert_fully_replicated(meta.ledger_id)
+    wanted = sum(1 for m in on_a for e in range(ENTRIES) if a in ledger_spec(m).write_set(e))
+    assert worker.counters.recovered_entries == wanted and worker.counters.ensemble_changes == 2
+    assert worker.counters.recovery_bytes == wanted * len(b"entry-000")
+    assert cluster.store.get_ledger(elsewhere.ledger_id) == elsewhere  # untouched
+    # A second bookie lost now costs no entry: every one has a copy on a live bookie.
+    cluster.kill(b)
+    for meta in [*on_a, elsewhere]:
+        assert await cluster.ledgers.read(meta.ledger_id, 0, ENTRIES - 1) == [
+            b"entry-%03d" % i for i in range(ENTRIES)
+        ]
+
+
+async def test_decommission_drains_the_bookie_then_marks_it(cluster: Cluster) -> None:
+    a, b, c, d = _addresses(cluster)
+    metas = [await cluster.ledger((a, b, c)), await cluster.ledger((d, a, b))]
+    cluster.store.set_bookie_state(a, BookieState.DECOMMISSIONING)
+    result = cluster.auditor.audit_once()  # no grace for a decommission: it is alive
+    assert result.decommissioning == {a} and result.marked == 2 and result.decommissioned == []
+    worker = cluster.worker()
+    while await worker.run_once():
+        pass
+    assert cluster.auditor.audit_once().decommissioned == [a]
+    assert {s.bookie_id: s.state for s in cluster.registry.all_bookies()}[a] == BookieState.DECOMMISSIONED
+    cluster.dead.add(a)  # it holds nothing the metadata names any more
+    for meta in metas:
+        cluster.assert_fully_replicated(meta.ledger_id)
+        assert a not in {x for _, bs in cluster.store.get_ledger(meta.ledger_id).history() for x in bs}
+
+
+async def test_open_ledger_is_left_to_its_writer_then_fenced_and_closed(cluster: Cluster) -> None:
+    a, b, c, _ = _addresses(cluster)
+    meta = await cluster.ledger((a, b, c), close=False)
+    cluster.kill(a)
+    cluster.tick(TIMEOUT_MS)
+    cluster.auditor.audit_once()
+    cluster.tick(GRACE_MS)
+    assert cluster.auditor.audit_once().marked == 1
+    worker = cluster.worker(open_ledger_grace_ms=20_000)
+    assert await worker.run_once()  # claimed, but deferred: the writer may still close it
+    assert cluster.store.get_ledger(meta.ledger_id).state == LedgerState.OPEN
+    (row,) = cluster.store.list_underreplicated()
+    assert row.claim_expires_ms == row.marked_ms + 20_000
+    assert not await worker.run_once()
+    cluster.tick(20_000)
+    assert await worker.run_once()
+    closed = cluster.store.get_ledger(meta.ledger_id)
+    assert closed.state == LedgerState.CLOSED and closed.last_entry_id == ENTRIES - 1
+    assert cluster.store.list_underreplicated() == []
+    cluster.assert_fully_replicated(meta.ledger_id)
+
+
+async def test_deleted_ledger_row_is_dropped(cluster: Cluster) -> None:
+    a, b, c, _ = _addresses(cluster)
+    meta = await cluster.ledger((a, b, c))
+    cluster.store.put_underreplicated(UnderReplicatedLedger(meta.ledger_id, (a,), START_MS))
+    await cluster.ledgers.delete(meta.ledger_id)
+    assert await cluster.worker().run_once()
+    assert cluster.store.list_underreplicated() == []
+
+
+async def test_ledger_deleted_during_the_copy_is_dropped(cluster: Cluster) -> None:
+    a, b, c, _ = _addresses(cluster)
+    meta = await cluster.ledger((a, b, c))
+    cluster.store.set_bookie_state(a, BookieState.DECOMMISSIONING)
+    cluster.auditor.audit_once()
+    read_entry = cluster.io.read_entry
+
+    async def deleting_read(address: str, ledger_id: int, entry_id: int) -> bytes | None:
+        await cluster.ledgers.delete(meta.ledger_id)  # a retention run, say, while we copy
+        return await read_entry(address, ledger_id, entry_id)
+
+    cluster.io.read_entry = deleting_read  # type: ignore[method-assign]
+    assert await cluster.worker().run_once()
+    assert cluster.store.list_underreplicated() == [] and cluster.store.list_ledgers() == []
+
+
+async def test_a_dead_workers_claim_is_taken_once_it_lapses(cluster: Cluster) -> None:
+    a, b, c, _ = _addresses(cluster)
+    meta = await cluster.ledger((a, b, c))
+    cluster.store.set_bookie_state(a, BookieState.DECOMMISSIONING)
+    cluster.auditor.audit_once()
+    (row,) = cluster.store.list_underreplicated()
+    assert claim(cluster.store, row, "dead", cluster.clock.now, 30_000) is not None  # then it died
+    survivor = cluster.worker("w2")
+    assert not await survivor.run_once()
+    cluster.tick(30_000)
+    assert await survivor.run_once()
+    assert cluster.store.list_underreplicated() == []
+    cluster.dead.add(a)
+    cluster.assert_fully_replicated(meta.ledger_id)
+
+
+async def test_only_the_lease_holder_audits(cluster: Cluster) -> None:
+    a, b, c, _ = _addresses(cluster)
+    await cluster.ledger((a, b, c))
+    cluster.store.set_bookie_state(a, BookieState.DECOMMISSIONING)
+    other = Auditor(cluster.store, cluster.registry, AuditorConfig("a2", 15_000, GRACE_MS), cluster.clock)
+    assert cluster.auditor.audit_once().leader
+    assert not other.audit_once().leader
+    cluster.tick(15_000)  # a1 stopped renewing: a2 takes over
+    assert other.audit_once().leader
+    lease = cluster.store.get_lease(AUDITOR_LEASE)
+    assert lease is not None and lease.holder == "a2"
