@@ -8,16 +8,24 @@ matched by request id and handed to a plain callback, not a future, so an add co
 Writing (BookKeeper's rules, E/Qw/Qa from the LedgerSpec): entry ids are dense and assigned in
 call order; entry e goes to `spec.write_set(e)` with the writer's LAC piggybacked; it is
 acknowledged once `ack_quorum` bookies made it durable, and callers complete strictly in id
-order, so the LAC only moves over a gap-free prefix. The first entry that can no longer reach
-its ack quorum fails the writer: it and every later entry fail (ensemble change, i.e. replacing
-a failed bookie mid-ledger, is not implemented; a failed writer's ledger must be recovered and
-a new one started, as the managed ledger does on any write error).
+order, so the LAC only moves over a gap-free prefix. Given an `EnsembleChanger`, the writer
+replaces a bookie whose add fails or times out (`bookie/writer.py`); without one, or when no
+replacement exists, the first entry that can no longer reach its ack quorum fails the writer:
+it and every later entry fail, and the ledger must be recovered and a new one started, as the
+managed ledger does on any write error.
 
-Recovery: fence on enough bookies that no ack quorum can form behind our back (E - Qa + 1),
-take the highest LAC they report, then read forward from LAC + 1 until an entry is missing on
-enough bookies of its write set to prove it was never acknowledged; entries found on some but
-not all of their write set are re-added there with the recovery flag (an unreachable member
-is skipped: the entry stays, under-replicated, rather than risk dropping an acknowledged one).
+Reading: each entry is read from its write set in the segment of the ensemble history that
+holds it; one replica first, the next one too when it fails or is slower than the speculative
+read timeout (`_speculative`). With Qw = E whole ranges are read from one bookie of a segment.
+
+Recovery: fence the last ensemble until every write set has Qw - Qa + 1 fenced members, so no
+ack quorum can form behind our back (a bookie that is down or hangs does not block it); start
+from the highest LAC they report, or the entry before the last segment if later (every entry
+before a segment was acknowledged before it was recorded), then read forward until an entry is
+missing on enough bookies of its write set to prove it was never acknowledged; entries found on
+some but not all of their write set are re-added there with the recovery flag (an unreachable
+member is skipped: the entry stays, under-replicated, rather than risk dropping an acknowledged
+one).
 
 `read_last_add_confirmed` is the highest LAC the bookies have heard. As in BookKeeper it trails
 the writer's own (`LedgerWriter.last_add_confirmed`) by the adds in flight: the LAC rides on the

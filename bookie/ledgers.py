@@ -7,6 +7,12 @@ its metadata here (`ledger_spec`), so the rules below are written once:
   bookie writer. A crash in between leaves an OPEN row with no entries, which costs one row and
   misleads nobody: a row never names data that is not there. If the writer cannot be started
   the row is deleted again at once.
+- Placement and ensemble change: a new ledger's ensemble comes from the placement policy (the
+  bookie registry in a broker or compactor, a static list otherwise). Its writer gets a
+  `_BookieReplacer`: when a bookie fails, it picks a replacement from the same policy and
+  records the new segment of the ensemble history by compare-and-set (`change_ensemble`) before
+  the writer acknowledges any entry of it. `replace_bookie` swaps a bookie of one segment for
+  another that holds a copy of its entries (re-replication).
 - Close: the writer's close waits for the adds in flight; then one compare-and-set makes the
   row CLOSED with the last entry id, the length in bytes and the closing time. A handle whose
   adds failed is closed through recovery instead.
