@@ -26,6 +26,19 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--port", type=int, help="HTTP port, or the bookie's port for `bookie`")
         p.add_argument("--bookie-port", type=int, help="bookie port (QUIRE_BOOKIE_PORT)")
         p.add_argument("--database-url", help="metadata store URL (QUIRE_DATABASE_URL)")
+        if name == "standalone":
+            p.add_argument(
+                "--bookies",
+                type=int,
+                default=1,
+                help="bookies to start, on consecutive ports from the bookie port, each with its own "
+                "data directory under the data directory",
+            )
+            p.add_argument("--ensemble-size", type=int, help="bookies per ledger (QUIRE_ENSEMBLE_SIZE)")
+            p.add_argument("--write-quorum", type=int, help="copies of each entry (QUIRE_WRITE_QUORUM)")
+            p.add_argument(
+                "--ack-quorum", type=int, help="acks before an add is confirmed (QUIRE_ACK_QUORUM)"
+            )
         if name == "bookie":
             p.add_argument(
                 "--format",
@@ -43,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         "QUIRE_HOST": args.host,
         "QUIRE_BOOKIE_PORT": args.bookie_port,
         "QUIRE_DATABASE_URL": args.database_url,
+        "QUIRE_ENSEMBLE_SIZE": getattr(args, "ensemble_size", None),
+        "QUIRE_WRITE_QUORUM": getattr(args, "write_quorum", None),
+        "QUIRE_ACK_QUORUM": getattr(args, "ack_quorum", None),
     }
     if args.port is not None:
         overrides["QUIRE_BOOKIE_PORT" if args.process == "bookie" else "QUIRE_PORT"] = args.port
@@ -59,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     module = importlib.import_module(f"app.processes.{args.process}")
     if getattr(args, "format", False):
         module.run(settings, format_disk=True)
+    elif args.process == "standalone":
+        module.run(settings, bookies=args.bookies)
     else:
         module.run(settings)
 

@@ -11,13 +11,15 @@ from pathlib import Path
 
 import httpx
 import psutil
+import pytest
 
+from managed_ledger.metadata.sql import SqlMetadataStore
 from tests.support import QuireProcess, free_port, wait_until
 
 START_TIMEOUT_S = 90.0
 
 
-def start(tmp_path: Path) -> tuple[QuireProcess, int]:
+def start(tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[QuireProcess, int]:
     port, bookie_port = free_port(), free_port()
     proc = QuireProcess(
         [
@@ -28,8 +30,9 @@ def start(tmp_path: Path) -> tuple[QuireProcess, int]:
             str(port),
             "--bookie-port",
             str(bookie_port),
+            *extra,
         ],
-        {},
+        env or {},
         tmp_path / "standalone.log",
     ).start()
 
@@ -75,3 +78,60 @@ def test_a_dead_child_stops_the_standalone_with_exit_1(tmp_path: Path) -> None:
         or psutil.Process(kids["broker"]).status() == psutil.STATUS_ZOMBIE
     )
     proc.stop()
+
+
+def produce(port: int, count: int, start: int = 0) -> None:
+    url = f"http://127.0.0.1:{port}/v1/topics/public/default/replicated/messages"
+    for i in range(start, start + count, 10):
+        batch = [{"value": f"m{j}"} for j in range(i, min(i + 10, start + count))]
+        r = httpx.post(url, json={"messages": batch}, timeout=30)
+        assert r.status_code == 200, r.text
+
+
+@pytest.mark.slow
+def test_standalone_with_four_bookies_keeps_writing_after_one_is_killed(tmp_path: Path) -> None:
+    replicated = ("--ensemble-size", "3", "--write-quorum", "2", "--ack-quorum", "2")
+    env = {"QUIRE_ADD_ENTRY_TIMEOUT_MS": "1000", "QUIRE_BOOKIE_HEARTBEAT_TIMEOUT_MS": "3000"}
+    proc, port = start(tmp_path, "--bookies", "4", *replicated, env=env)
+    try:
+        bookies = [int(pid) for pid in re.findall(r"started bookie \(pid (\d+)\)", proc.log())]
+        assert len(bookies) == 4
+        for i in range(4):
+            assert (tmp_path / "data" / ("bookie" if i == 0 else f"bookie-{i}")).is_dir()
+        produce(port, 100)
+        store = SqlMetadataStore(f"sqlite:///{tmp_path / 'data' / 'metadata.db'}", auto_upgrade=False)
+        try:
+            # Bookie i listens on the bookie port + i: kill one that the topic's ledger is on.
+            ports = sorted(int(b.bookie_id.rsplit(":", 1)[1]) for b in store.list_bookies())
+            [ledger] = store.list_ledgers()
+            victim = ledger.ensemble[1]
+            os.kill(bookies[ports.index(int(victim.rsplit(":", 1)[1]))], signal.SIGKILL)
+            produce(port, 200, start=100)  # every one acknowledged: the writer replaced the bookie
+            changed = store.get_ledger(ledger.ledger_id)
+            assert len(changed.ensembles) >= 2 and victim not in changed.ensembles[-1][1]
+        finally:
+            store.close()
+        wait_until(lambda: "3 of 4 bookies left" in proc.log(), 30, "the dead bookie reported")
+        assert proc.alive()
+        assert httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).status_code == 200
+        url = f"http://127.0.0.1:{port}/v1/topics/public/default/replicated/messages"
+        r = httpx.get(url, params={"start": "earliest", "max_messages": 1000}, timeout=30)
+        assert r.status_code == 200, r.text
+        assert [m["value"] for m in r.json()["messages"]] == [f"m{i}" for i in range(300)]
+    finally:
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.proc is not None and proc.proc.wait(timeout=60) == 0
+        proc.stop()
+
+
+def test_standalone_refuses_fewer_bookies_than_the_ensemble(tmp_path: Path) -> None:
+    proc = QuireProcess(
+        ["standalone", "--data-dir", str(tmp_path / "data"), "--bookies", "2", "--ensemble-size", "3"],
+        {},
+        tmp_path / "standalone.log",
+    ).start()
+    try:
+        assert proc.proc is not None and proc.proc.wait(timeout=60) == 2
+        assert "ensemble_size=3" in proc.log()
+    finally:
+        proc.stop()

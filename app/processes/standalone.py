@@ -1,12 +1,19 @@
-"""`quire standalone`: a bookie, the compactor (when it exists) and the broker on one machine.
+"""`quire standalone`: bookies, the compactor (when it exists) and the broker on one machine.
 
 Like `pulsar standalone`: every part runs as a child process of this supervisor, sharing one
-metadata store (SQLite under the data directory by default) and the settings. Start order:
-bookie, wait for its port; compactor; broker, wait for its port. Stop order is the reverse.
+metadata store (SQLite under the data directory by default) and the settings. `--bookies N`
+starts N bookies on consecutive ports from the bookie port, the first in `<data dir>/bookie`,
+the others in `<data dir>/bookie-<i>`, so that replicated ledgers (`--ensemble-size`,
+`--write-quorum`, `--ack-quorum`) can be tried, and a bookie killed, on one machine. Start
+order: the bookies, waiting for each port; compactor; broker, waiting for its port. Stop order
+is the reverse.
 
 Supervision policy: a child that dies is reported with its exit code and the whole standalone
 stops the others and exits 1 — restarting a bookie or broker behind the user's back would hide
-the fault, and `quire standalone` is for one machine where the user sees the console.
+the fault, and `quire standalone` is for one machine where the user sees the console. The one
+exception is a bookie among several: its death is reported and the others carry on, since that
+is what replication is for (the writers replace it); only when no bookie is left does the
+standalone stop.
 SIGINT (Ctrl-C) and SIGTERM stop every child cleanly (SIGTERM by pid, SIGKILL after a bounded
 wait) and exit 0. Children are in their own sessions, so Ctrl-C reaches only this supervisor and
 the order holds; on Linux each child also gets SIGTERM if the supervisor itself is killed.
@@ -61,22 +68,25 @@ def _say(message: str) -> None:
 
 
 class Supervisor:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, bookies: int = 1) -> None:
         self.settings = settings
+        self.bookie_count = bookies
         self.children: list[Child] = []
         self.stopping = False
+        self.reported: set[int] = set()  # pids of dead bookies already reported
         data_dir = settings.data_dir.resolve()
+        addresses = ",".join(f'"{settings.bookie_host}:{settings.bookie_port + i}"' for i in range(bookies))
         self.env = {
             **os.environ,
             "QUIRE_DATA_DIR": str(data_dir),
             "QUIRE_DATABASE_URL": settings.effective_database_url,
-            "QUIRE_BOOKIES": f'["{settings.bookie_host}:{settings.bookie_port}"]',
+            "QUIRE_BOOKIES": f"[{addresses}]",
             "QUIRE_BOOKIE_HOST": settings.bookie_host,
             "QUIRE_BOOKIE_PORT": str(settings.bookie_port),
             "QUIRE_HOST": settings.host,
             "QUIRE_PORT": str(settings.port),
         }
-        if not settings.bookies:
+        if not settings.bookies and bookies == 1:
             self.env.pop("QUIRE_BOOKIES")
 
     def spawn(self, name: str, *args: str) -> Child:
@@ -106,10 +116,12 @@ class Supervisor:
 
     def start(self) -> None:
         s = self.settings
-        bookie_dir = s.data_dir.resolve() / "bookie"
-        bookie_dir.mkdir(parents=True, exist_ok=True)
-        bookie = self.spawn("bookie", "--data-dir", str(bookie_dir), "--port", str(s.bookie_port))
-        self.wait_for_port(bookie, s.bookie_host, s.bookie_port)
+        for i in range(self.bookie_count):
+            bookie_dir = s.data_dir.resolve() / ("bookie" if i == 0 else f"bookie-{i}")
+            bookie_dir.mkdir(parents=True, exist_ok=True)
+            port = s.bookie_port + i
+            bookie = self.spawn("bookie", "--data-dir", str(bookie_dir), "--port", str(port))
+            self.wait_for_port(bookie, s.bookie_host, port)
         if importlib.util.find_spec("app.processes.compactor") is not None:
             self.spawn("compactor")
         broker = self.spawn("broker")
@@ -117,13 +129,19 @@ class Supervisor:
         _say(f"ready: http://{s.host}:{s.port} (data in {s.data_dir.resolve()})")
 
     def watch(self) -> int:
-        """Block until a signal (0) or a child's death (1)."""
+        """Block until a signal (0) or the death of a child the standalone cannot do without (1)."""
         while not self.stopping:
             for child in self.children:
-                if not child.alive():
-                    return self.fail(
-                        f"{child.name} (pid {child.proc.pid}) exited with code {child.proc.returncode}"
-                    )
+                if child.alive():
+                    continue
+                death = f"{child.name} (pid {child.proc.pid}) exited with code {child.proc.returncode}"
+                bookies = [c for c in self.children if c.name == "bookie"]
+                if child.name != "bookie" or len(bookies) == 1 or not any(c.alive() for c in bookies):
+                    return self.fail(death)
+                if child.proc.pid not in self.reported:
+                    self.reported.add(child.proc.pid)
+                    alive = sum(1 for c in bookies if c.alive())
+                    _say(f"{death}; {alive} of {len(bookies)} bookies left, carrying on")
             time.sleep(POLL_INTERVAL_S)
         return 0
 
@@ -149,9 +167,15 @@ class Supervisor:
         self.stopping = True
 
 
-def run(settings: Settings) -> None:
+def run(settings: Settings, bookies: int = 1) -> None:
+    if bookies < 1 or bookies < settings.ensemble_size:
+        _say(f"--bookies {bookies}: a ledger needs ensemble_size={settings.ensemble_size} distinct bookies")
+        raise SystemExit(2)
+    if settings.bookie_port + bookies - 1 > 65535:
+        _say(f"--bookies {bookies} from port {settings.bookie_port} runs past port 65535")
+        raise SystemExit(2)
     Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
-    supervisor = Supervisor(settings)
+    supervisor = Supervisor(settings, bookies)
     signal.signal(signal.SIGINT, supervisor.on_signal)
     signal.signal(signal.SIGTERM, supervisor.on_signal)
     code = 1
