@@ -43,6 +43,11 @@ class Settings(BaseSettings):
     bookie_heartbeat_timeout_ms: int = Field(10_000, gt=0)
     # The broker waits this long at start for ensemble_size live bookies, then gives up.
     bookie_wait_timeout_ms: int = Field(30_000, ge=0)
+    # An add a bookie has not acknowledged this long counts as that bookie's failure: the writer
+    # replaces it (ensemble change). A read not answered this long is also sent to the next
+    # replica of the entry (speculative read).
+    add_entry_timeout_ms: int = Field(5_000, gt=0)
+    speculative_read_timeout_ms: int = Field(100, gt=0)
 
     # --- auto-recovery (`quire autorecovery`) ------------------------------------------------
     # A bookie down this long counts as lost and its ledgers are re-replicated elsewhere.

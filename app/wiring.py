@@ -62,7 +62,10 @@ def bootstrap(settings: Settings) -> TopicsApi:
     store = SqlMetadataStore(settings.effective_database_url, auto_upgrade=settings.auto_migrate)
     client = BookieLedgerClient(
         BookieClientConfig(
-            max_frame_bytes=settings.bookie_max_frame_bytes, bookies=tuple(settings.effective_bookies)
+            max_frame_bytes=settings.bookie_max_frame_bytes,
+            bookies=tuple(settings.effective_bookies),
+            add_timeout_s=settings.add_entry_timeout_ms / 1000,
+            speculative_read_timeout_s=settings.speculative_read_timeout_ms / 1000,
         )
     )
     # New ledgers (and the bookies that replace failed ones) are chosen among the live writable

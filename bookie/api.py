@@ -11,10 +11,17 @@ every entry before it were acknowledged to the writer; -1 for none.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from bookie.types import LedgerSpec
+
+# The ensemble change a writer asks of the ledger lifecycle: (first entry id of the new segment,
+# the current ensemble, every bookie that failed for this writer) -> the new ensemble, in which
+# each failed bookie of the current one is replaced at its position. It returns only once the
+# new segment is recorded in the ledger's metadata; it raises when no replacement exists or the
+# ledger was recovered by someone else (FencedError).
+EnsembleChanger = Callable[[int, tuple[str, ...], frozenset[str]], Awaitable[tuple[str, ...]]]
 
 
 class LedgerWriter(Protocol):
@@ -30,9 +37,10 @@ class LedgerWriter(Protocol):
         """Append one entry; returns its id once it is durable on an ack quorum.
 
         Many calls may be in flight at once (issue them from several tasks, or gather them):
-        ids are assigned in call order and acknowledgements complete in id order. After one
-        add fails, every later add of this writer fails too (the ledger must be closed and a new
-        one started), as in BookKeeper.
+        ids are assigned in call order and acknowledgements complete in id order. A bookie that
+        fails is replaced (ensemble change) when the writer was given an `EnsembleChanger`;
+        once an add fails, every later add of this writer fails too (the ledger must be closed
+        and a new one started), as in BookKeeper.
         """
         ...
 
@@ -42,8 +50,11 @@ class LedgerWriter(Protocol):
 
 
 class LedgerClient(Protocol):
-    async def create_ledger(self, spec: LedgerSpec) -> LedgerWriter:
-        """Start writing a new ledger (its metadata was already created by the caller)."""
+    async def create_ledger(
+        self, spec: LedgerSpec, on_ensemble_change: EnsembleChanger | None = None
+    ) -> LedgerWriter:
+        """Start writing a new ledger (its metadata was already created by the caller). Without
+        `on_ensemble_change` a failed bookie fails the writer."""
         ...
 
     async def read_entries(self, spec: LedgerSpec, first_entry_id: int, last_entry_id: int) -> list[bytes]:

@@ -33,8 +33,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from asyncio import FIRST_COMPLETED
 from typing import Any
 
+from bookie.api import EnsembleChanger
 from bookie.connection import (
     BookieClientConfig,
     Connection,
@@ -96,18 +98,36 @@ class BookieLedgerClient:
         return await conn.call(op, body)
 
     # --- LedgerClient ----------------------------------------------------------------------------
-    async def create_ledger(self, spec: LedgerSpec) -> BookieLedgerWriter:
-        connections = await asyncio.gather(*(self._connection(a) for a in spec.ensemble))
-        return BookieLedgerWriter(spec, connections)
+    async def create_ledger(
+        self, spec: LedgerSpec, on_ensemble_change: EnsembleChanger | None = None
+    ) -> BookieLedgerWriter:
+        """A writer of the ledger's last ensemble. A bookie that cannot be reached fails the
+        create, unless the writer can replace it (`on_ensemble_change`)."""
+        results = await asyncio.gather(
+            *(self._connection(a) for a in spec.last_ensemble), return_exceptions=True
+        )
+        connections: list[Connection | None] = []
+        for result in results:
+            if isinstance(result, BookieError) and on_ensemble_change is not None:
+                connections.append(None)
+            elif isinstance(result, BaseException):
+                raise result
+            else:
+                connections.append(result)
+        return BookieLedgerWriter(spec, connections, on_ensemble_change, self._connection)
 
     async def read_entries(self, spec: LedgerSpec, first_entry_id: int, last_entry_id: int) -> list[bytes]:
         if first_entry_id < 0 or first_entry_id > last_entry_id:
             raise NoSuchEntryError(spec.ledger_id, first_entry_id)
         if spec.write_quorum < len(spec.ensemble):
             return await self._read_striped(spec, first_entry_id, last_entry_id)
+        # Qw == E: each bookie of a segment holds all of that segment's entries, so ranges are
+        # read whole from one of them; a range never crosses into another segment.
         step = self.config.read_chunk_entries
         chunks = [
-            (a, min(a + step - 1, last_entry_id)) for a in range(first_entry_id, last_entry_id + 1, step)
+            (a, min(a + step - 1, seg_last))
+            for seg_first, seg_last in segment_ranges(spec, first_entry_id, last_entry_id)
+            for a in range(seg_first, seg_last + 1, step)
         ]
         out: list[bytes] = []
         width = self.config.read_parallelism
@@ -132,19 +152,42 @@ class BookieLedgerClient:
         return out
 
     async def _call_any(self, spec: LedgerSpec, entry_id: int, op: Op, body: bytes) -> bytes:
-        """Ask the write set of `entry_id` in turn until one answers; an OK body or the error."""
+        """Ask the write set of `entry_id`: an OK body from any member, or the most telling error."""
         members = spec.write_set(entry_id)
-        error: BookieError | None = None
-        for address in members:
-            reply = await self._call(address, op, body)
+        if len(members) == 1:
+            reply = await self._call(members[0], op, body)
             if reply_code(reply) == ErrorCode.OK:
                 return reply
-            candidate = reply_error(reply, spec.ledger_id, entry_id)
-            # "Not there" from a live bookie outranks "unreachable" from another.
-            if error is None or (error.retriable and not candidate.retriable):
-                error = candidate
-        assert error is not None
-        raise error
+            raise reply_error(reply, spec.ledger_id, entry_id)
+        return await self._speculative(members, spec.ledger_id, entry_id, op, body)
+
+    async def _speculative(
+        self, members: tuple[str, ...], ledger_id: int, entry_id: int, op: Op, body: bytes
+    ) -> bytes:
+        """Ask the first member; the next one is asked as soon as one fails or none has answered
+        within the speculative timeout; the first OK wins (BookKeeper's speculative reads).
+        "Not there" from one replica falls through to the others."""
+        asked = 0
+        waiting: set[asyncio.Future[bytes]] = set()
+        errors: list[BookieError] = []
+        try:
+            while True:
+                if asked < len(members):
+                    waiting.add(asyncio.ensure_future(self._call(members[asked], op, body)))
+                    asked += 1
+                timeout = self.config.speculative_read_timeout_s if asked < len(members) else None
+                done, waiting = await asyncio.wait(waiting, timeout=timeout, return_when=FIRST_COMPLETED)
+                for task in done:
+                    reply = task.result()
+                    if reply_code(reply) == ErrorCode.OK:
+                        return reply
+                    errors.append(reply_error(reply, ledger_id, entry_id))
+                if not waiting and asked == len(members):
+                    # "Not there" from a live bookie outranks "unreachable" from another.
+                    raise _most_telling(errors)
+        finally:
+            for task in waiting:
+                task.cancel()
 
     async def _read_striped(self, spec: LedgerSpec, first: int, last: int) -> list[bytes]:
         """Qw < E: each bookie holds only some entries, so read them one by one (pipelined)."""
@@ -159,24 +202,30 @@ class BookieLedgerClient:
         return out
 
     async def read_last_add_confirmed(self, spec: LedgerSpec) -> int:
+        """The highest LAC the last ensemble's bookies heard; at least the entry before the last
+        segment (every entry before a segment was acknowledged when the segment was recorded)."""
         replies = await asyncio.gather(
-            *(self._call(a, Op.READ_LAC, LEDGER.pack(spec.ledger_id)) for a in spec.ensemble)
+            *(self._call(a, Op.READ_LAC, LEDGER.pack(spec.ledger_id)) for a in spec.last_ensemble)
         )
         lacs: list[int] = [I64.unpack_from(r, 2)[0] for r in replies if reply_code(r) == ErrorCode.OK]
-        if lacs:
-            return max(lacs)
+        confirmed = spec.ensembles[-1][0] - 1
+        if lacs or confirmed >= 0:
+            return max([*lacs, confirmed])
         raise _most_telling([reply_error(r, spec.ledger_id) for r in replies])
 
     async def delete_ledger(self, spec: LedgerSpec) -> None:
+        """Delete on every bookie of every segment."""
         replies = await asyncio.gather(
-            *(self._call(a, Op.DELETE_LEDGER, LEDGER.pack(spec.ledger_id)) for a in spec.ensemble)
+            *(self._call(a, Op.DELETE_LEDGER, LEDGER.pack(spec.ledger_id)) for a in spec.bookies)
         )
         errors = [reply_error(r, spec.ledger_id) for r in replies if reply_code(r) not in (0, *_NOT_THERE)]
         if errors:
             raise errors[0]
 
     async def recover(self, spec: LedgerSpec) -> int:
-        lac = await self._fence(spec)
+        """Fence the last ensemble, then read forward from what is known to be acknowledged
+        (the highest LAC heard, and every entry before the last segment)."""
+        lac = max(await self._fence(spec), spec.ensembles[-1][0] - 1)
         if len(spec.ensemble) == 1:
             return await self._last_readable(spec, lac)
         entry_id = lac + 1
@@ -184,24 +233,53 @@ class BookieLedgerClient:
             entry_id += 1
         return entry_id - 1
 
+    async def _call_within(self, address: str, op: Op, body: bytes) -> bytes:
+        """`_call` bounded by the add timeout: recovery must not wait on a bookie that hangs."""
+        try:
+            async with asyncio.timeout(self.config.add_timeout_s):
+                return await self._call(address, op, body)
+        except TimeoutError:
+            return local_error(ErrorCode.TIMEOUT, f"no reply from bookie {address}")
+
     async def _fence(self, spec: LedgerSpec) -> int:
-        """Fence on every bookie; enough of them (E - Qa + 1) must answer. Returns the highest LAC."""
-        replies = await asyncio.gather(
-            *(self._call(a, Op.FENCE, LEDGER.pack(spec.ledger_id)) for a in spec.ensemble)
-        )
-        lacs: list[int] = [I64.unpack_from(r, 2)[0] for r in replies if reply_code(r) == ErrorCode.OK]
-        if len(lacs) < len(spec.ensemble) - spec.ack_quorum + 1:
-            errors = [reply_error(r, spec.ledger_id) for r in replies if reply_code(r) != ErrorCode.OK]
+        """Fence on the last ensemble until every write set has Qw - Qa + 1 fenced members, so no
+        ack quorum can form behind our back (BookKeeper's coverage rule: a bookie that is down
+        or hangs does not block recovery when the others cover it). Returns the highest LAC."""
+        bookies = spec.last_ensemble
+        body = LEDGER.pack(spec.ledger_id)
+        e, qw, qa = len(bookies), spec.write_quorum, spec.ack_quorum
+        asked: dict[asyncio.Future[bytes], int] = {
+            asyncio.ensure_future(self._call_within(a, Op.FENCE, body)): i for i, a in enumerate(bookies)
+        }
+        waiting: set[asyncio.Future[bytes]] = set(asked)
+        fenced: set[int] = set()
+        lacs: list[int] = []
+        errors: list[BookieError] = []
+        try:
+            while waiting and not covered(fenced, e, qw, qa):
+                done, waiting = await asyncio.wait(waiting, return_when=FIRST_COMPLETED)
+                for task in done:
+                    reply = task.result()
+                    if reply_code(reply) == ErrorCode.OK:
+                        fenced.add(asked[task])
+                        lacs.append(I64.unpack_from(reply, 2)[0])
+                    else:
+                        errors.append(reply_error(reply, spec.ledger_id))
+        finally:
+            for task in waiting:
+                task.cancel()
+        if not covered(fenced, e, qw, qa):
             raise BookieError(
                 ErrorCode.UNAVAILABLE,
-                f"fenced ledger {spec.ledger_id} on {len(lacs)} of {len(spec.ensemble)} bookies: {errors[0]}",
+                f"fenced ledger {spec.ledger_id} on {len(fenced)} of {len(bookies)} bookies, not enough "
+                f"to cover every write set: {errors[0] if errors else 'no answer'}",
             )
         return max(lacs)
 
     async def _last_readable(self, spec: LedgerSpec, lac: int) -> int:
         """One bookie: LAST_ENTRY bounds the search, then read forward from LAC + 1 in ranges
         (which also proves every entry up to the answer readable) until one is missing."""
-        address = spec.ensemble[0]
+        address = spec.last_ensemble[0]
         last, _ = await self.bookie_last_entry(address, spec.ledger_id)
         first = lac + 1
         while first <= last:
@@ -219,7 +297,7 @@ class BookieLedgerClient:
         """Whether `entry_id` exists; if so, make sure its whole write set holds it."""
         members = spec.write_set(entry_id)
         body = LEDGER_ENTRY.pack(spec.ledger_id, entry_id)
-        replies = await asyncio.gather(*(self._call(a, Op.READ, body) for a in members))
+        replies = await asyncio.gather(*(self._call_within(a, Op.READ, body) for a in members))
         found = [r[2:] for r in replies if reply_code(r) == ErrorCode.OK]
         if not found:
             missing = sum(1 for r in replies if reply_code(r) in _NOT_THERE)
@@ -228,9 +306,10 @@ class BookieLedgerClient:
                 return False
             raise _most_telling([reply_error(r, spec.ledger_id, entry_id) for r in replies])
         payload = found[0]
-        # Copy it to the members that answered "not there". An unreachable member is left out
-        # (no ensemble change): the entry may have been acknowledged, so it is kept even when
-        # fewer than an ack quorum of live bookies hold it -- under-replicated, never lost.
+        # Copy it to the members that answered "not there", so the closed ledger is fully
+        # replicated where the bookies allow. An unreachable member is left out: the entry may
+        # have been acknowledged, so it is kept even when fewer than an ack quorum of live
+        # bookies hold it -- under-replicated (re-replication's job), never lost.
         lacking = [a for a, r in zip(members, replies, strict=True) if reply_code(r) in _NOT_THERE]
         results = await asyncio.gather(
             *(self._recovery_add(a, spec, entry_id, lac, payload) for a in lacking), return_exceptions=True
@@ -309,3 +388,25 @@ def _most_telling(errors: list[BookieError]) -> BookieError:
         if not error.retriable:
             return error
     return errors[0]
+
+
+def covered(answered: set[int], ensemble_size: int, write_quorum: int, ack_quorum: int) -> bool:
+    """Whether every write set of an ensemble has at least Qw - Qa + 1 members in `answered`
+    (positions): then no ack quorum of any write set lies wholly outside it."""
+    need = write_quorum - ack_quorum + 1
+    return all(
+        sum(1 for i in range(write_quorum) if (start + i) % ensemble_size in answered) >= need
+        for start in range(ensemble_size)
+    )
+
+
+def segment_ranges(spec: LedgerSpec, first: int, last: int) -> list[tuple[int, int]]:
+    """first..last cut at the ledger's segment boundaries."""
+    out: list[tuple[int, int]] = []
+    starts = [start for start, _ in spec.ensembles]
+    for i, start in enumerate(starts):
+        end = starts[i + 1] - 1 if i + 1 < len(starts) else last
+        lo, hi = max(first, start), min(last, end)
+        if lo <= hi:
+            out.append((lo, hi))
+    return out

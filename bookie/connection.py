@@ -33,6 +33,12 @@ Callback = Callable[[Any, bytes], None]
 class BookieClientConfig:
     connect_timeout_s: float = 5.0
     request_timeout_s: float = 30.0
+    # An add without a reply this long counts as a failure of that bookie: the writer replaces
+    # it (ensemble change) rather than wait for a bookie that hangs (QUIRE_ADD_ENTRY_TIMEOUT_MS).
+    add_timeout_s: float = 5.0
+    # A read that has no answer this long is also sent to the next replica; first answer wins
+    # (QUIRE_SPECULATIVE_READ_TIMEOUT_MS).
+    speculative_read_timeout_s: float = 0.1
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     read_chunk_entries: int = 4_096  # entries asked for by one READ_RANGE
     read_chunk_bytes: int = 4 * 1024 * 1024  # reply size bound asked for by one READ_RANGE
@@ -64,10 +70,14 @@ class Connection(asyncio.Protocol):
         self._config = config
         self._loop = loop
         self._timeout_s = config.request_timeout_s
+        self._add_timeout_s = config.add_timeout_s
+        # Every request's deadline is at least this far after it was sent (see `_sweep`).
+        self._min_timeout_s = min(config.request_timeout_s, config.add_timeout_s)
         self._flush_parts = 3 * config.coalesce_max_frames  # encoders return 3 parts a frame
         self._decoder = FrameDecoder(config.max_frame_bytes)
         self._transport: asyncio.Transport | None = None
-        self._pending: dict[int, tuple[Callback, Any, float]] = {}
+        # request id -> (callback, context, deadline, time sent), in send order.
+        self._pending: dict[int, tuple[Callback, Any, float, float]] = {}
         self._out: list[bytes] = []
         self._flush_scheduled = False
         self._next_request_id = 1
@@ -106,13 +116,17 @@ class Connection(asyncio.Protocol):
             self._lost(f"bad frame from bookie {self.address}: {self._decoder.error}")
 
     # --- requests ------------------------------------------------------------------------------
-    def send(self, parts: list[bytes], request_id: int, callback: Callback, context: Any) -> None:
-        """Queue a frame; `callback(context, body)` runs once: on the reply, a timeout or a loss."""
+    def send(
+        self, parts: list[bytes], request_id: int, callback: Callback, context: Any, timeout_s: float = 0.0
+    ) -> None:
+        """Queue a frame; `callback(context, body)` runs once: on the reply, a timeout or a loss.
+        The timeout is the request timeout unless `timeout_s` is given."""
         if self.closed:
             body = local_error(ErrorCode.UNAVAILABLE, f"connection to bookie {self.address} is closed")
             self._loop.call_soon(callback, context, body)
             return
-        self._pending[request_id] = (callback, context, self._loop.time() + self._timeout_s)
+        now = self._loop.time()
+        self._pending[request_id] = (callback, context, now + (timeout_s or self._timeout_s), now)
         self._out += parts
         if len(self._out) >= self._flush_parts:
             # Do not hold a long burst until the loop pass ends: the bookie can start its
@@ -134,7 +148,11 @@ class Connection(asyncio.Protocol):
         request_id = self._next_request_id
         self._next_request_id = request_id + 1
         self.send(
-            encode_add(request_id, ledger_id, entry_id, lac, payload, flags), request_id, callback, context
+            encode_add(request_id, ledger_id, entry_id, lac, payload, flags),
+            request_id,
+            callback,
+            context,
+            self._add_timeout_s,
         )
 
     async def call(self, op: Op, body: bytes = b"") -> bytes:
@@ -154,19 +172,22 @@ class Connection(asyncio.Protocol):
         self._out.clear()
 
     def _sweep_interval(self) -> float:
-        return min(max(self._timeout_s / 4, 0.01), 1.0)
+        return min(max(self._min_timeout_s / 4, 0.01), 1.0)
 
     def _sweep(self) -> None:
-        """Fail requests past their deadline; the dict is in send order, so stop at a live one."""
+        """Fail requests past their deadline. The dict is in send order and no timeout is shorter
+        than the shortest one, so the scan stops at the first request sent less than that ago."""
         self._sweeper = None
         now = self._loop.time()
+        oldest_live = now - self._min_timeout_s
         expired = []
-        for request_id, (_, _, deadline) in self._pending.items():
-            if deadline > now:
+        for request_id, (_, _, deadline, sent) in self._pending.items():
+            if sent > oldest_live:
                 break
-            expired.append(request_id)
+            if deadline <= now:
+                expired.append(request_id)
         for request_id in expired:
-            callback, context, _ = self._pending.pop(request_id)
+            callback, context, _, _ = self._pending.pop(request_id)
             callback(context, local_error(ErrorCode.TIMEOUT, f"no reply from bookie {self.address}"))
         if self._pending and not self.closed:
             self._sweeper = self._loop.call_later(self._sweep_interval(), self._sweep)
@@ -180,7 +201,7 @@ class Connection(asyncio.Protocol):
             self._transport.close()
         pending, self._pending = self._pending, {}
         body = local_error(ErrorCode.UNAVAILABLE, why)
-        for callback, context, _ in pending.values():
+        for callback, context, _, _ in pending.values():
             callback(context, body)
         self._out.clear()
 

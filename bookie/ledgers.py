@@ -160,6 +160,29 @@ class LedgerHandle:
             raise
 
 
+class _BookieReplacer:
+    """A writer's ensemble change (`bookie.api.EnsembleChanger`): replacements from the placement
+    policy (live writable bookies outside the ensemble and outside every bookie that failed for
+    this writer), the new segment recorded by compare-and-set, the handle's metadata updated."""
+
+    def __init__(self, manager: LedgerManager, ledger_id: int) -> None:
+        self._manager = manager
+        self._ledger_id = ledger_id
+        self.handle: LedgerHandle | None = None
+
+    async def __call__(
+        self, first_entry_id: int, ensemble: tuple[str, ...], failed: frozenset[str]
+    ) -> tuple[str, ...]:
+        count = sum(1 for b in ensemble if b in failed)
+        exclude = set(ensemble) | set(failed)
+        replacements = list(await call_blocking(self._manager.placement.choose_ensemble, count, exclude))
+        new = tuple(replacements.pop(0) if b in failed else b for b in ensemble)
+        meta = await self._manager.change_ensemble(self._ledger_id, first_entry_id, new)
+        if self.handle is not None:
+            self.handle.metadata = meta
+        return new
+
+
 class LedgerManager:
     """Creates, closes, recovers and deletes ledgers: metadata rows and bookie data together.
 
@@ -199,13 +222,17 @@ class LedgerManager:
         meta = await call_blocking(
             self._store.create_ledger, tuple(ensemble), write_quorum, ack_quorum, self._clock()
         )
+        replacer = _BookieReplacer(self, meta.ledger_id)
         try:
-            writer = await self._client.create_ledger(ledger_spec(meta))
+            writer = await self._client.create_ledger(ledger_spec(meta), replacer)
         except Exception:
             with contextlib.suppress(Exception):  # if this fails too, the sweep finishes it
                 await self.delete(meta.ledger_id)
             raise
-        return LedgerHandle(meta, writer)
+        handle = replacer.handle = LedgerHandle(meta, writer)
+        if writer.spec.ensembles != meta.ensembles:
+            handle.metadata = await self.get(meta.ledger_id)  # replaced at once: a bookie was down
+        return handle
 
     async def close(self, handle: LedgerHandle) -> LedgerMetadata:
         """Close the writer and record the ledger CLOSED (last entry, length, time) by one CAS.

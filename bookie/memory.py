@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
+from bookie.api import EnsembleChanger
 from bookie.errors import BookieError, ErrorCode, FencedError, NoSuchEntryError, NoSuchLedgerError
 from bookie.types import LedgerSpec
 
@@ -70,7 +71,10 @@ class InMemoryLedgerClient:
             raise NoSuchLedgerError(spec.ledger_id)
         return ledger
 
-    async def create_ledger(self, spec: LedgerSpec) -> _Writer:
+    async def create_ledger(
+        self, spec: LedgerSpec, on_ensemble_change: EnsembleChanger | None = None
+    ) -> _Writer:
+        # There are no bookies here to fail, so there is never an ensemble change.
         if spec.ledger_id in self.ledgers:
             raise BookieError(ErrorCode.BAD_REQUEST, f"ledger {spec.ledger_id} exists")
         ledger = self.ledgers[spec.ledger_id] = _Ledger()

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from bookie.api import LedgerClient
 from bookie.errors import BookieError, FencedError
 from bookie.ledger_metadata import MetadataError
-from bookie.ledgers import LedgerHandle, LedgerManager
+from bookie.ledgers import LedgerHandle, LedgerManager, ledger_spec
 from bookie.registry import NotEnoughBookiesError
 from managed_ledger.api import ManagedLedgerConfig
 from managed_ledger.clock import Clock
@@ -177,6 +177,10 @@ class LedgerAppender:
                 raise ManagedLedgerFencedError(f"{self._name}: ledger fenced by another owner") from exc
             raise ManagedLedgerWriteError(f"{self._name}: append failed: {exc}") from exc
         info = seg.info
+        if info.spec is not seg.handle.spec:
+            # The writer replaced a failed bookie: readers must look for new entries on the new
+            # ensemble (the writer recorded it in the metadata before acknowledging this entry).
+            info.spec = seg.handle.spec
         if entry_id >= info.entries:
             info.entries = entry_id + 1
         info.size_bytes += len(payload)
@@ -299,6 +303,7 @@ class LedgerAppender:
             return  # the new owner recovers and closes it
         closed = await self._fence.guard(self._lifecycle.close(seg.handle))
         info, last = seg.info, closed.last_entry_id
+        info.spec = ledger_spec(closed)  # with every ensemble change the writer recorded
         if last + 1 > info.entries:
             for payload in await self._client.read_entries(info.spec, info.entries, last):
                 self._owner.entry_recovered(payload)

@@ -46,7 +46,13 @@ async def serve(settings: Settings) -> None:
 
     config = compactor_config(settings)
     store = SqlMetadataStore(settings.effective_database_url, auto_upgrade=settings.auto_migrate)
-    client = BookieLedgerClient(BookieClientConfig(max_frame_bytes=settings.bookie_max_frame_bytes))
+    client = BookieLedgerClient(
+        BookieClientConfig(
+            max_frame_bytes=settings.bookie_max_frame_bytes,
+            add_timeout_s=settings.add_entry_timeout_ms / 1000,
+            speculative_read_timeout_s=settings.speculative_read_timeout_ms / 1000,
+        )
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -136,7 +136,7 @@ class _RefusingClient:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def create_ledger(self, spec: LedgerSpec) -> Any:
+    async def create_ledger(self, spec: LedgerSpec, on_ensemble_change: Any = None) -> Any:
         raise BookieError(ErrorCode.UNAVAILABLE, "no bookie takes new ledgers")
 
 

@@ -49,10 +49,10 @@ class FlakyClient(InMemoryLedgerClient):
         self.fail_recover = False
         self.fail_create = False
 
-    async def create_ledger(self, spec: LedgerSpec) -> Any:
+    async def create_ledger(self, spec: LedgerSpec, on_ensemble_change: Any = None) -> Any:
         if self.fail_create:
             raise BookieError(ErrorCode.UNAVAILABLE, "bookie down")
-        return _LosingWriter(self, await super().create_ledger(spec))
+        return _LosingWriter(self, await super().create_ledger(spec, on_ensemble_change))
 
     async def recover(self, spec: LedgerSpec) -> int:
         if self.fail_recover:
