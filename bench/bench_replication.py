@@ -213,14 +213,22 @@ def kill_row(tmp: Path) -> Row:
     with stack:
         topic = "kill"
         httpx.post(f"{base}{TOPIC}/{topic}/messages", content=batch_body(100), timeout=30).raise_for_status()
-        stack.bookie()  # the spare: started once the topic's first ledger is on the other three
+        spare = stack.bookie()  # started once the topic's first ledger is on the other three
         victim = current_ensemble(base, topic)[0]
         port = int(base.rsplit(":", 1)[1])
         run = KillRun(port, f"{TOPIC}/{topic}/messages")
         stall = bounded(run.run(lambda: stack.kill9(victim)), KILL_RUN_S + 60, "bookie kill run")
         lost = len(set(run.acked) - readable_ids(base, topic))
         rate = len(run.acked) / KILL_RUN_S
-    return {"errors": float(run.errors), "stall": stall, "lost": float(lost), "rate": rate}
+        # Evidence that the writer replaced the dead bookie rather than the run missing it.
+        replaced = float(spare in current_ensemble(base, topic))
+    return {
+        "errors": float(run.errors),
+        "stall": stall,
+        "lost": float(lost),
+        "rate": rate,
+        "replaced": replaced,
+    }
 
 
 # --- re-replication of a lost bookie's copies ----------------------------------------------------
@@ -302,7 +310,7 @@ def bar(ok: bool) -> str:
 
 def print_rest(q: dict[str, Row], js: Row) -> None:
     cols = [label(x) for x in QUORUMS]
-    head = f"{'produce (msg/s, 100 B messages)':<44}" + "".join(f"{c:>11}" for c in cols) + f"{'JS R3':>11}"
+    head = f"{'produce (msg/s, 100 B messages)':<50}" + "".join(f"{c:>11}" for c in cols) + f"{'JS R3':>11}"
     print(head)
     print("-" * len(head))
     rows = (
@@ -312,7 +320,7 @@ def print_rest(q: dict[str, Row], js: Row) -> None:
     )
     for name, key, js_key in rows:
         peer = f"{js[js_key]:>11,.0f}" if js_key else f"{'-':>11}"
-        print(f"{name:<44}" + "".join(f"{q[c][key]:>11,.0f}" for c in cols) + peer)
+        print(f"{name:<50}" + "".join(f"{q[c][key]:>11,.0f}" for c in cols) + peer)
 
 
 def print_bars(q: dict[str, Row], js: Row, kill: Row, rerepl: Row) -> None:
@@ -350,7 +358,8 @@ def print_table(q: dict[str, Row], js: Row, kill: Row, rerepl: Row) -> None:
     print(
         f"\nbookie killed with -9 at {KILL_AT_S:g} s of {KILL_RUN_S:g} s (3/2/2, 3 bookies + 1 spare, "
         f"{KILL_PRODUCERS} producers of batches of 100): {kill['rate']:,.0f} msg/s acknowledged, "
-        f"{kill['errors']:.0f} errors, longest stall {kill['stall']:.2f} s, lost: {kill['lost']:.0f}"
+        f"{kill['errors']:.0f} errors, longest stall {kill['stall']:.2f} s, lost: {kill['lost']:.0f}; "
+        f"the spare is {'now' if kill['replaced'] else 'NOT'} in the topic's ensemble"
     )
     print(
         f"re-replication (3/2/2 over 4 bookies, 1 KiB entries, one killed with -9): "
