@@ -166,3 +166,59 @@ async def test_closed_writer_refuses_adds(subject: tuple[LedgerClient, SpecFacto
     assert await writer.close() == 0
     with pytest.raises(BookieError):
         await writer.add_entry(b"y")
+
+
+# --- ensemble history (the TCP client: the in-memory one has no bookies to replace) -------------
+class _Replacer:
+    """An `EnsembleChanger` that replaces failed bookies from a list of spares and records the
+    segments it was asked for (what the ledger lifecycle would write to the metadata)."""
+
+    def __init__(self, spares: list[str]) -> None:
+        self.spares = spares
+        self.segments: list[tuple[int, tuple[str, ...]]] = []
+
+    async def __call__(
+        self, first: int, ensemble: tuple[str, ...], failed: frozenset[str]
+    ) -> tuple[str, ...]:
+        new = tuple(self.spares.pop(0) if b in failed else b for b in ensemble)
+        self.segments.append((first, new))
+        return new
+
+
+@pytest.mark.parametrize("quorums", [(1, 1, 1), (2, 2, 2), (2, 2, 1)], ids=lambda q: "-".join(map(str, q)))
+async def test_a_failed_bookie_is_replaced_and_everything_follows_the_history(
+    bookies: list[BookieProcess], quorums: tuple[int, int, int]
+) -> None:
+    e, qw, qa = quorums
+    addresses = [p.address for p in bookies]
+    spec = LedgerSpec(next(_ids), tuple(addresses[:e]), qw, qa)
+    replacer = _Replacer(addresses[e:])
+    client = BookieLedgerClient(BookieClientConfig(read_chunk_entries=16, add_timeout_s=2.0))
+    reader = BookieLedgerClient(BookieClientConfig(read_chunk_entries=16))
+    try:
+        writer = await client.create_ledger(spec, replacer)
+        await asyncio.gather(*(writer.add_entry(payload(i)) for i in range(30)))
+        # The connection to the last bookie of the ensemble breaks with adds in flight.
+        victim = spec.ensemble[-1]
+        adds = [writer.add_entry(payload(i)) for i in range(30, 100)]
+        client._connections[victim].close()
+        assert await asyncio.gather(*adds) == list(range(30, 100))
+        history = writer.spec.ensembles
+        assert len(history) == 2 and history[1] == replacer.segments[-1] and victim not in history[1][1]
+        assert 30 <= history[1][0] <= 100
+        # Reads, LAC, recovery and deletion by another client that knows the history only.
+        known = LedgerSpec(spec.ledger_id, spec.ensemble, qw, qa, history)
+        assert await reader.read_entries(known, 0, 99) == [payload(i) for i in range(100)]
+        assert await reader.read_last_add_confirmed(known) >= history[1][0] - 1
+        assert await reader.recover(known) == 99
+        with pytest.raises(FencedError):
+            await writer.add_entry(b"too late")
+        assert await reader.read_entries(known, 95, 99) == [payload(i) for i in range(95, 100)]
+        await reader.delete_ledger(known)
+        for address in known.bookies:
+            one = LedgerSpec(spec.ledger_id, (address,))
+            with pytest.raises(NoSuchLedgerError):
+                await reader.read_entries(one, 0, 0)
+    finally:
+        await client.close()
+        await reader.close()
