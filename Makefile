@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast check fmt bench bench-bookie bench-ml bench-compaction client openapi clean
+.PHONY: setup run test test-fast check fmt bench bench-replication bench-bookie bench-ml bench-compaction client openapi clean
 
 setup: $(STAMP)
 
@@ -38,6 +38,10 @@ fmt: setup
 bench: setup
 	bash scripts/install-system-deps.sh --bench
 	$(PY) -m bench.bench_api
+
+bench-replication: setup
+	bash scripts/install-system-deps.sh --bench
+	$(PY) -m bench.bench_replication
 
 bench-bookie: setup
 	$(PY) -m bench.bench_bookie

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Debian packages Quire needs: a Java runtime for PySpark and python3-venv for the virtual
-# environment; with --bench also wrk (the HTTP load generator of `make bench`). Installs only
+# environment; with --bench also wrk (the HTTP load generator of `make bench`) and nats-server
+# (the replicated peer `make bench-replication` starts as a cluster of three). Installs only
 # what is missing; does nothing on a machine that has them.
 set -euo pipefail
 need=()
@@ -8,6 +9,7 @@ command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 if [ "${1:-}" = "--bench" ]; then
   command -v wrk >/dev/null 2>&1 || need+=(wrk)
+  command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || need+=(nats-server)
 fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
