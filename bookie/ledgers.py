@@ -55,6 +55,15 @@ READ_CHUNK = 1_000  # entries per read when recovery counts a ledger's bytes
 CAS_ATTEMPTS = 5  # tries of a metadata change that re-reads the row after a lost race
 
 
+class LedgerCounters:
+    """What this process's ledger writers did, for its metrics (one process, many managers)."""
+
+    ensemble_changes = 0
+
+
+COUNTERS = LedgerCounters()
+
+
 def wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
@@ -309,7 +318,9 @@ class LedgerManager:
             ensemble = meta.ensemble if kept else tuple(new_bookies)
             return replace(meta, ensemble=ensemble, ensembles=normalize_history(ensemble, segments))
 
-        return await self._update_with_retry(ledger_id, change)
+        recorded = await self._update_with_retry(ledger_id, change)
+        COUNTERS.ensemble_changes += 1
+        return recorded
 
     async def replace_bookie(self, ledger_id: int, first_entry_id: int, old: str, new: str) -> LedgerMetadata:
         """Swap bookie `old` for `new` in the segment starting at `first_entry_id` (a copy of that

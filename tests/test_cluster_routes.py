@@ -132,3 +132,17 @@ def test_broker_start_waits_until_enough_bookies_are_live(store: InMemoryMetadat
         wait_for_bookies(
             registry, 4, 1.0, monotonic=lambda: now[0], sleep=lambda s: now.__setitem__(0, now[0] + s)
         )
+
+
+async def test_ensemble_changes_are_counted_on_metrics(client: httpx.AsyncClient) -> None:
+    from bookie.ledgers import COUNTERS, LedgerManager, StaticPlacement
+    from bookie.memory import InMemoryLedgerClient
+
+    store = InMemoryMetadataStore()
+    ledgers = LedgerManager(store, InMemoryLedgerClient(), placement=StaticPlacement(["a:1", "b:1"]))
+    handle = await ledgers.create(1, 1, 1)
+    before = COUNTERS.ensemble_changes
+    await ledgers.change_ensemble(handle.ledger_id, 0, ["b:1"])
+    assert COUNTERS.ensemble_changes == before + 1
+    text = (await client.get("/metrics")).text
+    assert f"quire_ensemble_changes_total {before + 1}.0" in text

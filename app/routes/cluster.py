@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Annotated, Literal, Protocol
 
 from fastapi import APIRouter, FastAPI, Path, Request
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
@@ -22,6 +22,7 @@ from starlette.responses import Response
 from app.errors import ApiError
 from app.routes.common import NO_CONTENT, empty, problems
 from bookie.ledger_metadata import NotFoundError
+from bookie.ledgers import COUNTERS as ledger_counters
 from bookie.recovery_store import RecoveryStore
 from bookie.registry import BookieDirectory, BookieRegistry, BookieState, BookieStatus
 
@@ -197,6 +198,21 @@ class UnderReplicatedCollector(Collector):
         yield family
 
 
+class EnsembleChangeCollector(Collector):
+    """`quire_ensemble_changes_total`: bookies this broker's writers replaced mid-ledger."""
+
+    def _family(self) -> CounterMetricFamily:
+        return CounterMetricFamily("quire_ensemble_changes", "Failed bookies replaced by a ledger writer")
+
+    def describe(self) -> Iterator[CounterMetricFamily]:
+        yield self._family()
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = self._family()
+        family.add_metric([], ledger_counters.ensemble_changes)
+        yield family
+
+
 def install_registry(app: FastAPI, registry: BookieRegistry, store: ClusterStore | None = None) -> None:
     """Give the app its bookie registry and the store behind it: the routes read them, the gauges
     are scraped from them."""
@@ -205,5 +221,6 @@ def install_registry(app: FastAPI, registry: BookieRegistry, store: ClusterStore
     metrics = getattr(app.state, "metrics", None)
     if metrics is not None:
         metrics.registry.register(BookieStateCollector(registry))
+        metrics.registry.register(EnsembleChangeCollector())
         if store is not None:
             metrics.registry.register(UnderReplicatedCollector(store))
