@@ -11,11 +11,16 @@ from tests.support import QuireProcess, free_port, port_open, wait_until
 
 
 class Bookie:
-    def __init__(self, root: Path) -> None:
+    """A `quire bookie`; with `env` naming QUIRE_DATABASE_URL it registers in that metadata store
+    (where a compactor process looks for live bookies to place its ledgers)."""
+
+    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         root.mkdir(parents=True, exist_ok=True)
         self.process = QuireProcess(
-            ["bookie", "--data-dir", str(root / "data"), "--port", str(self.port)], {}, root / "bookie.log"
+            ["bookie", "--data-dir", str(root / "data"), "--port", str(self.port)],
+            env or {},
+            root / "bookie.log",
         )
 
     @property

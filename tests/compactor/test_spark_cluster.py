@@ -97,12 +97,21 @@ def cluster(tmp_path: Path) -> Iterator[tuple[str, Path]]:
             stop(p)
 
 
-def test_compaction_runs_on_a_standalone_cluster(
-    tmp_path: Path, bookie: Bookie, cluster: tuple[str, Path]
-) -> None:
+def test_compaction_runs_on_a_standalone_cluster(tmp_path: Path, cluster: tuple[str, Path]) -> None:
     master_url, work_dir = cluster
     db = f"sqlite:///{tmp_path / 'metadata.db'}"
     store = SqlMetadataStore(db)
+    # Registered in the test's store: the compactor places its ledger on live registered bookies.
+    bookie = Bookie(tmp_path / "bookie", {"QUIRE_DATABASE_URL": db}).start()
+    try:
+        _compact_on_cluster(tmp_path, bookie, store, db, master_url, work_dir)
+    finally:
+        bookie.stop()
+
+
+def _compact_on_cluster(
+    tmp_path: Path, bookie: Bookie, store: SqlMetadataStore, db: str, master_url: str, work_dir: Path
+) -> None:
 
     async def write() -> TopicWriter:
         client = BookieLedgerClient()
