@@ -56,13 +56,17 @@ class Stack:
     def start(self) -> Stack:
         bookie_dir = self.root / "bookie"
         bookie_dir.mkdir(parents=True, exist_ok=True)
-        self.bookie = QuireProcess(
-            ["bookie", "--data-dir", str(bookie_dir), "--port", str(self.bookie_port)],
-            self.env(),
-            self.root / "bookie.log",
-        ).start()
-        self._wait(self.bookie, self.bookie_port, "bookie")
-        self.start_broker()
+        try:
+            self.bookie = QuireProcess(
+                ["bookie", "--data-dir", str(bookie_dir), "--port", str(self.bookie_port)],
+                self.env(),
+                self.root / "bookie.log",
+            ).start()
+            self._wait(self.bookie, self.bookie_port, "bookie")
+            self.start_broker()
+        except BaseException:
+            self.stop()  # a stack that failed to start leaves no process behind
+            raise
         return self
 
     def start_broker(self) -> None:
