@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
+from bookie.errors import BookieError
 from bookie.types import LedgerSpec
 
 # The ensemble change a writer asks of the ledger lifecycle: (first entry id of the new segment,
@@ -32,6 +33,11 @@ class LedgerWriter(Protocol):
 
     @property
     def last_add_confirmed(self) -> int: ...
+
+    @property
+    def failure(self) -> BookieError | None:
+        """The error that failed this writer (every later add fails with it), or None."""
+        ...
 
     async def add_entry(self, payload: bytes) -> int:
         """Append one entry; returns its id once it is durable on an ack quorum.

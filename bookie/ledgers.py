@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
@@ -145,7 +145,7 @@ class LedgerHandle:
         self.metadata = metadata
         self.writer = writer
         self.length_bytes = 0
-        self.failed: BookieError | None = None
+        self._failed: BookieError | None = None
 
     @property
     def ledger_id(self) -> int:
@@ -159,20 +159,28 @@ class LedgerHandle:
     def last_add_confirmed(self) -> int:
         return self.writer.last_add_confirmed
 
-    async def add_entry(self, payload: bytes) -> int:
-        """As `LedgerWriter.add_entry`; a failure is remembered so that closing recovers.
+    @property
+    def failed(self) -> BookieError | None:
+        """Why this ledger must be closed through recovery: the writer's own failure, or an add
+        failure a caller reported (`failed = exc`), or None."""
+        return self._failed or self.writer.failure
 
-        The length counts an entry when it is handed to the writer, not when it is acknowledged:
-        the writer's close returns once every add has settled, possibly before the tasks that
-        await those adds resume. Without a failure every entry handed over is in the ledger;
-        after one, closing recovers and counts the bytes on the bookies instead."""
+    @failed.setter
+    def failed(self, exc: BookieError | None) -> None:
+        if self._failed is None:
+            self._failed = exc
+
+    def add_entry(self, payload: bytes) -> Awaitable[int]:
+        """As `LedgerWriter.add_entry` (no coroutine of its own: this is the hot path).
+
+        A writer that fails remembers it (`failure`), so closing recovers; a caller that sees an
+        add fail for a reason the writer does not know sets `failed`. The length counts an entry
+        when it is handed to the writer, not when it is acknowledged: the writer's close returns
+        once every add has settled, possibly before the tasks that await those adds resume.
+        Without a failure every entry handed over is in the ledger; after one, closing recovers
+        and counts the bytes on the bookies instead."""
         self.length_bytes += len(payload)
-        try:
-            return await self.writer.add_entry(payload)
-        except BookieError as exc:
-            if self.failed is None:
-                self.failed = exc
-            raise
+        return self.writer.add_entry(payload)
 
 
 class _BookieReplacer:

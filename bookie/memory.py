@@ -38,6 +38,10 @@ class _Writer:
     def last_add_confirmed(self) -> int:
         return self._ledger.lac
 
+    @property
+    def failure(self) -> BookieError | None:
+        return self._failed
+
     async def add_entry(self, payload: bytes) -> int:
         if self._closed:
             raise BookieError(ErrorCode.BAD_REQUEST, "writer is closed")

@@ -125,6 +125,10 @@ class BookieLedgerWriter:
     def last_add_confirmed(self) -> int:
         return self._lac
 
+    @property
+    def failure(self) -> BookieError | None:
+        return self._failed
+
     def add_entry_future(self, payload: bytes) -> asyncio.Future[int]:
         """`add_entry` without a coroutine: the future completes with the entry id.
 

@@ -172,6 +172,7 @@ class LedgerAppender:
         try:
             entry_id = await seg.handle.add_entry(payload)
         except BookieError as exc:
+            seg.handle.failed = exc  # closing recovers: this add may be durable all the same
             self._add_failed(seg, exc)
             if isinstance(exc, FencedError):
                 raise ManagedLedgerFencedError(f"{self._name}: ledger fenced by another owner") from exc

@@ -70,6 +70,10 @@ class _LosingWriter:
     def last_add_confirmed(self) -> int:
         return int(self._inner.last_add_confirmed)
 
+    @property
+    def failure(self) -> BookieError | None:
+        return self._inner.failure  # type: ignore[no-any-return]
+
     async def add_entry(self, payload: bytes) -> int:
         entry_id = int(await self._inner.add_entry(payload))
         if self._client.lose_replies:
