@@ -107,7 +107,9 @@ class LedgerStorage:
         self._switch = ReadOnlySwitch(config.disk_usage_high_water, config.disk_usage_low_water, disk_usage)
         self.journal_dir = config.data_dir / "journal"
         self.index_dir = config.data_dir / "index"
-        self._segments = SegmentFiles(self.journal_dir, config.journal_max_size_bytes + MARKER_RESERVE_BYTES)
+        self._segments = SegmentFiles(
+            self.journal_dir, config.journal_max_size_bytes + MARKER_RESERVE_BYTES, MARKER_RESERVE_BYTES
+        )
         self._index = EntryIndex(self.index_dir, config.index_max_open_files)
         self._ledgers: dict[int, LedgerState] = {}  # the same dict for the engine's life (GC views it)
         self.gc = GarbageCollector(self._segments, self._index, self._ledgers, config.gc_max_live_fraction)

@@ -4,13 +4,16 @@ Formats are in `bookie.storage.records`. This module does file work only; the en
 what to write and when. Write order for a group: reserve its space, pwrite the whole group,
 fdatasync, and only then may the engine index the records and acknowledge the adds.
 
-Space is reserved before it is written, so that a full disk is a refusal and never a failed
-write: the current segment is preallocated (`posix_fallocate`, which reads back as zeros) up
-to `reserve_bytes` when it is created, and a group that would pass the reserved end extends the
-reservation first. A reservation that fails for want of space raises `DiskFullError` and
-nothing of the group is written. The zeroed tail after the last record is the end of the log
-(a zeroed region never decodes as a record). When a segment is sealed, its file is cut back to
-its data, so a sealed segment's size is the size of its records.
+Space is reserved before it is written, so that a full disk is a refusal and never a failed write:
+the current segment is preallocated (`posix_fallocate`, which reads back as zeros) ahead of its
+data, a chunk at a time (`PREALLOCATE_CHUNK_BYTES`, BookKeeper's journal preallocation size), never
+past `reserve_bytes`; a group that would pass the reserved end extends the reservation first, always
+keeping `margin_bytes` reserved beyond its own end so that the small fence and delete records still
+fit once the disk is full. Preallocating a whole segment at once would cost every bookie its full
+segment size on disk from its first add. A reservation that fails for want of space raises
+`DiskFullError` and nothing of the group is written. The zeroed tail after the last record is the
+end of the log (a zeroed region never decodes as a record). When a segment is sealed, its file is
+cut back to its data, so a sealed segment's size is the size of its records.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from bookie.storage.records import encode_segment_header, parse_segment_name, se
 from common.errors import ErrorKind, QuireError
 
 log = logging.getLogger(__name__)
+
+PREALLOCATE_CHUNK_BYTES = 16 * 1024**2
 
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
@@ -45,9 +50,10 @@ def is_no_space(exc: OSError) -> bool:
 class SegmentFiles:
     """Open read descriptors of every segment file, and the append descriptor of the current one."""
 
-    def __init__(self, directory: Path, reserve_bytes: int = 0) -> None:
+    def __init__(self, directory: Path, reserve_bytes: int = 0, margin_bytes: int = 0) -> None:
         self.directory = directory
-        self.reserve_bytes = reserve_bytes  # preallocated size of a new current segment
+        self.reserve_bytes = reserve_bytes  # a segment is never preallocated past this size
+        self.margin_bytes = margin_bytes  # kept reserved beyond the data: room for markers
         self._preallocate = reserve_bytes > 0
         self._read_fds: dict[tuple[int, int], int] = {}
         self.current_segment = 0
@@ -107,7 +113,7 @@ class SegmentFiles:
                 os.ftruncate(fd, valid_end)  # what follows is torn or garbled: never acknowledged
             reserved = True
             try:
-                reserved_end = self._reserve(fd, valid_end, max(self.reserve_bytes, valid_end))
+                reserved_end = self._reserve(fd, valid_end, self._ahead_of(valid_end))
             except DiskFullError:
                 reserved, reserved_end = False, valid_end
             os.fsync(fd)
@@ -128,7 +134,7 @@ class SegmentFiles:
         try:
             header = encode_segment_header(segment, 0)
             os.pwrite(fd, header, 0)
-            reserved_end = self._reserve(fd, len(header), max(self.reserve_bytes, len(header)))
+            reserved_end = self._reserve(fd, len(header), self._ahead_of(len(header)))
             os.fsync(fd)
         except BaseException:
             os.close(fd)
@@ -149,6 +155,11 @@ class SegmentFiles:
         self.current_segment = segment
         self.current_offset = offset
         self.reserved_end = reserved_end
+
+    def _ahead_of(self, end: int) -> int:
+        """Where to reserve to when the data reaches `end`: a chunk ahead (capped at the segment's
+        reserve size), and never less than the margin past `end`."""
+        return max(min(end + PREALLOCATE_CHUNK_BYTES, self.reserve_bytes), end + self.margin_bytes)
 
     def _reserve(self, fd: int, start: int, end: int) -> int:
         """Allocate [start, end) of the file; returns the new reserved end (runs in a thread)."""
@@ -173,7 +184,7 @@ class SegmentFiles:
         offset = self.current_offset
         end = offset + len(data)
         if end > self.reserved_end:
-            self.reserved_end = self._reserve(self._write_fd, self.reserved_end, end)
+            self.reserved_end = self._reserve(self._write_fd, self.reserved_end, self._ahead_of(end))
         try:
             while view:
                 written = os.pwrite(self._write_fd, view, offset)

@@ -364,3 +364,21 @@ async def test_segments_are_preallocated_and_a_sealed_one_holds_only_its_records
         assert (journal / "00000002-0000.log").stat().st_size == reserved
     finally:
         await storage.close()
+
+
+async def test_a_large_segment_is_preallocated_a_chunk_ahead_not_whole(tmp_path: Path) -> None:
+    from bookie.storage.journal import PREALLOCATE_CHUNK_BYTES
+
+    storage = await started(tmp_path, journal_max_size_bytes=256 * 1024**2)
+    current = tmp_path / "journal" / "00000001-0000.log"
+    try:
+        assert current.stat().st_size == PREALLOCATE_CHUNK_BYTES + SEGMENT_HEADER_SIZE
+        payload = bytes(64 * 1024)
+        for entry_id in range(300):  # ~19 MiB: past the first chunk, so the reservation grows
+            await storage.add_entry(1, entry_id, entry_id - 1, payload)
+        written = SEGMENT_HEADER_SIZE + 300 * (RECORD_HEADER_SIZE + len(payload))
+        size = current.stat().st_size
+        assert written + MARKER_RESERVE_BYTES <= size <= written + PREALLOCATE_CHUNK_BYTES
+        assert storage.read_entry(1, 299) == payload
+    finally:
+        await storage.close()
