@@ -66,6 +66,18 @@ def _execute(url: str, sql: str) -> None:
         engine.dispose()
 
 
+def _downgrade(url: str, target: str) -> None:
+    """`alembic downgrade target` on the database at `url`, through the project's config."""
+    engine = make_engine(url)
+    try:
+        with engine.begin() as conn:
+            cfg = schema.alembic_config()
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, target)
+    finally:
+        engine.dispose()
+
+
 def test_revisions_form_one_line_ending_at_head() -> None:
     revs = schema.revisions()
     assert revs[0] == "0001" and revs[-1] == schema.head_revision() and len(revs) >= 2
@@ -173,14 +185,7 @@ def test_unknown_newer_revision_is_refused_clearly(metadata_url: str) -> None:
 
 def test_downgrade_to_base_and_up_again(metadata_url: str) -> None:
     schema.upgrade_to_head(metadata_url)
-    engine = make_engine(metadata_url)
-    try:
-        with engine.begin() as conn:
-            cfg = schema.alembic_config()
-            cfg.attributes["connection"] = conn
-            command.downgrade(cfg, "base")
-    finally:
-        engine.dispose()
+    _downgrade(metadata_url, "base")
     assert _tables(metadata_url) == set() and schema.current_revision(metadata_url) is None
     schema.upgrade_to_head(metadata_url)
     assert _tables(metadata_url) == TABLES
@@ -195,14 +200,7 @@ def test_bookie_registry_revision_downgrades_to_the_one_before(metadata_url: str
     finally:
         store.close()
     before = schema.revisions()[schema.revisions().index("0004") - 1]
-    engine = make_engine(metadata_url)
-    try:
-        with engine.begin() as conn:
-            cfg = schema.alembic_config()
-            cfg.attributes["connection"] = conn
-            command.downgrade(cfg, before)
-    finally:
-        engine.dispose()
+    _downgrade(metadata_url, before)
     assert _tables(metadata_url) == TABLES - {"bookies", "bookie_cookies"} - RECOVERY_TABLES
     schema.upgrade_to_head(metadata_url)
     store = SqlMetadataStore(metadata_url)
@@ -222,14 +220,7 @@ def test_autorecovery_revision_downgrades_to_the_one_before(metadata_url: str) -
     finally:
         store.close()
     before = schema.revisions()[schema.revisions().index("0006") - 1]
-    engine = make_engine(metadata_url)
-    try:
-        with engine.begin() as conn:
-            cfg = schema.alembic_config()
-            cfg.attributes["connection"] = conn
-            command.downgrade(cfg, before)
-    finally:
-        engine.dispose()
+    _downgrade(metadata_url, before)
     assert _tables(metadata_url) == TABLES - RECOVERY_TABLES
     schema.upgrade_to_head(metadata_url)
     store = SqlMetadataStore(metadata_url)
@@ -300,12 +291,9 @@ def test_ledger_ensembles_revision_downgrades_to_the_one_before(metadata_url: st
     finally:
         store.close()
     before = schema.revisions()[schema.revisions().index("0005") - 1]
+    _downgrade(metadata_url, before)
     engine = make_engine(metadata_url)
     try:
-        with engine.begin() as conn:
-            cfg = schema.alembic_config()
-            cfg.attributes["connection"] = conn
-            command.downgrade(cfg, before)
         assert "ensembles" not in {c["name"] for c in inspect(engine).get_columns("ledgers")}
     finally:
         engine.dispose()
