@@ -82,7 +82,10 @@ class BookieLedgerClient:
         self._connections: dict[str, Connection] = {}
 
     # --- connections -----------------------------------------------------------------------------
-    async def _connection(self, address: str) -> Connection:
+    async def connection(self, address: str) -> Connection:
+        """The shared connection to one bookie (opened again after a failure); raises
+        BookieError(UNAVAILABLE) when it cannot be opened. Re-replication speaks to named bookies
+        through it (`bookie.replica_io`)."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             # A new event loop (e.g. a Spark task's asyncio.run): the old connections belong
@@ -100,7 +103,7 @@ class BookieLedgerClient:
     async def _call(self, address: str, op: Op, body: bytes = b"") -> bytes:
         """One request to one bookie: the reply body, or a BookieError(UNAVAILABLE) if unreachable."""
         try:
-            conn = await self._connection(address)
+            conn = await self.connection(address)
         except BookieError as exc:
             return local_error(exc.code, exc.message)
         return await conn.call(op, body)
@@ -112,7 +115,7 @@ class BookieLedgerClient:
         """A writer of the ledger's last ensemble. A bookie that cannot be reached fails the
         create, unless the writer can replace it (`on_ensemble_change`)."""
         results = await asyncio.gather(
-            *(self._connection(a) for a in spec.last_ensemble), return_exceptions=True
+            *(self.connection(a) for a in spec.last_ensemble), return_exceptions=True
         )
         connections: list[Connection | None] = []
         for result in results:
@@ -122,7 +125,7 @@ class BookieLedgerClient:
                 raise result
             else:
                 connections.append(result)
-        return BookieLedgerWriter(spec, connections, on_ensemble_change, self._connection)
+        return BookieLedgerWriter(spec, connections, on_ensemble_change, self.connection)
 
     async def read_entries(self, spec: LedgerSpec, first_entry_id: int, last_entry_id: int) -> list[bytes]:
         if first_entry_id < 0 or first_entry_id > last_entry_id:
@@ -336,7 +339,7 @@ class BookieLedgerClient:
     async def _recovery_add(
         self, address: str, spec: LedgerSpec, entry_id: int, lac: int, payload: bytes
     ) -> None:
-        conn = await self._connection(address)
+        conn = await self.connection(address)
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         conn.send_add(spec.ledger_id, entry_id, lac, payload, FLAG_RECOVERY, resolve_reply, future)
         reply = await future

@@ -4,7 +4,7 @@ write them to another as recovery adds.
 The ledger client reads from "any replica of the write set" and writes to a whole write set; a
 recovery worker needs the opposite: it picks the bookie to read from (a survivor) and the one
 to write to (the replacement, not yet in the ledger's metadata). This module speaks the bookie
-protocol (`bookie.protocol`) over its own connections (`bookie.connection.Connection`), one per
+protocol (`bookie.protocol`) over its own connections (the ledger client's shared `Connection`s), one per
 bookie address, with any number of requests in flight on each, each bounded by a timeout.
 
 Reads come in ranges: `read_range` asks one bookie for every `step`-th entry of a span in
@@ -26,7 +26,8 @@ import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from bookie.connection import BookieClientConfig, Connection, reply_code, reply_error, resolve_reply
+from bookie.client import BookieLedgerClient
+from bookie.connection import BookieClientConfig, Connection, reply_code, reply_error
 from bookie.errors import BookieError, ErrorCode
 from bookie.protocol import (
     DEFAULT_MAX_FRAME_BYTES,
@@ -36,7 +37,6 @@ from bookie.protocol import (
     Op,
     decode_range_body,
     encode_add,
-    encode_frame,
 )
 
 NOT_THERE = (ErrorCode.NO_SUCH_ENTRY, ErrorCode.NO_SUCH_LEDGER)
@@ -53,30 +53,18 @@ class ReplicaIOConfig:
 class ReplicaIO:
     def __init__(self, config: ReplicaIOConfig | None = None) -> None:
         self.config = config or ReplicaIOConfig()
-        self._client_config = BookieClientConfig(
-            connect_timeout_s=self.config.connect_timeout_s,
-            request_timeout_s=self.config.request_timeout_s,
-            max_frame_bytes=self.config.max_frame_bytes,
+        # The ledger client's connection cache: one connection per bookie, shared by every read
+        # and window of adds, opened again after a failure.
+        self._client = BookieLedgerClient(
+            BookieClientConfig(
+                connect_timeout_s=self.config.connect_timeout_s,
+                request_timeout_s=self.config.request_timeout_s,
+                max_frame_bytes=self.config.max_frame_bytes,
+            )
         )
-        self._links: dict[str, Connection] = {}
-
-    async def _link(self, address: str) -> Connection:
-        """The connection to `address`, opened again after a failure; BookieError(UNAVAILABLE)."""
-        conn = self._links.get(address)
-        if conn is None or conn.closed:
-            loop = asyncio.get_running_loop()
-            conn = self._links[address] = Connection(address, self._client_config, loop)
-        await asyncio.shield(conn.ready)
-        if conn.closed:
-            raise BookieError(ErrorCode.UNAVAILABLE, f"connection to bookie {address} is closed")
-        return conn
 
     async def _call(self, address: str, op: Op, body: bytes) -> bytes:
-        conn = await self._link(address)
-        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        request_id = conn.new_request_id()
-        conn.send(encode_frame(op, 0, request_id, body), request_id, resolve_reply, future)
-        return await future
+        return await (await self._client.connection(address)).call(op, body)
 
     async def read_entry(self, address: str, ledger_id: int, entry_id: int) -> bytes | None:
         """The entry as stored on `address`; None when that bookie says it does not have it.
@@ -117,7 +105,7 @@ class ReplicaIO:
         on_durable: Callable[[int], None] | None = None,
     ) -> RecoveryAdds:
         """A window of recovery adds of one ledger to `address` (see `RecoveryAdds`)."""
-        conn = await self._link(address)
+        conn = await self._client.connection(address)
         return RecoveryAdds(conn, ledger_id, lac, max_count, max_bytes, on_durable)
 
     async def recovery_add(
@@ -129,10 +117,7 @@ class ReplicaIO:
         await adds.drain()
 
     async def close(self) -> None:
-        links, self._links = self._links, {}
-        for conn in links.values():
-            conn.close()
-        await asyncio.sleep(0)  # let the transports run connection_lost
+        await self._client.close()
 
 
 class RecoveryAdds:

@@ -153,7 +153,7 @@ async def test_recovery_completes_a_partial_write(three_bookies: list[BookieProc
     await asyncio.gather(*(writer.add_entry(b"p%d" % i) for i in range(4)))
     # Entry 4 goes to ensemble[1] and ensemble[2]; write it to ensemble[1] alone.
     lone = LedgerSpec(11, (ensemble[1],))
-    conn = await client._connection(ensemble[1])
+    conn = await client.connection(ensemble[1])
     future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
     conn.send_add(11, 4, 3, b"p4", 0, lambda f, body: f.set_result(body), future)
     assert (await future)[:2] == b"\x00\x00"
@@ -170,7 +170,7 @@ async def test_recovery_completes_a_partial_write(three_bookies: list[BookieProc
 async def test_recovery_stops_at_the_first_gap(bookie_process: BookieProcess) -> None:
     """Entries 0..2 and 4 stored, 3 missing: nothing after a gap can have been acknowledged."""
     client = BookieLedgerClient()
-    conn = await client._connection(bookie_process.address)
+    conn = await client.connection(bookie_process.address)
     for entry_id in (0, 1, 2, 4):
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         conn.send_add(21, entry_id, -1, b"g%d" % entry_id, 0, lambda f, body: f.set_result(body), future)

@@ -87,7 +87,7 @@ async def verify(address: str, acked: dict[int, int]) -> None:
             entries = await client.read_entries(spec, 0, last_acked)
             for entry_id, data in enumerate(entries):
                 assert data == payload(ledger_id, entry_id), f"ledger {ledger_id} entry {entry_id} differs"
-            conn = await client._connection(address)
+            conn = await client.connection(address)
             for entry_id in range(last_acked + 1, last_acked + 1 + BEYOND):
                 reply = await conn.call(Op.READ, LEDGER_ENTRY.pack(ledger_id, entry_id))
                 code = int.from_bytes(reply[:2], "little")
