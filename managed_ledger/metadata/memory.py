@@ -163,12 +163,13 @@ class InMemoryMetadataStore(InMemoryBookieMethods, InMemoryRecoveryMethods):
 
     def update_cursors(self, cursors: list[CursorMetadata]) -> list[CursorMetadata]:
         with self._lock:
+            # A batch naming a cursor twice is refused before anything else (as the SQL store).
+            if len({(c.managed_ledger, c.name) for c in cursors}) != len(cursors):
+                raise BadVersionError("the same cursor appears twice in one batch")
             # Check all before writing any: the batch is one transaction.
             for c in cursors:
                 stored = self._cursors.get((c.managed_ledger, c.name))
                 _check_version("cursor", f"{c.managed_ledger}/{c.name}", _version(stored), c.version)
-            if len({(c.managed_ledger, c.name) for c in cursors}) != len(cursors):
-                raise BadVersionError("the same cursor appears twice in one batch")
             out = [records.cursor(replace(c, version=c.version + 1)) for c in cursors]
             for c in out:
                 self._cursors[(c.managed_ledger, c.name)] = c

@@ -247,6 +247,11 @@ def test_update_cursors_batch_is_all_or_nothing(store: MetadataStore) -> None:
     with pytest.raises(NotFoundError):
         store.update_cursors([replace(c, mark_delete=(7, 7)), b2])
     assert store.list_cursors("ml")[1] == c
+    # A cursor named twice is refused as such before anything else, even beside a missing one
+    # (the SQL and in-memory stores once answered this batch differently).
+    with pytest.raises(BadVersionError, match="twice"):
+        store.update_cursors([replace(c, mark_delete=(7, 7)), replace(c, mark_delete=(8, 8)), b2])
+    assert store.list_cursors("ml")[1] == c
 
 
 def test_cursors_listed_per_managed_ledger_in_name_order(store: MetadataStore) -> None:
