@@ -25,6 +25,12 @@ Tables (every table a caller updates has `version`, the compare-and-set token):
 - leader_leases: a named role (the auditor), who holds it and until when.
 - underreplicated_ledgers: one row per ledger with a copy on a lost or decommissioning bookie:
   the missing bookie ids (JSON list), when it was listed, and a recovery worker's claim.
+- brokers: one row per broker id (`host:port`): its current session, URLs, start time, lease
+  expiry (renewed by heartbeats, last writer wins) and the number of topics it owns.
+- topic_owners: one row per owned topic: the broker and session owning it (valid while that
+  broker's row has that session and an unexpired lease).
+- cursors.delivery_state: a subscription's delivered-unacked messages and acks inside batches
+  (JSON, NULL for none).
 """
 
 from __future__ import annotations
@@ -85,6 +91,7 @@ class CursorRow(Base):
     mark_delete_entry_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
     individually_deleted: Mapped[Any] = mapped_column(JSONType, nullable=False)
     properties: Mapped[Any] = mapped_column(JSONType, nullable=False)
+    delivery_state: Mapped[Any] = mapped_column(JSONType, nullable=True)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
 
 
@@ -198,4 +205,27 @@ class UnderReplicatedRow(Base):
     marked_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
     claimed_by: Mapped[str] = mapped_column(String(255), nullable=False)
     claim_expires_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class BrokerRow(Base):
+    __tablename__ = "brokers"
+
+    broker_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    session: Mapped[str] = mapped_column(String(64), nullable=False)
+    http_url: Mapped[str] = mapped_column(String(1024), nullable=False)
+    kafka_url: Mapped[str] = mapped_column(String(1024), nullable=False)
+    started_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    expires_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    owned_topics: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class TopicOwnerRow(Base):
+    __tablename__ = "topic_owners"
+    __table_args__ = (Index("ix_topic_owners_broker", "broker_id", "session"),)
+
+    topic: Mapped[str] = mapped_column(NAME, primary_key=True)
+    broker_id: Mapped[str] = mapped_column(String(255), nullable=False)
+    session: Mapped[str] = mapped_column(String(64), nullable=False)
+    acquired_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
