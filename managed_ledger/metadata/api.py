@@ -49,6 +49,7 @@ from common.errors import ErrorKind
 __all__ = [
     "AlreadyExistsError",
     "BadVersionError",
+    "BrokerRecord",
     "CompactionState",
     "CompactionStatus",
     "CursorMetadata",
@@ -64,6 +65,7 @@ __all__ = [
     "NotFoundError",
     "SchemaBehindError",
     "TopicMetadata",
+    "TopicOwner",
 ]
 
 
@@ -166,7 +168,71 @@ class TopicMetadata:
     version: int = 0
 
 
-class MetadataStore(LedgerMetadataStore, RecoveryStore, Protocol):
+@dataclass(frozen=True, slots=True)
+class BrokerRecord:
+    """A broker's registration. `session` changes at every start and whenever the broker lost
+    its lease: ownerships taken under an older session are no longer valid. `expires_ms` is the
+    lease's end (wall clock), pushed on by heartbeats; `owned_topics` counts the valid
+    ownerships of this session (filled in by `list_brokers`)."""
+
+    broker_id: str
+    session: str
+    http_url: str
+    kafka_url: str = ""
+    started_ms: int = 0
+    expires_ms: int = 0
+    owned_topics: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TopicOwner:
+    """Who owns a topic: valid while broker `broker_id` is registered with `session` and its
+    lease has not expired (the ownership lives and dies with the owner's session, as Pulsar's
+    ownership znodes are ephemeral nodes of the owner's ZooKeeper session)."""
+
+    topic: str
+    broker_id: str
+    session: str
+    acquired_ms: int = 0
+    version: int = 0
+
+
+class OwnershipStore(Protocol):
+    """Broker sessions and topic ownership (`managed_ledger/metadata/ownership.py`)."""
+
+    def register_broker(self, broker: BrokerRecord) -> None:
+        """Insert or replace the broker's row (a new session voids the old one's ownerships)."""
+        ...
+
+    def renew_broker(self, broker_id: str, session: str, expires_ms: int) -> bool:
+        """Push the lease of `session` on to `expires_ms`; False when the row has another
+        session or is gone (the caller lost its session and must register a new one)."""
+        ...
+
+    def remove_broker(self, broker_id: str, session: str) -> None:
+        """Delete the broker's row and the ownerships of `session` (a graceful stop)."""
+        ...
+
+    def list_brokers(self, now_ms: int) -> list[BrokerRecord]:
+        """The live brokers (lease not expired at now_ms), by id, with their owned topic counts."""
+        ...
+
+    def get_topic_owner(self, topic: str, now_ms: int) -> TopicOwner | None:
+        """The topic's valid owner at now_ms, or None (unowned, or its owner's session is gone)."""
+        ...
+
+    def claim_topic(self, owner: TopicOwner, now_ms: int) -> TopicOwner:
+        """Make `owner` the topic's owner unless a valid owner exists; return the owner that
+        holds it afterwards (`owner` with its new version, or the other one). Two racing
+        claims cannot both win: a primary key decides the insert, a version the update."""
+        ...
+
+    def release_topic(self, topic: str, broker_id: str, session: str) -> bool:
+        """Delete the ownership if `broker_id`/`session` still hold it; False when they did not."""
+        ...
+
+
+class MetadataStore(LedgerMetadataStore, RecoveryStore, OwnershipStore, Protocol):
     """The ledger rows (`bookie.ledger_metadata.LedgerMetadataStore`), auto-recovery's leases
     and under-replicated ledgers (`bookie.recovery_store.RecoveryStore`), and everything above."""
 

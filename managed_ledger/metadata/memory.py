@@ -28,6 +28,7 @@ from managed_ledger.metadata.api import (
     TopicMetadata,
 )
 from managed_ledger.metadata.bookies import InMemoryBookieMethods
+from managed_ledger.metadata.ownership import InMemoryOwnershipMethods
 from managed_ledger.metadata.recovery import InMemoryRecoveryMethods
 
 
@@ -51,10 +52,11 @@ def _check_put_version(what: str, stored_version: int | None, given: int) -> Non
         raise BadVersionError(f"{what}: version {given} is stale (stored version {stored_version})")
 
 
-class InMemoryMetadataStore(InMemoryBookieMethods, InMemoryRecoveryMethods):
+class InMemoryMetadataStore(InMemoryBookieMethods, InMemoryRecoveryMethods, InMemoryOwnershipMethods):
     def __init__(self) -> None:
         InMemoryBookieMethods.__init__(self)  # the bookie registrations and cookies
         InMemoryRecoveryMethods.__init__(self)  # leader leases, under-replicated ledgers
+        InMemoryOwnershipMethods.__init__(self)  # broker sessions, topic owners
         self._lock = threading.Lock()
         self._next_ledger_id = 1
         self._ledgers: dict[int, LedgerMetadata] = {}

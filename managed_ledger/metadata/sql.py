@@ -44,6 +44,7 @@ from managed_ledger.metadata.api import (
 )
 from managed_ledger.metadata.bookies import SqlBookieMethods
 from managed_ledger.metadata.engine import WRITE_OPTION, make_engine
+from managed_ledger.metadata.ownership import SqlOwnershipMethods
 from managed_ledger.metadata.recovery import SqlRecoveryMethods
 from managed_ledger.metadata.rows import (
     COMPACTIONS,
@@ -64,7 +65,7 @@ class _PolicyRace(BadVersionError):
     """Two first writers of a scope's policies raced on the insert; the loser retries."""
 
 
-class SqlMetadataStore(SqlBookieMethods, SqlRecoveryMethods):
+class SqlMetadataStore(SqlBookieMethods, SqlRecoveryMethods, SqlOwnershipMethods):
     def __init__(self, url: str, auto_upgrade: bool = True) -> None:
         """Open the store; upgrade the schema to head first, or refuse one that is behind."""
         self.url = url

@@ -1,0 +1,115 @@
+"""The ownership contract of every MetadataStore (in-memory, SQLite, PostgreSQL): broker
+sessions, topic claims that only one claimer wins, and ownerships that die with their session."""
+
+from __future__ import annotations
+
+import threading
+
+from managed_ledger.metadata.api import BrokerRecord, MetadataStore, TopicOwner
+from tests.managed_ledger.test_metadata_contract import Opener, opener, store
+
+__all__ = ["opener", "store"]  # the fixtures, imported so pytest finds them here
+
+NOW = 1_000_000
+
+
+def _broker(broker_id: str, session: str, expires_ms: int = NOW + 5_000) -> BrokerRecord:
+    return BrokerRecord(broker_id, session, f"http://{broker_id}", started_ms=NOW, expires_ms=expires_ms)
+
+
+def test_registered_brokers_are_listed_while_their_lease_runs(store: MetadataStore) -> None:
+    store.register_broker(_broker("a:1", "s1"))
+    store.register_broker(_broker("b:1", "s2", expires_ms=NOW - 1))
+    assert [b.broker_id for b in store.list_brokers(NOW)] == ["a:1"]
+    assert store.renew_broker("b:1", "s2", NOW + 10)
+    assert [b.broker_id for b in store.list_brokers(NOW)] == ["a:1", "b:1"]
+    assert [b.broker_id for b in store.list_brokers(NOW + 10)] == ["a:1"]
+
+
+def test_renewing_an_old_session_fails(store: MetadataStore) -> None:
+    store.register_broker(_broker("a:1", "s1"))
+    store.register_broker(_broker("a:1", "s2"))
+    assert not store.renew_broker("a:1", "s1", NOW + 99)
+    assert not store.renew_broker("gone:1", "s1", NOW + 99)
+    assert store.renew_broker("a:1", "s2", NOW + 99)
+
+
+def test_a_claim_wins_once_and_others_see_the_winner(store: MetadataStore) -> None:
+    store.register_broker(_broker("a:1", "sa"))
+    store.register_broker(_broker("b:1", "sb"))
+    won = store.claim_topic(TopicOwner("t/n/x", "a:1", "sa", NOW), NOW)
+    assert (won.broker_id, won.version) == ("a:1", 1)
+    lost = store.claim_topic(TopicOwner("t/n/x", "b:1", "sb", NOW), NOW)
+    assert lost == won
+    assert store.get_topic_owner("t/n/x", NOW) == won
+    assert [b.owned_topics for b in store.list_brokers(NOW)] == [1, 0]
+
+
+def test_an_ownership_dies_with_its_session(store: MetadataStore) -> None:
+    store.register_broker(_broker("a:1", "sa"))
+    store.register_broker(_broker("b:1", "sb"))
+    store.claim_topic(TopicOwner("t/n/x", "a:1", "sa", NOW), NOW)
+    store.register_broker(_broker("a:1", "sa2"))  # a restarted: a new session
+    assert store.get_topic_owner("t/n/x", NOW) is None
+    taken = store.claim_topic(TopicOwner("t/n/x", "b:1", "sb", NOW), NOW)
+    assert (taken.broker_id, taken.version) == ("b:1", 2)
+
+
+def test_an_ownership_lapses_with_its_lease(store: MetadataStore) -> None:
+    store.register_broker(_broker("a:1", "sa", expires_ms=NOW + 100))
+    store.register_broker(_broker("b:1", "sb", expires_ms=NOW + 10_000))
+    store.claim_topic(TopicOwner("t/n/x", "a:1", "sa", NOW), NOW)
+    assert store.get_topic_owner("t/n/x", NOW + 99) is not None
+    assert store.get_topic_owner("t/n/x", NOW + 100) is None
+    assert store.claim_topic(TopicOwner("t/n/x", "b:1", "sb", NOW), NOW + 100).broker_id == "b:1"
+    # The old owner renewing its lease afterwards does not take the topic back.
+    assert store.renew_broker("a:1", "sa", NOW + 10_000)
+    assert store.get_topic_owner("t/n/x", NOW + 200).broker_id == "b:1"  # type: ignore[union-attr]
+
+
+def test_release_only_by_the_owner_and_remove_broker_releases_all(store: MetadataStore) -> None:
+    store.register_broker(_broker("a:1", "sa"))
+    store.claim_topic(TopicOwner("t/n/x", "a:1", "sa", NOW), NOW)
+    store.claim_topic(TopicOwner("t/n/y", "a:1", "sa", NOW), NOW)
+    assert not store.release_topic("t/n/x", "a:1", "other-session")
+    assert store.release_topic("t/n/x", "a:1", "sa")
+    assert not store.release_topic("t/n/x", "a:1", "sa")
+    assert store.get_topic_owner("t/n/x", NOW) is None
+    store.remove_broker("a:1", "sa")
+    assert store.get_topic_owner("t/n/y", NOW) is None
+    assert store.list_brokers(NOW) == []
+
+
+def test_racing_claimers_on_separate_instances_agree_on_one_owner(opener: Opener) -> None:
+    first = opener()
+    brokers = [f"b{i}:1" for i in range(4)]
+    for b in brokers:
+        first.register_broker(_broker(b, "s-" + b))
+    topics = [f"t/n/x{i}" for i in range(20)]
+    results: dict[str, list[str]] = {t: [] for t in topics}
+    lock = threading.Lock()
+    barrier = threading.Barrier(len(brokers))
+    errors: list[BaseException] = []
+
+    def claim_all(broker: str) -> None:
+        s = opener()
+        try:
+            barrier.wait(timeout=10)
+            for t in topics:
+                won = s.claim_topic(TopicOwner(t, broker, "s-" + broker, NOW), NOW)
+                with lock:
+                    results[t].append(won.broker_id)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=claim_all, args=(b,)) for b in brokers]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=60)
+    assert not errors, errors
+    for t in topics:
+        assert len(results[t]) == len(brokers)
+        assert len(set(results[t])) == 1, (t, results[t])
+        stored = first.get_topic_owner(t, NOW)
+        assert stored is not None and stored.broker_id == results[t][0]
