@@ -40,6 +40,7 @@ STATUS_BY_KIND: dict[ErrorKind, tuple[int, str]] = {
     ErrorKind.too_large: (413, "Too large"),
     ErrorKind.unavailable: (503, "Service unavailable"),
     ErrorKind.fenced: (503, "Topic moved; retry"),
+    ErrorKind.elsewhere: (307, "Temporary redirect"),
     ErrorKind.internal: (500, "Internal server error"),
 }
 
@@ -89,10 +90,13 @@ def problem(
     return Response(orjson.dumps(body), status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
 
 
-def domain_problem(exc: BaseException) -> Response | None:
+def domain_problem(exc: BaseException, target: str = "") -> Response | None:
     """The problem+json answer for a Quire exception by its kind, or None for an internal error
     or a foreign exception (unexpected: 500, logged by the caller). The FastAPI exception
-    handlers and the raw-ASGI fast path both answer through it."""
+    handlers and the raw-ASGI fast path both answer through it.
+
+    `target` is the request's path and query as sent: a topic owned by another broker is
+    answered `307` with `Location` on the owner's URL plus the same target."""
     if isinstance(exc, ApiError):
         return problem(exc.status, exc.detail, exc.title, **exc.extra)
     if not isinstance(exc, QuireError) or exc.kind == ErrorKind.internal:
@@ -100,6 +104,12 @@ def domain_problem(exc: BaseException) -> Response | None:
     status, default_title = STATUS_BY_KIND[exc.kind]
     title = exc.title or default_title
     code = getattr(type(exc), "code", None)
+    if exc.kind == ErrorKind.elsewhere:
+        response = problem(
+            status, str(exc), title, code if isinstance(code, str) else None, **_extra_fields(exc)
+        )
+        response.headers["Location"] = str(getattr(exc, "owner_url", "")).rstrip("/") + target
+        return response
     return problem(
         status,
         str(exc) or title,
@@ -109,10 +119,29 @@ def domain_problem(exc: BaseException) -> Response | None:
     )
 
 
+def request_target(scope: Any) -> str:
+    """The path and query of an ASGI request as the client sent them (percent-encoded)."""
+    raw: bytes = scope.get("raw_path") or scope.get("path", "").encode()
+    query: bytes = scope.get("query_string") or b""
+    target = raw.decode("latin-1")
+    return target + "?" + query.decode("latin-1") if query else target
+
+
 def _extra_fields(exc: BaseException) -> dict[str, Any]:
     """Helpful fields a domain error carries (limit, topic, ...), when JSON-friendly."""
     out: dict[str, Any] = {}
-    for name in ("limit", "topic", "subscription", "message_id", "size", "index", "tenant", "namespace"):
+    for name in (
+        "limit",
+        "topic",
+        "subscription",
+        "message_id",
+        "size",
+        "index",
+        "tenant",
+        "namespace",
+        "owner_id",
+        "owner_url",
+    ):
         value = getattr(exc, name, None)
         if isinstance(value, (int, str)) and not isinstance(value, bool):
             out[name] = value
@@ -153,7 +182,7 @@ def install(app: FastAPI, on_error: Any = None) -> None:
         return problem(exc.status_code, str(exc.detail))
 
     async def domain_error(request: Request, exc: Exception) -> Response:
-        response = domain_problem(exc)
+        response = domain_problem(exc, request_target(request.scope))
         if response is None:
             return await unexpected(request, exc)
         count(response.status_code)

@@ -25,7 +25,7 @@ from enum import Enum
 from typing import Any
 from urllib.parse import parse_qsl
 
-from app.errors import ApiError, domain_problem, problem
+from app.errors import ApiError, domain_problem, problem, request_target
 from app.metrics import Metrics
 from app.routes.data import DataHandlers
 from app.routes.table import HOT_ROUTES, HotRoute, QueryParam, Reply, bind
@@ -146,10 +146,12 @@ class FastPath:
             args = route.arguments(match, scope["query_string"])
         except _FallThrough:
             return False
-        await self._serve(route, args, receive, send)
+        await self._serve(route, args, scope, receive, send)
         return True
 
-    async def _serve(self, route: _Compiled, args: list[Any], receive: Receive, send: Send) -> None:
+    async def _serve(
+        self, route: _Compiled, args: list[Any], scope: Scope, receive: Receive, send: Send
+    ) -> None:
         raw = await _read_body(receive)
         if raw is None:
             return  # the client went away before sending its body: nobody to answer
@@ -158,16 +160,16 @@ class FastPath:
         try:
             status, headers, body = await route.call(*args)
         except Exception as exc:
-            status, headers, body = self.error_reply(exc)
+            status, headers, body = self.error_reply(exc, request_target(scope))
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
-    def error_reply(self, exc: Exception) -> Reply:
+    def error_reply(self, exc: Exception, target: str = "") -> Reply:
         """What app.errors' exception handlers answer for `exc`, as a Reply (same table)."""
         if isinstance(exc, ApiError):
             response = problem(exc.status, exc.detail, exc.title, **exc.extra)
         else:
-            found = domain_problem(exc) if isinstance(exc, QuireError) else None
+            found = domain_problem(exc, target) if isinstance(exc, QuireError) else None
             if found is None:
                 log.exception("unexpected error on the fast path", exc_info=exc)
                 found = problem(500, f"unexpected error: {type(exc).__name__}", "Internal server error")

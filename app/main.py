@@ -22,6 +22,7 @@ from app import body_cap, errors, schemas
 from app.fastpath import FastPath, Receive, Scope, Send
 from app.metrics import Metrics
 from app.routes.admin import admin_router
+from app.routes.brokers import OwnershipCollector, brokers_router
 from app.routes.cluster import cluster_router
 from app.routes.data import DataHandlers, data_router_for
 from app.routes.ops import ops_router
@@ -102,6 +103,8 @@ def create_app(
     app.include_router(admin_router(topics))
     app.include_router(ops_router(topics, metrics))
     app.include_router(cluster_router())
+    app.include_router(brokers_router(topics))
+    metrics.registry.register(OwnershipCollector(topics))
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 

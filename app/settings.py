@@ -78,6 +78,13 @@ class Settings(BaseSettings):
     cursor_flush_interval_ms: int = Field(1_000, gt=0)
 
     # --- broker ------------------------------------------------------------------------------
+    # Several brokers: the id other brokers redirect to (host:port of this broker's HTTP
+    # listener; default: host:port), how long a broker's lease on its topics runs unless
+    # renewed, and how often it renews it. A broker stops serving its topics a fifth of a lease
+    # before the lease ends; another may take them once it has ended.
+    advertised_address: str = ""
+    broker_lease_ms: int = Field(5_000, gt=0)
+    broker_heartbeat_interval_ms: int = Field(1_000, gt=0)
     allow_auto_topic_creation: bool = True
     max_message_size_bytes: int = Field(5 * 1024**2, gt=0)
     max_batch_size_bytes: int = Field(5 * 1024**2, gt=0)
@@ -134,6 +141,12 @@ class Settings(BaseSettings):
                 f"autorecovery_lease_ms ({self.autorecovery_lease_ms}) must exceed "
                 f"autorecovery_audit_interval_ms ({self.autorecovery_audit_interval_ms})"
             )
+        if self.broker_lease_ms < 3 * self.broker_heartbeat_interval_ms:
+            # A lease must survive a late or failed renewal or two, or a busy broker drops its topics.
+            raise ValueError(
+                f"broker_lease_ms ({self.broker_lease_ms}) must be at least three times "
+                f"broker_heartbeat_interval_ms ({self.broker_heartbeat_interval_ms})"
+            )
         if self.bookie_heartbeat_timeout_ms <= self.bookie_heartbeat_interval_ms:
             raise ValueError(
                 f"bookie_heartbeat_timeout_ms ({self.bookie_heartbeat_timeout_ms}) must exceed "
@@ -144,6 +157,10 @@ class Settings(BaseSettings):
     @property
     def effective_database_url(self) -> str:
         return self.database_url or f"sqlite:///{(self.data_dir / 'metadata.db').resolve()}"
+
+    @property
+    def effective_advertised_address(self) -> str:
+        return self.advertised_address or f"{self.host}:{self.port}"
 
     @property
     def effective_bookies(self) -> list[str]:

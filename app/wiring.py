@@ -56,6 +56,7 @@ def bootstrap(settings: Settings) -> TopicsApi:
     from bookie.registry import MetadataBookieRegistry
     from managed_ledger.factory import ManagedLedgerFactory
     from managed_ledger.metadata.sql import SqlMetadataStore
+    from topics.ownership import Ownership, OwnershipConfig
     from topics.service import TopicService
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -73,5 +74,19 @@ def bootstrap(settings: Settings) -> TopicsApi:
     # bookies registered in this metadata store, not from the static list in the settings.
     registry = MetadataBookieRegistry(store, registry_config(settings))
     factory = ManagedLedgerFactory(client, store, placement=registry)
+    # Every broker registers in the metadata store and serves the topics it owns there; the
+    # others it redirects to their owners (topics.ownership).
+    address = settings.effective_advertised_address
+    ownership = Ownership(
+        store,
+        OwnershipConfig(
+            broker_id=address,
+            http_url=f"http://{address}",
+            lease_ms=settings.broker_lease_ms,
+            heartbeat_interval_ms=settings.broker_heartbeat_interval_ms,
+        ),
+    )
     # The service owns what it is handed: closing it closes the factory, client and store.
-    return TopicService(store, factory, client, topics_config(settings), close_dependencies=True)
+    return TopicService(
+        store, factory, client, topics_config(settings), close_dependencies=True, ownership=ownership
+    )

@@ -30,6 +30,8 @@ class ErrorKind(StrEnum):
     """Something below cannot serve now (storage, metadata, bookies); trying later may work."""
     fenced = "fenced"
     """The topic moved to another owner, or is closing: retry, and the new owner answers."""
+    elsewhere = "elsewhere"
+    """Another broker owns the topic: ask it (the error names its URL)."""
     internal = "internal"
     """A bug or damaged data on our side, never the caller's fault."""
 

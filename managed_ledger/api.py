@@ -9,7 +9,7 @@ reads publish time.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -200,10 +200,18 @@ class ManagedLedger(Protocol):
     @property
     def total_size_bytes(self) -> int: ...
 
+    @property
+    def is_fenced(self) -> bool:
+        """Another owner took it over, or its broker's ownership lease lapsed: it writes nothing."""
+        ...
+
     async def close(self) -> None: ...
 
 
 class ManagedLedgerFactory(Protocol):
+    lease: Callable[[], bool] | None
+    """The broker's ownership lease, checked before every write (see managed_ledger.fencing)."""
+
     async def open(self, name: str, config: ManagedLedgerConfig) -> ManagedLedger:
         """Open (creating if absent) a managed ledger; recovers its last ledger on first open."""
         ...

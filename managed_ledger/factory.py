@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from bookie.api import LedgerClient
 from bookie.errors import BookieError
@@ -69,11 +69,15 @@ class ManagedLedgerFactory:
         clock: Clock | None = None,
         timers: bool = True,
         placement: EnsemblePlacement | None = None,
+        lease: Callable[[], bool] | None = None,
     ) -> None:
+        """`lease`: the broker's ownership lease (see managed_ledger.fencing); None when this
+        process is the only one that writes its managed ledgers."""
         self.client = client
         self.store = store
         self.clock: Clock = clock or SystemClock()
         self.timers = timers
+        self.lease = lease
         # New ledgers go where the placement policy says: the bookie registry when the process
         # has one, else the static `bookies` list.
         self.lifecycle = LedgerManager(
@@ -88,6 +92,13 @@ class ManagedLedgerFactory:
         if self._closed:
             raise ManagedLedgerClosedError("the managed ledger factory is closed")
         ml = self._ledgers.get(name)
+        if ml is not None and ml.is_fenced:
+            # A stale handle (its broker lost the lease, or another owner took it): drop it and
+            # open afresh, which recovers the ledgers and claims the list again.
+            self._forget(ml)
+            with contextlib.suppress(Exception):
+                await ml.close()
+            ml = None
         if ml is not None:
             ml.update_config(config)
             return ml
@@ -127,6 +138,7 @@ class ManagedLedgerFactory:
             clock=self.clock,
             meta=meta,
             ledgers=ledgers,
+            lease=self.lease,
         )
         await ml.start(with_deleting(meta.properties, pending), timers=self.timers)
         return ml

@@ -68,6 +68,7 @@ class ManagedLedger:
         clock: Clock,
         meta: ManagedLedgerMetadata,
         ledgers: LedgerList,
+        lease: Callable[[], bool] | None = None,
     ) -> None:
         self._name = name
         self._config = config
@@ -76,7 +77,7 @@ class ManagedLedger:
         self._lifecycle = lifecycle
         self._clock = clock
         self._ledgers = ledgers
-        self._fence = Fence(name)
+        self._fence = Fence(name, lease)
         self._record = ManagedLedgerRecord(store, meta, self._fence)
         self._appender = LedgerAppender(
             name,

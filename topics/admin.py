@@ -10,6 +10,7 @@ from typing import Any
 
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
+    BrokerRecord,
     CompactionState,
     CompactionStatus,
     NotEmptyError,
@@ -32,6 +33,7 @@ from topics.errors import (
     TopicExistsError,
     TopicNotFoundError,
 )
+from topics.ownership import BrokerInfo
 
 log = logging.getLogger("quire.topics")
 
@@ -42,24 +44,34 @@ class AdminPlane(TopicsBase):
     # --- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
         """Start background work: the compaction-threshold check (Pulsar's auto-compaction)."""
+        if self._ownership is not None:
+            await self._ownership.start()
         if self._compaction_task is None:
             self._compaction_task = asyncio.create_task(self._compaction_loop(), name="quire-auto-compaction")
 
     async def close(self) -> None:
+        """Close every topic, then give up its ownership (a handover: the next owner finds
+        closed ledgers and flushed cursors), then leave the cluster."""
         task, self._compaction_task = self._compaction_task, None
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        topics, self._topics = list(self._topics.values()), {}
-        for t in topics:
-            t.notifier.notify()
-            for ml in t.mls:
-                await ml.close()
+        await self.handover()
+        if self._ownership is not None:
+            await self._ownership.close()
         if self._close_dependencies:
             await self._factory.close()
             await self._client.close()
             await self._call(self._store.close)
+
+    async def handover(self) -> None:
+        """Stop taking topics and hand every open one over: close it, then release it (SIGTERM).
+        Requests that arrive meanwhile are redirected to the broker each topic goes to."""
+        if self._ownership is not None:
+            self._ownership.draining = True
+        for t in list(self._topics.values()):
+            await self._drop(t, release=True)
 
     async def ready(self) -> dict[str, bool]:
         try:
@@ -173,9 +185,40 @@ class AdminPlane(TopicsBase):
             await self._ledger_manager.delete(state.compacted_ledger_id)
 
     async def unload(self, topic: str) -> None:
-        t = await self._topic(topic)
-        for ml in t.mls:
-            await ml.rollover()
+        """Pulsar's unload: close the topic here (its current ledger is closed; the next write
+        opens a new one) and release its ownership, so the next request may land elsewhere."""
+        await self._drop(await self._topic(topic), release=True)
+
+    # --- cluster -------------------------------------------------------------------------------
+    async def lookup(self, topic: str) -> BrokerInfo | None:
+        """The broker that owns `topic`, assigning one if none does; None: this broker (or the
+        only one). The topic must exist, or be one that a produce may create."""
+        name = names.validate_topic(topic)
+        if (
+            await self._call(self._store.get_topic, name) is None
+            and not self._config.allow_auto_topic_creation
+        ):
+            raise TopicNotFoundError(name, "automatic topic creation is off")
+        if self._ownership is None:
+            return None
+        return await self._ownership.owner(name) or self._ownership.me
+
+    async def brokers(self) -> list[BrokerRecord]:
+        """The live brokers, with the number of topics each owns."""
+        if self._ownership is None:
+            return []
+        return await self._call(self._store.list_brokers, self._clock.now_ms())
+
+    def ownership_stats(self) -> dict[str, int]:
+        own = self._ownership
+        if own is None:
+            return {"owned_topics": len(self._topics), "lease_renewals": 0, "lease_renewal_failures": 0}
+        return {
+            "owned_topics": len(own.owned),
+            "lease_renewals": own.renewals,
+            "lease_renewal_failures": own.renewal_failures,
+            "sessions_lost": own.sessions_lost,
+        }
 
     # --- stats ---------------------------------------------------------------------------------
     async def stats(self, topic: str) -> dict[str, Any]:
@@ -201,6 +244,7 @@ class AdminPlane(TopicsBase):
             # Bytes behind the slowest subscription, estimated at the average entry size.
             "backlogSize": (storage * max_backlog // entries) if entries else 0,
             "partitions": t.partitions,
+            "ownerBroker": self._ownership.me.broker_id if self._ownership is not None else None,
             "subscriptions": subscriptions,
             "compaction": _compaction_stats(states),
         }
@@ -308,9 +352,22 @@ class AdminPlane(TopicsBase):
         while True:
             await asyncio.sleep(interval_s)
             try:
+                await self.refresh_namespace_policies()
                 await self.check_compaction_thresholds()
             except Exception:  # the loop must outlive one bad topic; the next tick retries
                 log.exception("auto-compaction check failed")
+
+    async def refresh_namespace_policies(self) -> None:
+        """Re-apply namespace policies another broker changed to the topics open here (a topic's
+        own policies are set through its owner, which applies them at once)."""
+        for namespace in sorted({names.namespace_of(t.name) for t in self._topics.values()}):
+            stored = await self._call(self._store.get_policies, namespace)
+            if self._namespace_policies.get(namespace) == stored:
+                continue
+            self._namespace_policies[namespace] = stored
+            for t in list(self._topics.values()):
+                if names.namespace_of(t.name) == namespace:
+                    await self._apply_policies(t)
 
     async def check_compaction_thresholds(self) -> list[str]:
         """Request compaction of every open managed ledger whose bytes since its horizon exceed

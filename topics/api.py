@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from managed_ledger.entry_format import Message, StoredMessage
+from managed_ledger.metadata.api import BrokerRecord
 from managed_ledger.position import MessageId
+from topics.ownership import BrokerInfo
 
 SubscriptionType = Literal["shared", "exclusive"]
 
@@ -132,6 +134,19 @@ class TopicsApi(Protocol):
     async def delete_topic(self, topic: str, force: bool = False) -> None: ...
 
     async def unload(self, topic: str) -> None: ...
+
+    # --- cluster (several brokers; topics.ownership) ---
+    async def lookup(self, topic: str) -> BrokerInfo | None:
+        """The owner of the topic (assigned now if none); None: this broker."""
+        ...
+
+    async def brokers(self) -> list[BrokerRecord]: ...
+
+    async def handover(self) -> None:
+        """Hand every topic over to other brokers (close, then release): a graceful stop."""
+        ...
+
+    def ownership_stats(self) -> dict[str, int]: ...
 
     async def stats(self, topic: str) -> dict[str, Any]: ...
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -14,7 +15,13 @@ from bookie.api import LedgerClient
 from bookie.ledgers import LedgerManager
 from managed_ledger.api import ManagedLedger, ManagedLedgerFactory
 from managed_ledger.clock import Clock, SystemClock
-from managed_ledger.metadata.api import AlreadyExistsError, MetadataStore, NotFoundError, TopicMetadata
+from managed_ledger.metadata.api import (
+    AlreadyExistsError,
+    MetadataError,
+    MetadataStore,
+    NotFoundError,
+    TopicMetadata,
+)
 from managed_ledger.position import MessageId
 from topics import names, policies
 from topics.api import TopicPolicies
@@ -25,11 +32,14 @@ from topics.errors import (
     SubscriptionNotFoundError,
     TopicNotFoundError,
 )
+from topics.ownership import Ownership
 from topics.partitions import Router
 from topics.readers import CompactedSource
 from topics.subscriptions import Subscription, options_from_properties
 
 T = TypeVar("T")
+log = logging.getLogger("quire.topics")
+CLOSE_TIMEOUT_S = 10.0  # a managed ledger's close when its topic leaves this broker
 
 
 class Notifier:
@@ -75,6 +85,15 @@ class OpenTopic:
         self.ledger_partition: dict[int, int] = {}  # ledger id -> partition, learnt on demand
         self.msg_in = 0
         self.bytes_in = 0
+        # Set when the topic left this broker (unloaded, handed over, its lease lost) rather than
+        # being deleted: a long poll that was waiting on it answers empty, and the client's retry
+        # finds the new owner.
+        self.moved = False
+
+    @property
+    def stale(self) -> bool:
+        """A managed ledger of it was fenced: another owner took it, or this broker's lease lapsed."""
+        return any(ml.is_fenced for ml in self.mls)
 
 
 class TopicsBase:
@@ -88,10 +107,17 @@ class TopicsBase:
         compacted: CompactedSource | None = None,
         clock: Clock | None = None,
         close_dependencies: bool = False,
+        ownership: Ownership | None = None,
     ) -> None:
         """`close_dependencies`: `close()` also closes the factory, the ledger client and the
-        store (the broker hands them over); tests that restart over one store leave it off."""
+        store (the broker hands them over); tests that restart over one store leave it off.
+        `ownership`: this broker's share of the cluster's topics (topics.ownership); None when
+        this process is the only broker and owns every topic."""
         self._store = store
+        self._ownership = ownership
+        if ownership is not None:
+            ownership.on_lost = self._drop_all
+            factory.lease = ownership.valid
         self._close_dependencies = close_dependencies
         self._factory = factory
         self._client = client
@@ -106,6 +132,7 @@ class TopicsBase:
         self._defaults = policies.defaults(config)
         self._topics: dict[str, OpenTopic] = {}
         self._open_locks: dict[str, asyncio.Lock] = {}
+        self._namespace_policies: dict[str, dict[str, Any]] = {}  # as last applied (admin)
 
     async def _call(self, fn: Callable[..., T], *args: Any) -> T:
         """A metadata store call, off the event loop (the store is synchronous)."""
@@ -113,25 +140,61 @@ class TopicsBase:
 
     # --- opening topics ------------------------------------------------------------------------
     async def _topic(self, topic: str, create: bool = False) -> OpenTopic:
-        """The open topic; opened on first use; created first when `create` and allowed."""
+        """The open topic; opened on first use; created first when `create` and allowed.
+
+        With several brokers, only the topic's owner opens it: NotOwnerError names the owner.
+        """
         open_topic = self._topics.get(topic)
+        own = self._ownership
         if open_topic is not None:
-            return open_topic
+            if own is None or (own.valid() and not open_topic.stale):
+                return open_topic
+            await self._drop(open_topic, release=False)  # lease lapsed or fenced: look again
         name = names.validate_topic(topic)
         # One lock per topic: opening one (recovery reads the bookies) never holds up another.
         async with self._open_locks.setdefault(name, asyncio.Lock()):
             open_topic = self._topics.get(name)
             if open_topic is None:
                 meta = await self._call(self._store.get_topic, name)
+                if meta is None and not create:
+                    raise TopicNotFoundError(name)
+                if meta is None and not self._config.allow_auto_topic_creation:
+                    raise TopicNotFoundError(name, "automatic topic creation is off")
+                if own is not None:
+                    await own.check(name)
                 if meta is None:
-                    if not create:
-                        raise TopicNotFoundError(name)
-                    if not self._config.allow_auto_topic_creation:
-                        raise TopicNotFoundError(name, "automatic topic creation is off")
                     meta = await self._create_topic_record(name, 0)
                 open_topic = await self._load(meta)
                 self._topics[name] = open_topic
         return open_topic
+
+    async def _drop(self, t: OpenTopic, *, release: bool) -> None:
+        """Close the topic here and forget it (its waiters answer empty); with `release`, give up
+        its ownership afterwards so that another broker may take it at once."""
+        if self._topics.get(t.name) is t:
+            del self._topics[t.name]
+        t.moved = True
+        t.notifier.notify()
+        for ml in t.mls:
+            try:
+                await asyncio.wait_for(ml.close(), CLOSE_TIMEOUT_S)
+            except Exception as exc:  # a stale or unreachable ledger: the next owner recovers it
+                log.warning("closing %s while dropping topic %s: %s", ml.name, t.name, exc)
+        own = self._ownership
+        if own is None:
+            return
+        if release:
+            try:
+                await own.release(t.name)
+            except MetadataError as exc:  # the lease then lapses instead
+                log.warning("releasing topic %s: %s", t.name, exc)
+        else:
+            own.forget(t.name)
+
+    async def _drop_all(self) -> None:
+        """Every open topic is dropped (this broker lost its lease)."""
+        for t in list(self._topics.values()):
+            await self._drop(t, release=False)
 
     async def _create_topic_record(self, name: str, partitions: int, exist_ok: bool = True) -> TopicMetadata:
         await self._check_partition_clash(name, partitions)

@@ -257,3 +257,28 @@ class WriteInFlightError(TopicsError):
         self.topic = topic
         self.producer_name = producer_name
         self.sequence_id = sequence_id
+
+
+# --- ownership: another broker serves the topic (307), or none can now (503) -------------------
+class NotOwnerError(TopicsError):
+    """The topic is owned by another broker: the request goes to `owner_url` (same path)."""
+
+    title = "Topic owned by another broker"
+    code = "not-owner"
+    kind = ErrorKind.elsewhere
+
+    def __init__(self, topic: str, owner_id: str, owner_url: str) -> None:
+        super().__init__(f"topic {topic} is served by broker {owner_id} at {owner_url}")
+        self.topic = topic
+        self.owner_id = owner_id
+        self.owner_url = owner_url
+
+
+class OwnershipUnavailableError(TopicsError):
+    """This broker cannot take topics now (its lease lapsed and it is registering again, or it
+    is shutting down and no other broker is live): retry, here or at another broker."""
+
+    title = "Ownership unavailable"
+    code = "ownership-unavailable"
+    kind = ErrorKind.unavailable
+    retriable = True

@@ -59,7 +59,9 @@ class TopicService(AdminPlane):
     ) -> list[ProduceResult]:
         # Limits first: a refused batch must not even auto-create its topic.
         size = self._check_batch(messages)
-        t = self._topics.get(topic) or await self._topic(topic, create=True)
+        t = self._topics.get(topic)
+        if t is None or self._ownership is not None:
+            t = await self._topic(topic, create=True)
         if not messages:
             return []
         now = self._clock.now_ms()
@@ -215,6 +217,8 @@ class TopicService(AdminPlane):
             if redelivery_ms is not None:
                 remaining = min(remaining, redelivery_ms / 1000 + 0.001)
             await Notifier.wait(woken, remaining)
+            if t.moved:
+                return []  # the topic left this broker: the client's next request finds its owner
             if self._topics.get(t.name) is not t or t.subscriptions.get(subscription) is not sub:
                 raise SubscriptionNotFoundError(t.name, subscription)  # deleted while we waited
 
@@ -298,6 +302,8 @@ class TopicService(AdminPlane):
             if remaining <= 0:
                 return ReadPage([], None)
             await Notifier.wait(woken, remaining)
+            if t.moved:
+                return ReadPage([], None)  # the topic left this broker: the retry finds its owner
             if self._topics.get(t.name) is not t:
                 raise TopicNotFoundError(t.name, "deleted while the reader waited")
 

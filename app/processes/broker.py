@@ -6,15 +6,22 @@ cannot place a single ledger would only fail every produce."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
+import socket
+from types import FrameType
+
+import uvicorn
 
 from app.settings import Settings
+from topics.api import TopicsApi
+
+HANDOVER_TIMEOUT_S = 20.0
+log = logging.getLogger("quire.broker")
 
 
 def run(settings: Settings) -> None:
-    import uvicorn
-
     from app.main import create_app
     from app.registry import broker_registry
     from app.routes.cluster import install_registry
@@ -29,17 +36,55 @@ def run(settings: Settings) -> None:
     # takes about half of the consume path's CPU (measured with py-spy and `make bench`).
     gc.set_threshold(100_000, 50, 1000)
     # One worker: the broker owns each topic's managed ledger (a single writer per ledger).
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        loop="uvloop",
+        http="auto",  # httptools when installed, else h11
+        workers=1,
+        access_log=False,
+        log_level="info",
+        timeout_graceful_shutdown=5,
+    )
     try:
-        uvicorn.run(
-            app,
-            host=settings.host,
-            port=settings.port,
-            loop="uvloop",
-            http="auto",  # httptools when installed, else h11
-            workers=1,
-            access_log=False,
-            log_level="info",
-            timeout_graceful_shutdown=5,
-        )
+        HandoverServer(config, app.state.topics).run()
     finally:
         registry_store.close()
+
+
+class HandoverServer(uvicorn.Server):
+    """uvicorn's server, with a graceful stop that hands the broker's topics over first.
+
+    On SIGTERM (or SIGINT) the broker keeps serving while it closes each topic and releases its
+    ownership: requests for a topic already handed over are redirected to its new owner, long
+    polls answer empty. Then uvicorn's own shutdown runs (in-flight requests finish, then the
+    lifespan closes the rest), so a rolling restart costs clients a redirect or a retry. A
+    second signal stops at once."""
+
+    def __init__(self, config: uvicorn.Config, topics: TopicsApi) -> None:
+        super().__init__(config)
+        self._topics = topics
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handing_over = False
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().serve(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        loop = self._loop
+        if self._handing_over or self.should_exit or loop is None:
+            super().handle_exit(sig, frame)
+            return
+        self._handing_over = True
+        # A signal handler runs between two bytecodes of whatever the loop was doing: hand the
+        # work to the loop rather than touch it from here.
+        loop.call_soon_threadsafe(lambda: loop.create_task(self._hand_over(sig, frame)))
+
+    async def _hand_over(self, sig: int, frame: FrameType | None) -> None:
+        try:
+            await asyncio.wait_for(self._topics.handover(), HANDOVER_TIMEOUT_S)
+        except Exception:  # the leases lapse instead: slower for clients, never unsafe
+            log.exception("handing topics over failed")
+        super().handle_exit(sig, frame)
