@@ -178,6 +178,8 @@ class AdminPlane(TopicsBase):
             await self._delete_compacted_ledger(name)
         with contextlib.suppress(NotFoundError):
             await self._call(self._store.delete_topic, t.name)
+        if self._ownership is not None:
+            await self._ownership.release(t.name)
 
     async def _delete_compacted_ledger(self, ml_name: str) -> None:
         state = await self._call(self._store.get_compaction, ml_name)

@@ -193,8 +193,8 @@ class TopicsBase:
 
     async def _drop_all(self) -> None:
         """Every open topic is dropped (this broker lost its lease)."""
-        for t in list(self._topics.values()):
-            await self._drop(t, release=False)
+        topics = list(self._topics.values())
+        await asyncio.gather(*(self._drop(t, release=False) for t in topics))
 
     async def _create_topic_record(self, name: str, partitions: int, exist_ok: bool = True) -> TopicMetadata:
         await self._check_partition_clash(name, partitions)

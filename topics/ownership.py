@@ -197,7 +197,8 @@ class Ownership:
             target = self._choose(topic)
             claim = TopicOwner(topic, target.broker_id, target.session, acquired_ms=now)
             current = await call_blocking(self._store.claim_topic, claim, now)
-            if current.broker_id == target.broker_id and current.session == target.session:
+            won = current.broker_id == target.broker_id and current.session == target.session
+            if won and target.broker_id != self.me.broker_id:  # this broker's own count is _owned
                 self._assigned[target.broker_id] = self._assigned.get(target.broker_id, 0) + 1
         if self._is_me(current):
             self._owned.add(topic)
