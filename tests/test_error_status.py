@@ -101,6 +101,8 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     ),
     "topics.errors.StorageUnavailableError": (("down",), 503, _STORAGE),
     "topics.errors.WriteInFlightError": (("t/n/x", "p1", 7), 503, "Write in flight"),
+    "topics.errors.NotOwnerError": (("t/n/x", "b:1", "http://b:1"), 307, "Topic owned by another broker"),
+    "topics.errors.OwnershipUnavailableError": (("renewing",), 503, "Ownership unavailable"),
     "topics.compacted.CompactedViewError": (("not compacted",), 500, _500),
     # compactor
     "compactor.errors.CompactionError": (("boom",), 500, _500),

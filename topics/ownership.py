@@ -30,7 +30,9 @@ import time
 import uuid
 import zlib
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from bookie.ledgers import call_blocking
 from managed_ledger.clock import Clock, SystemClock
@@ -38,6 +40,7 @@ from managed_ledger.metadata.api import BrokerRecord, MetadataError, MetadataSto
 from topics.errors import NotOwnerError, OwnershipUnavailableError
 
 log = logging.getLogger("quire.ownership")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +87,9 @@ class Ownership:
         self._assigned: dict[str, int] = {}  # topics this broker assigned since the last refresh
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()  # one registration or renewal at a time
+        # Renewals get a thread of their own: behind a queue of slow metadata calls in the
+        # shared pool, a renewal could come too late and cost this broker all its topics.
+        self._renewer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quire-lease")
         self.draining = False
         self.renewals = 0
         self.renewal_failures = 0
@@ -116,7 +122,7 @@ class Ownership:
                 started_ms=now,
                 expires_ms=now + self.config.lease_ms,
             )
-            await call_blocking(self._store.register_broker, record)
+            await self._on_renewer(self._store.register_broker, record)
             self.session = session
             self._valid_until = started + (self.config.lease_ms - self.config.margin_ms) / 1000
             log.info("broker %s registered session %s", self.me.broker_id, session)
@@ -140,7 +146,7 @@ class Ownership:
             started = time.monotonic()
             expires = self._clock.now_ms() + self.config.lease_ms
             try:
-                renewed = await call_blocking(
+                renewed = await self._on_renewer(
                     self._store.renew_broker, self.me.broker_id, self.session, expires
                 )
             except MetadataError:
@@ -155,6 +161,9 @@ class Ownership:
             await self._lose("another process replaced its session")
         if not self.draining:
             await self._register()
+
+    async def _on_renewer(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._renewer, fn, *args)
 
     async def _lose(self, reason: str) -> None:
         log.warning(
@@ -271,3 +280,4 @@ class Ownership:
         self.session = ""
         self._valid_until = 0.0
         self._owned.clear()
+        self._renewer.shutdown(wait=False)

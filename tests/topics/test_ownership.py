@@ -22,8 +22,8 @@ from topics.errors import NotOwnerError, OwnershipUnavailableError
 from topics.ownership import Ownership, OwnershipConfig
 from topics.service import TopicService
 
-LEASE_MS = 400
-HEARTBEAT_MS = 100
+LEASE_MS = 1_000
+HEARTBEAT_MS = 200
 
 
 @dataclass
@@ -196,3 +196,38 @@ def _options() -> object:
     from topics.api import SubscriptionOptions
 
     return SubscriptionOptions(initial_position="earliest")
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "fastapi"])
+async def test_a_request_at_a_non_owner_is_redirected_with_its_path_and_query(
+    cluster: Cluster, fast: bool
+) -> None:
+    import httpx
+
+    from app.main import create_app
+
+    a = await cluster.start_broker(1)
+    b = await cluster.start_broker(2)
+    owner, _ = await _serve(cluster, "public/default/x", b"1")
+    other = b if owner is a else a
+    app = create_app(other.service, close_topics=False)
+    app.state.fast_path.enabled = fast
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        produce = await http.post("/v1/topics/public/default/x/messages", json={"messages": [{"value": "v"}]})
+        read = await http.get("/v1/topics/public/default/x/messages?start=earliest&max_messages=5")
+        stats = await http.get("/admin/v2/persistent/public/default/x/stats")
+        lookup = await http.get("/lookup/v2/topic/persistent/public/default/x")
+    base = owner.ownership.me.http_url
+    assert produce.status_code == 307
+    assert produce.headers["location"] == base + "/v1/topics/public/default/x/messages"
+    assert produce.headers["content-type"] == "application/problem+json"
+    assert read.status_code == 307
+    assert (
+        read.headers["location"]
+        == base + "/v1/topics/public/default/x/messages?start=earliest&max_messages=5"
+    )
+    assert stats.status_code == 307
+    assert stats.headers["location"] == base + "/admin/v2/persistent/public/default/x/stats"
+    assert lookup.status_code == 200
+    assert lookup.json() == {"brokerUrl": base, "httpUrl": base, "kafkaUrl": None}
