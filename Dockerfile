@@ -1,6 +1,8 @@
 # Quire: `quire standalone` (bookie + broker + compactor) with Java for PySpark.
 FROM python:3.11-slim-bookworm
 
+# With several brokers, set QUIRE_ADVERTISED_ADDRESS to the host:port other containers and
+# clients reach this one by (default: the container's host name and QUIRE_PORT).
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import Literal
 
@@ -160,7 +161,12 @@ class Settings(BaseSettings):
 
     @property
     def effective_advertised_address(self) -> str:
-        return self.advertised_address or f"{self.host}:{self.port}"
+        """Where other brokers send clients: the setting, else host:port, with a wildcard listen
+        address replaced by this machine's name (as Pulsar's advertisedAddress defaults)."""
+        if self.advertised_address:
+            return self.advertised_address
+        host = socket.getfqdn() if self.host in ("", "0.0.0.0", "::") else self.host
+        return f"{host}:{self.port}"
 
     @property
     def effective_bookies(self) -> list[str]:
