@@ -57,7 +57,7 @@ openapi: setup
 
 client: openapi
 	rm -rf clients/python
-	$(BIN)/openapi-python-client generate --path openapi.json --output-path clients/python --meta setup --config clients/openapi-client-config.yaml
+	$(BIN)/openapi-python-client generate --path openapi.json --output-path clients/python --meta setup --config clients/openapi-client-config.yaml --custom-template-path clients/templates
 	$(PY) -m pip install --quiet -e clients/python
 
 clean:

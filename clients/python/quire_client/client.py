@@ -26,7 +26,8 @@ class Client:
         ``verify_ssl``: Whether or not to verify the SSL certificate of the API server. This should be True in production,
         but can be set to False for testing purposes.
 
-        ``follow_redirects``: Whether or not to follow redirects. Default value is False.
+        ``follow_redirects``: Whether or not to follow redirects. Default value is True: a Quire broker
+        answers a request for a topic another broker owns with 307 to the owner (same method and body).
 
         ``httpx_args``: A dictionary of additional arguments to be passed to the ``httpx.Client`` and ``httpx.AsyncClient`` constructor.
 
@@ -42,7 +43,7 @@ class Client:
     _headers: dict[str, str] = field(factory=dict, kw_only=True, alias="headers")
     _timeout: httpx.Timeout | None = field(default=None, kw_only=True, alias="timeout")
     _verify_ssl: str | bool | ssl.SSLContext = field(default=True, kw_only=True, alias="verify_ssl")
-    _follow_redirects: bool = field(default=False, kw_only=True, alias="follow_redirects")
+    _follow_redirects: bool = field(default=True, kw_only=True, alias="follow_redirects")
     _httpx_args: dict[str, Any] = field(factory=dict, kw_only=True, alias="httpx_args")
     _client: httpx.Client | None = field(default=None, init=False)
     _async_client: httpx.AsyncClient | None = field(default=None, init=False)
@@ -152,7 +153,8 @@ class AuthenticatedClient:
         ``verify_ssl``: Whether or not to verify the SSL certificate of the API server. This should be True in production,
         but can be set to False for testing purposes.
 
-        ``follow_redirects``: Whether or not to follow redirects. Default value is False.
+        ``follow_redirects``: Whether or not to follow redirects. Default value is True: a Quire broker
+        answers a request for a topic another broker owns with 307 to the owner (same method and body).
 
         ``httpx_args``: A dictionary of additional arguments to be passed to the ``httpx.Client`` and ``httpx.AsyncClient`` constructor.
 
@@ -172,7 +174,7 @@ class AuthenticatedClient:
     _headers: dict[str, str] = field(factory=dict, kw_only=True, alias="headers")
     _timeout: httpx.Timeout | None = field(default=None, kw_only=True, alias="timeout")
     _verify_ssl: str | bool | ssl.SSLContext = field(default=True, kw_only=True, alias="verify_ssl")
-    _follow_redirects: bool = field(default=False, kw_only=True, alias="follow_redirects")
+    _follow_redirects: bool = field(default=True, kw_only=True, alias="follow_redirects")
     _httpx_args: dict[str, Any] = field(factory=dict, kw_only=True, alias="httpx_args")
     _client: httpx.Client | None = field(default=None, init=False)
     _async_client: httpx.AsyncClient | None = field(default=None, init=False)

@@ -4,6 +4,7 @@ from .ack_request import AckRequest
 from .bookie_info import BookieInfo
 from .bookie_info_state import BookieInfoState
 from .bookie_list import BookieList
+from .broker_info import BrokerInfo
 from .checks import Checks
 from .compacted_ledger_info import CompactedLedgerInfo
 from .compaction_stats import CompactionStats
@@ -17,6 +18,7 @@ from .internal_stats import InternalStats
 from .internal_stats_by_partition import InternalStatsByPartition
 from .last_message_id import LastMessageId
 from .ledger_info import LedgerInfo
+from .lookup_result import LookupResult
 from .message_list import MessageList
 from .message_out import MessageOut
 from .nack_request import NackRequest
@@ -53,6 +55,7 @@ __all__ = (
     "BookieInfo",
     "BookieInfoState",
     "BookieList",
+    "BrokerInfo",
     "Checks",
     "CompactedLedgerInfo",
     "CompactionStats",
@@ -66,6 +69,7 @@ __all__ = (
     "InternalStatsByPartition",
     "LastMessageId",
     "LedgerInfo",
+    "LookupResult",
     "MessageList",
     "MessageOut",
     "NackRequest",
