@@ -128,5 +128,30 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
             components.setdefault(name, sub)
         components.setdefault(model.__name__, schema)
     spec["components"]["schemas"] = dict(sorted(components.items()))
+    _document_redirects(spec)
     app.openapi_schema = spec
     return spec
+
+
+# Operations on a topic that any broker answers itself: everything else about a topic is served
+# by its owner, and another broker answers 307 (app.errors, topics.ownership).
+ANSWERED_ANYWHERE = {"createTopic", "createPartitionedTopic", "getPartitions", "lookupTopic"}
+REDIRECT_RESPONSE = {
+    "description": "Another broker owns the topic: the same request goes to `Location` (its URL, "
+    "same path and query); clients that follow redirects need nothing else",
+    "headers": {
+        "Location": {"description": "the owner's URL for this request", "schema": {"type": "string"}}
+    },
+    "content": {errors.PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+}
+
+
+def _document_redirects(spec: dict[str, Any]) -> None:
+    for path, operations in spec.get("paths", {}).items():
+        if "{topic}" not in path:
+            continue
+        for operation in operations.values():
+            if operation.get("operationId") not in ANSWERED_ANYWHERE:
+                responses = operation.setdefault("responses", {})
+                responses["307"] = REDIRECT_RESPONSE
+                operation["responses"] = dict(sorted(responses.items()))

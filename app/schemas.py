@@ -186,6 +186,9 @@ class TopicStats(BaseModel):
     storageSize: int
     backlogSize: int
     partitions: int = Field(0, description="number of partitions; 0: not partitioned")
+    ownerBroker: str | None = Field(
+        None, examples=["127.0.0.1:8080"], description="the broker that owns the topic and answered"
+    )
     subscriptions: dict[str, SubscriptionStats]
     compaction: CompactionStats
 

@@ -13,6 +13,7 @@ from managed_ledger.metadata.api import (
     BrokerRecord,
     CompactionState,
     CompactionStatus,
+    MetadataError,
     NotEmptyError,
     NotFoundError,
 )
@@ -68,10 +69,16 @@ class AdminPlane(TopicsBase):
     async def handover(self) -> None:
         """Stop taking topics and hand every open one over: close it, then release it (SIGTERM).
         Requests that arrive meanwhile are redirected to the broker each topic goes to."""
-        if self._ownership is not None:
-            self._ownership.draining = True
+        own = self._ownership
+        if own is not None:
+            own.draining = True
         for t in list(self._topics.values()):
             await self._drop(t, release=True)
+        if own is not None:
+            # Topics assigned to this broker by a lookup that it never opened go too.
+            for name in own.owned:
+                with contextlib.suppress(MetadataError):
+                    await own.release(name)
 
     async def ready(self) -> dict[str, bool]:
         try:

@@ -190,7 +190,7 @@ class Ownership:
     async def owner(self, topic: str) -> BrokerInfo | None:
         """None when this broker owns `topic` (claiming it if nobody does and this broker is the
         least loaded); else the owner (NotOwnerError is the caller's to raise)."""
-        if topic in self._owned and self.valid():
+        if topic in self._owned and self.valid() and not self.draining:
             return None
         cached = self._cache.get(topic)
         if cached is not None and cached[1] > time.monotonic():

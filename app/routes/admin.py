@@ -97,7 +97,7 @@ def _unload_route(router: APIRouter, topics: TopicsApi) -> None:
     @router.put(
         PERSISTENT + "/{topic}/unload",
         operation_id="unloadTopic",
-        summary="Close the current ledger; the next write opens a new one",
+        summary="Close the topic here and release its ownership; the next request may land elsewhere",
         status_code=204,
         response_model=None,
         responses=problems(404, 422),

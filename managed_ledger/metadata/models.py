@@ -25,8 +25,8 @@ Tables (every table a caller updates has `version`, the compare-and-set token):
 - leader_leases: a named role (the auditor), who holds it and until when.
 - underreplicated_ledgers: one row per ledger with a copy on a lost or decommissioning bookie:
   the missing bookie ids (JSON list), when it was listed, and a recovery worker's claim.
-- brokers: one row per broker id (`host:port`): its current session, URLs, start time, lease
-  expiry (renewed by heartbeats, last writer wins) and the number of topics it owns.
+- brokers: one row per broker id (`host:port`): its current session, URLs, start time and lease
+  expiry (renewed by heartbeats, last writer wins).
 - topic_owners: one row per owned topic: the broker and session owning it (valid while that
   broker's row has that session and an unexpired lease).
 - cursors.delivery_state: a subscription's delivered-unacked messages and acks inside batches
@@ -217,7 +217,6 @@ class BrokerRow(Base):
     kafka_url: Mapped[str] = mapped_column(String(1024), nullable=False)
     started_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
     expires_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
-    owned_topics: Mapped[int] = mapped_column(Integer, nullable=False)
 
 
 class TopicOwnerRow(Base):

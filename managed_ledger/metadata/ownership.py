@@ -79,7 +79,6 @@ class SqlOwnershipMethods:
             "kafka_url": b.kafka_url,
             "started_ms": b.started_ms,
             "expires_ms": b.expires_ms,
-            "owned_topics": 0,
         }
         with self._write() as conn:
             where = BROKERS.c.broker_id == b.broker_id

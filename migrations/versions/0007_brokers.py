@@ -39,7 +39,6 @@ def upgrade() -> None:
         sa.Column("kafka_url", sa.String(1024), nullable=False),
         sa.Column("started_ms", sa.BigInteger, nullable=False),
         sa.Column("expires_ms", sa.BigInteger, nullable=False),
-        sa.Column("owned_topics", sa.Integer, nullable=False),
     )
     op.create_table(
         "topic_owners",

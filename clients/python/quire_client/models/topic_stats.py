@@ -33,6 +33,7 @@ class TopicStats:
             msg_in_counter (int):
             storage_size (int):
             subscriptions (Subscriptions):
+            owner_broker (None | str | Unset): the broker that owns the topic and answered
             partitions (int | Unset): number of partitions; 0: not partitioned Default: 0.
      """
 
@@ -42,6 +43,7 @@ class TopicStats:
     msg_in_counter: int
     storage_size: int
     subscriptions: Subscriptions
+    owner_broker: None | str | Unset = UNSET
     partitions: int | Unset = 0
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -64,6 +66,12 @@ class TopicStats:
 
         subscriptions = self.subscriptions.to_dict()
 
+        owner_broker: None | str | Unset
+        if isinstance(self.owner_broker, Unset):
+            owner_broker = UNSET
+        else:
+            owner_broker = self.owner_broker
+
         partitions = self.partitions
 
 
@@ -77,6 +85,8 @@ class TopicStats:
             "storageSize": storage_size,
             "subscriptions": subscriptions,
         })
+        if owner_broker is not UNSET:
+            field_dict["ownerBroker"] = owner_broker
         if partitions is not UNSET:
             field_dict["partitions"] = partitions
 
@@ -107,6 +117,16 @@ class TopicStats:
 
 
 
+        def _parse_owner_broker(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        owner_broker = _parse_owner_broker(d.pop("ownerBroker", UNSET))
+
+
         partitions = d.pop("partitions", UNSET)
 
         topic_stats = cls(
@@ -116,6 +136,7 @@ class TopicStats:
             msg_in_counter=msg_in_counter,
             storage_size=storage_size,
             subscriptions=subscriptions,
+            owner_broker=owner_broker,
             partitions=partitions,
         )
 

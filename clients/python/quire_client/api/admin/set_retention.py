@@ -48,6 +48,13 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         response_204 = cast(Any, None)
         return response_204
 
+    if response.status_code == 307:
+        response_307 = Problem.from_dict(response.json())
+
+
+
+        return response_307
+
     if response.status_code == 404:
         response_404 = Problem.from_dict(response.json())
 

@@ -40,6 +40,13 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         response_204 = cast(Any, None)
         return response_204
 
+    if response.status_code == 307:
+        response_307 = Problem.from_dict(response.json())
+
+
+
+        return response_307
+
     if response.status_code == 404:
         response_404 = Problem.from_dict(response.json())
 
@@ -84,7 +91,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
 
 ) -> Response[Any | Problem]:
-    """ Close the current ledger; the next write opens a new one
+    """ Close the topic here and release its ownership; the next request may land elsewhere
 
     Args:
         tenant (str): tenant
@@ -121,7 +128,7 @@ def sync(
     client: AuthenticatedClient | Client,
 
 ) -> Any | Problem | None:
-    """ Close the current ledger; the next write opens a new one
+    """ Close the topic here and release its ownership; the next request may land elsewhere
 
     Args:
         tenant (str): tenant
@@ -153,7 +160,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
 
 ) -> Response[Any | Problem]:
-    """ Close the current ledger; the next write opens a new one
+    """ Close the topic here and release its ownership; the next request may land elsewhere
 
     Args:
         tenant (str): tenant
@@ -190,7 +197,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
 
 ) -> Any | Problem | None:
-    """ Close the current ledger; the next write opens a new one
+    """ Close the topic here and release its ownership; the next request may land elsewhere
 
     Args:
         tenant (str): tenant
