@@ -29,6 +29,7 @@ from topics.config import TopicsConfig
 from topics.errors import (
     InvalidNameError,
     NamespaceNotFoundError,
+    NotOwnerError,
     SubscriptionNotFoundError,
     TopicNotFoundError,
 )
@@ -151,6 +152,10 @@ class TopicsBase:
                 return open_topic
             await self._drop(open_topic, release=False)  # lease lapsed or fenced: look again
         name = names.validate_topic(topic)
+        if own is not None:
+            elsewhere = own.cached_owner(name)
+            if elsewhere is not None:  # a redirect needs no store read and no lock
+                raise NotOwnerError(name, elsewhere.broker_id, elsewhere.http_url)
         # One lock per topic: opening one (recovery reads the bookies) never holds up another.
         async with self._open_locks.setdefault(name, asyncio.Lock()):
             open_topic = self._topics.get(name)

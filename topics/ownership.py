@@ -192,9 +192,9 @@ class Ownership:
         least loaded); else the owner (NotOwnerError is the caller's to raise)."""
         if topic in self._owned and self.valid() and not self.draining:
             return None
-        cached = self._cache.get(topic)
-        if cached is not None and cached[1] > time.monotonic():
-            return cached[0]
+        cached = self.cached_owner(topic)
+        if cached is not None:
+            return cached
         if not self.valid():
             raise OwnershipUnavailableError(f"broker {self.me.broker_id} is renewing its session; retry")
         now = self._clock.now_ms()
@@ -215,6 +215,13 @@ class Ownership:
         info = await self._info(current.broker_id)
         self._cache[topic] = (info, time.monotonic() + self.config.owner_cache_ms / 1000)
         return info
+
+    def cached_owner(self, topic: str) -> BrokerInfo | None:
+        """Another broker known to own `topic` (answered within `owner_cache_ms`), or None."""
+        cached = self._cache.get(topic)
+        if cached is not None and cached[1] > time.monotonic():
+            return cached[0]
+        return None
 
     async def check(self, topic: str) -> None:
         """Return when this broker owns `topic`; NotOwnerError naming the owner otherwise."""
