@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast check fmt bench bench-replication bench-bookie bench-ml bench-compaction client openapi clean
+.PHONY: setup run test test-fast check fmt bench bench-replication bench-brokers bench-bookie bench-ml bench-compaction client openapi clean
 
 setup: $(STAMP)
 
@@ -42,6 +42,9 @@ bench: setup
 bench-replication: setup
 	bash scripts/install-system-deps.sh --bench
 	$(PY) -m bench.bench_replication
+
+bench-brokers: setup
+	$(PY) -m bench.bench_brokers
 
 bench-bookie: setup
 	$(PY) -m bench.bench_bookie
