@@ -203,6 +203,9 @@ class Ownership:
             await self.release(topic)
             current = None
         if current is None:
+            # Fresh counts: other brokers' assignments since the last heartbeat count too (one
+            # read per topic assigned; a topic is assigned once per owner it has).
+            await self._refresh_brokers()
             target = self._choose(topic)
             claim = TopicOwner(topic, target.broker_id, target.session, acquired_ms=now)
             current = await call_blocking(self._store.claim_topic, claim, now)
