@@ -175,7 +175,14 @@ class TopicsBase:
 
     async def _drop(self, t: OpenTopic, *, release: bool) -> None:
         """Close the topic here and forget it (its waiters answer empty); with `release`, give up
-        its ownership afterwards so that another broker may take it at once."""
+        its ownership afterwards so that another broker may take it at once.
+
+        Under the topic's open lock: a request that comes meanwhile waits and then looks for the
+        owner afresh, rather than reopening the topic here while it is being given up."""
+        async with self._open_locks.setdefault(t.name, asyncio.Lock()):
+            await self._close_and_release(t, release)
+
+    async def _close_and_release(self, t: OpenTopic, release: bool) -> None:
         if self._topics.get(t.name) is t:
             del self._topics[t.name]
         t.moved = True
