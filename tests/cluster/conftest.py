@@ -19,8 +19,8 @@ def start_cluster(tmp_path: Path, postgres_url: str) -> Iterator[StartCluster]:
     url, schema = fresh_postgres_schema_url(postgres_url)
     clusters: list[Cluster] = []
 
-    def start(brokers: int = 3, **env: str) -> Cluster:
-        cluster = Cluster(tmp_path / f"cluster{len(clusters)}", url, dict(env))
+    def start(brokers: int = 3, short_leases: bool = True, **env: str) -> Cluster:
+        cluster = Cluster(tmp_path / f"cluster{len(clusters)}", url, dict(env), short_leases)
         cluster.root.mkdir(parents=True)
         clusters.append(cluster)
         return cluster.start(brokers)

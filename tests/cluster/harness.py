@@ -77,6 +77,7 @@ class Cluster:
     root: Path
     database_url: str
     env: dict[str, str] = field(default_factory=dict)  # extra settings of every broker
+    short_leases: bool = True  # else the settings' default lease and heartbeat
     bookie_port: int = field(default_factory=free_port)
     bookie: QuireProcess | None = None
     brokers: list[Broker] = field(default_factory=list)
@@ -122,7 +123,7 @@ class Cluster:
             "QUIRE_HOST": "127.0.0.1",
             "QUIRE_PORT": str(port),
             **BOOKIE_HEARTBEAT,
-            **SHORT_LEASES,
+            **(SHORT_LEASES if self.short_leases else {}),
             **self.env,
         }
 
