@@ -55,6 +55,7 @@ from bookie.storage.disk import DiskUsage, ReadOnlySwitch, disk_usage_fraction, 
 from bookie.storage.gc import GarbageCollector
 from bookie.storage.group import Group
 from bookie.storage.index import (
+    MAX_ENTRY_ID,
     SLOT,
     SLOT_MARKER,
     Checkpoint,
@@ -276,8 +277,10 @@ class LedgerStorage:
                 raise BookieError(ErrorCode.BAD_REQUEST, f"ledger {ledger_id} entry {entry_id}: other bytes")
             await self._waiting_group_of(key)
             return
-        if entry_id < 0 or ledger_id < 0 or len(payload) > MAX_PAYLOAD_BYTES:
-            raise BookieError(ErrorCode.BAD_REQUEST, "bad ledger id, entry id or payload size")
+        if not 0 <= entry_id <= MAX_ENTRY_ID or ledger_id < 0 or len(payload) > MAX_PAYLOAD_BYTES:
+            raise BookieError(
+                ErrorCode.BAD_REQUEST, f"bad ledger id, entry id (0..{MAX_ENTRY_ID}) or payload size"
+            )
         group = self._group
         assert group is not None, "storage not started"
         try:

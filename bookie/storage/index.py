@@ -61,6 +61,10 @@ INDEX_HEADER_SIZE = 16
 INDEX_HEADER = struct.Struct(INDEX_HEADER_FORMAT)
 SLOT_FORMAT = "<IHHII"
 SLOT_SIZE = 16
+# The highest entry id a ledger may hold: its slot lies 32 GiB into the (sparse) index file,
+# which every common filesystem can address. A larger id (valid on the wire, an i64) is refused
+# before it reaches the journal; it used to fail the index write and stop the bookie.
+MAX_ENTRY_ID = 2**31 - 1
 SLOT = struct.Struct(SLOT_FORMAT)
 SLOT_MARKER = 0x5153
 _ZERO_SLOT = bytes(SLOT_SIZE)

@@ -19,6 +19,7 @@ from bookie.errors import (
     ReadOnlyError,
 )
 from bookie.storage.api import LedgerStorageApi
+from bookie.storage.index import MAX_ENTRY_ID
 from bookie.storage.records import MAX_PAYLOAD_BYTES
 
 
@@ -115,8 +116,9 @@ class MemoryStorage:
 
 
 def _valid(ledger_id: int, entry_id: int, last_add_confirmed: int) -> bool:
-    """The id ranges a journal record can hold (u64 ledger, i64 entry and LAC)."""
-    return 0 <= ledger_id < 2**64 and 0 <= entry_id < 2**63 and -(2**63) <= last_add_confirmed < 2**63
+    """The id ranges a journal record can hold (u64 ledger, i64 LAC) and the index can address
+    (entry ids up to MAX_ENTRY_ID)."""
+    return 0 <= ledger_id < 2**64 and 0 <= entry_id <= MAX_ENTRY_ID and -(2**63) <= last_add_confirmed < 2**63
 
 
 async def is_fenced(storage: LedgerStorageApi, ledger_id: int) -> bool:

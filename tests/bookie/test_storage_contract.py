@@ -115,8 +115,22 @@ async def test_unknown_ledger_and_entry(subject: Subject) -> None:
 
 @pytest.mark.parametrize(
     ("ledger_id", "entry_id", "lac", "size"),
-    [(-1, 0, -1, 1), (1, -1, -1, 1), (2**64, 0, -1, 1), (1, 2**63, -1, 1), (1, 0, 2**63, 1)],
-    ids=["negative ledger", "negative entry", "ledger past u64", "entry past i64", "lac past i64"],
+    [
+        (-1, 0, -1, 1),
+        (1, -1, -1, 1),
+        (2**64, 0, -1, 1),
+        (1, 2**63, -1, 1),
+        (1, 2**31, -1, 1),
+        (1, 0, 2**63, 1),
+    ],
+    ids=[
+        "negative ledger",
+        "negative entry",
+        "ledger past u64",
+        "entry past i64",
+        "entry past the index",
+        "lac past i64",
+    ],
 )
 async def test_bad_ids_are_refused_and_change_nothing(
     subject: Subject, ledger_id: int, entry_id: int, lac: int, size: int
