@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     ensemble_size: int = Field(1, ge=1)
     write_quorum: int = Field(1, ge=1)
     ack_quorum: int = Field(1, ge=1)
-    max_entries_per_ledger: int = Field(50_000, gt=0)
+    max_entries_per_ledger: int = Field(50_000, gt=0, le=2**31)  # a bookie holds entry ids < 2^31
     max_size_per_ledger_bytes: int = Field(2 * 1024**3, gt=0)
     max_rollover_time_ms: int = Field(240 * 60_000, gt=0)
     min_rollover_time_ms: int = Field(10 * 60_000, ge=0)
