@@ -107,6 +107,7 @@ def rss_kib(pid: int) -> int | None:
 @dataclass
 class Tally:
     started: float
+    seconds: float
     latencies: dict[int, list[float]] = field(default_factory=dict)  # minute -> seconds
     errors: dict[int, Counter[str]] = field(default_factory=dict)
     produced: Counter[int] = field(default_factory=Counter)  # minute -> messages acknowledged
@@ -125,12 +126,13 @@ class Load:
         self.urls = urls
         self.pids = pids
         self.rss: dict[str, dict[str, int | None]] = {}  # when -> process -> KiB
+        self.load_average: dict[str, tuple[float, float, float]] = {}  # the machine's, 1/5/15 min
         self.rate = rate
         self.seconds = seconds
         self.topics = [f"public/default/soak-{i}" for i in range(TOPICS)]
         self.owner: dict[str, str] = {}
         self.http = httpx.AsyncClient(timeout=HTTP_TIMEOUT, follow_redirects=True)
-        self.tally = Tally(time.monotonic())
+        self.tally = Tally(time.monotonic(), seconds)
         self.stop = asyncio.Event()
 
     async def lookup(self, topic: str) -> str:
@@ -171,12 +173,11 @@ class Load:
     async def send_loop(self) -> None:
         interval = BATCH / self.rate
         in_flight: set[asyncio.Task[None]] = set()
-        start = time.monotonic()
+        start = self.tally.started  # minutes count from here
         n = 0
-        while True:
+        batches = round(self.seconds / interval)
+        while n < batches:
             due = start + n * interval
-            if due - start >= self.seconds:
-                break
             delay = due - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -225,11 +226,13 @@ class Load:
     async def run(self) -> None:
         await self.prepare()
         self.take_rss("start")
-        self.tally = Tally(time.monotonic())
+        self.load_average["start"] = os.getloadavg()
+        self.tally = Tally(time.monotonic(), self.seconds)
         consumers = [asyncio.create_task(self.consume_loop(t)) for t in self.topics]
         warm = asyncio.create_task(self.rss_after_a_minute())
         await self.send_loop()
         self.take_rss("end")
+        self.load_average["end"] = os.getloadavg()
         warm.cancel()
         await asyncio.wait(consumers, timeout=60)
         for c in consumers:
@@ -265,6 +268,7 @@ def report(tally: Tally, rss: dict[str, dict[str, int | None]]) -> None:
     minutes = sorted(set(tally.latencies) | set(tally.errors))
     for m in minutes:
         lat = tally.latencies.get(m, [])
+        span = max(1.0, min(60.0, tally.seconds - m * 60))  # the last minute may be short
         errors = sum(tally.errors.get(m, Counter()).values())
         if lat:
             p50, p99, top = (percentile(lat, 0.5) * 1e3, percentile(lat, 0.99) * 1e3, max(lat) * 1e3)
@@ -272,8 +276,8 @@ def report(tally: Tally, rss: dict[str, dict[str, int | None]]) -> None:
         else:
             row = f"{'-':>8} {'-':>8} {'-':>8}"
         print(
-            f"{m + 1:>6} {len(lat):>8} {tally.produced[m] / 60:>8.0f} {row} "
-            f"{tally.consumed[m] / 60:>10.0f} {errors:>7}"
+            f"{m + 1:>6} {len(lat):>8} {tally.produced[m] / span:>8.0f} {row} "
+            f"{tally.consumed[m] / span:>10.0f} {errors:>7}"
         )
     full = [m for m in minutes if len(tally.latencies.get(m, [])) >= 100]
     if len(full) >= 2:
@@ -312,6 +316,9 @@ def main() -> None:
             load = Load(urls, args.rate, args.seconds, pids)
             asyncio.run(load.run())
         report(load.tally, load.rss)
+        cores = os.cpu_count()
+        for when, (one, five, fifteen) in load.load_average.items():
+            print(f"machine load average at the {when}: {one:.1f} {five:.1f} {fifteen:.1f} ({cores} cores)")
     finally:
         drop_schema(POSTGRES_URL, schema)
 
