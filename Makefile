@@ -4,7 +4,11 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
+<<<<<<< HEAD
 .PHONY: setup run test test-fast check fmt bench bench-replication bench-brokers bench-bookie bench-ml bench-compaction client openapi clean
+=======
+.PHONY: setup run test test-fast check fmt bench bench-replication bench-bookie bench-ml bench-compaction soak chaos-fuzz client openapi clean
+>>>>>>> h-soak
 
 setup: $(STAMP)
 
@@ -54,6 +58,16 @@ bench-ml: setup
 
 bench-compaction: setup
 	$(PY) -m bench.bench_compaction
+
+# A steady load on a local cluster (PostgreSQL at 127.0.0.1:5432): RSS and p99 per minute.
+SOAK_S ?= 600
+soak: setup
+	$(PY) -m bench.soak --seconds $(SOAK_S)
+
+# Schemathesis against a live broker with thousands of cases (CI runs a few hundred).
+FUZZ_EXAMPLES ?= 50
+chaos-fuzz: setup
+	QUIRE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q -s tests/api/test_live_fuzz.py -k thorough
 
 openapi: setup
 	$(PY) -m app.openapi_export openapi.json

@@ -1,17 +1,29 @@
 """The `quire` command: `quire standalone|bookie|broker|compactor|autorecovery`.
 
 Flags override the matching `QUIRE_*` settings. Each process lives in `app/processes/`.
+Bad settings, from the environment or the env file `QUIRE_ENV_FILE` names, stop the process
+before it starts anything: one line on stderr naming each bad variable, exit code 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import os
+import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
+from dotenv.parser import parse_stream  # python-dotenv: what pydantic-settings reads env files with
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+from pydantic_settings import SettingsError
+
+if TYPE_CHECKING:
+    from app.settings import Settings
 
 PROCESSES = ("standalone", "bookie", "broker", "compactor", "autorecovery")
 
@@ -65,13 +77,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for key, value in overrides.items():
         if value is not None:
             os.environ[key] = str(value)
-    from app.settings import Settings
-
-    try:
-        settings = Settings()
-    except ValidationError as exc:
-        print(f"quire: invalid settings:\n{exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+    settings = load_settings()
     module = importlib.import_module(f"app.processes.{args.process}")
     if getattr(args, "format", False):
         module.run(settings, format_disk=True)
@@ -79,6 +85,88 @@ def main(argv: Sequence[str] | None = None) -> None:
         module.run(settings, bookies=args.bookies)
     else:
         module.run(settings)
+
+
+# --- settings errors: one line naming the variable, exit code 2, no traceback --------------------
+
+PREFIX = "QUIRE_"
+MAX_SHOWN_VALUE = 60
+
+
+def load_settings() -> Settings:
+    """The validated settings, or exit 2 with one line on stderr naming each bad variable (and
+    the env file it came from): never a traceback, whatever the environment or env file holds."""
+    env_file = os.environ.get("QUIRE_ENV_FILE")
+    if env_file:
+        _check_env_file(Path(env_file))
+    from app.settings import Settings
+
+    try:
+        return Settings(_env_file=env_file)  # read now: the class default was fixed at import
+    except ValidationError as exc:
+        _refuse("; ".join(_describe(error, env_file) for error in exc.errors(include_url=False)))
+    except SettingsError as exc:
+        # pydantic-settings could not decode a complex value (a list is JSON) before validation.
+        found = re.search(r'field "(\w+)"', str(exc))
+        field = found.group(1) if found else "?"
+        cause = f" ({exc.__cause__})" if exc.__cause__ is not None else ""
+        _refuse(
+            f"{PREFIX}{field.upper()}={_shown(_raw(field, env_file))} ({_origin(field, env_file)}): "
+            f'not valid JSON{cause}; a list is written as JSON, e.g. ["127.0.0.1:3181"]'
+        )
+
+
+def _check_env_file(path: Path) -> None:
+    """An env file that is named must exist, be UTF-8 text, and parse line by line: python-dotenv
+    would skip a missing file or a line it cannot parse with a warning and run on defaults."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        _refuse(f"QUIRE_ENV_FILE={path}: cannot read it: {exc}")
+    for binding in parse_stream(io.StringIO(text)):
+        if binding.error:
+            line = binding.original.string.strip()
+            _refuse(f"QUIRE_ENV_FILE={path} line {binding.original.line}: cannot parse {_shown(line)}")
+
+
+def _describe(error: ErrorDetails, env_file: str | None) -> str:
+    loc = error["loc"]
+    message = error["msg"].removeprefix("Value error, ")
+    if not loc:  # a rule across several settings: its message names them
+        return message
+    field = str(loc[0])
+    item = "".join(f"[{part}]" for part in loc[1:])  # an item of a list, say QUIRE_BOOKIES[1]
+    shown = _shown(error["input"]) if "input" in error else "?"
+    return f"{PREFIX}{field.upper()}{item}={shown} ({_origin(field, env_file)}): {message}"
+
+
+def _origin(field: str, env_file: str | None) -> str:
+    """The field, and the env file its value came from (the environment wins over the file)."""
+    if PREFIX + field.upper() not in os.environ and env_file:
+        return f"{field}, from {env_file}"
+    return field
+
+
+def _raw(field: str, env_file: str | None) -> str:
+    name = PREFIX + field.upper()
+    if name in os.environ:
+        return os.environ[name]
+    if env_file:
+        for binding in parse_stream(io.StringIO(Path(env_file).read_text(encoding="utf-8"))):
+            if binding.key is not None and binding.key.upper() == name:
+                return binding.value or ""
+    return ""
+
+
+def _shown(value: object) -> str:
+    text = repr(value) if isinstance(value, str) else repr(str(value))
+    return text if len(text) <= MAX_SHOWN_VALUE else text[: MAX_SHOWN_VALUE - 4] + "...'"
+
+
+def _refuse(message: str) -> NoReturn:
+    one_line = " ".join(message.split())
+    print(f"quire: invalid settings: {one_line}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 if __name__ == "__main__":
