@@ -15,7 +15,7 @@ import pytest
 from bookie.client import BookieLedgerClient
 from bookie.types import LedgerSpec
 from tests.bookie.conftest import BookieProcess, start_bookie_process
-from tests.support import REPO, free_port
+from tests.support import REPO, free_port, wait_until
 
 
 def test_garbage_setting_is_a_clear_error(tmp_path: Path) -> None:
@@ -46,7 +46,6 @@ def test_port_in_use_is_a_clear_error(tmp_path: Path, bookie_process: BookieProc
 
 def test_sigterm_stops_cleanly_and_keeps_data(tmp_path: Path) -> None:
     bookie = start_bookie_process(tmp_path)
-    assert f"listening on 127.0.0.1:{bookie.port}" in bookie.log()
     spec = LedgerSpec(3, (bookie.address,))
 
     async def write() -> dict[str, object]:
@@ -65,6 +64,8 @@ def test_sigterm_stops_cleanly_and_keeps_data(tmp_path: Path) -> None:
             await client.close()
 
     try:
+        # The port answers a moment before the line is in the log (its buffer is flushed after).
+        wait_until(lambda: f"listening on 127.0.0.1:{bookie.port}" in bookie.log(), 10, "the listening line")
         stats = asyncio.run(write())
         assert stats["server"]["requests"] >= 100  # type: ignore[index]
         assert bookie.process is not None
