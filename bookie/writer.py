@@ -215,8 +215,11 @@ class BookieLedgerWriter:
 
     async def _replace_broken(self) -> None:
         assert self._changer is not None and self._connect is not None
-        indices = sorted(self._broken)
         start = self._lac + 1  # every entry before it is acknowledged: it stays where it is
+        await self._reconnect(start)
+        indices = sorted(self._broken)
+        if not indices:
+            return
         current = self._spec.last_ensemble
         new = await self._changer(start, current, frozenset(self._bad))
         if len(new) != len(current) or any(
@@ -234,6 +237,26 @@ class BookieLedgerWriter:
                 continue
             slot = self._slots[index] = _Slot(self, index, new[index], conn)
             self._broken.discard(index)
+            self._resend(slot, start)
+
+    async def _reconnect(self, start: int) -> None:
+        """A broken position whose connection was closed (its bookie restarted, perhaps while
+        the ledger was idle) keeps its bookie if a new connection opens: BookKeeper's client
+        reconnects too. The adds from `start` are sent again; a bookie stores each entry once."""
+        assert self._connect is not None
+        for index in sorted(self._broken):
+            old = self._slots[index]
+            if old.conn is None or not old.conn.closed:
+                continue  # never reached, or slow rather than gone: replace it
+            try:
+                conn = await self._connect(old.address)
+            except BookieError:
+                continue
+            log.info("ledger %d: bookie %s reconnected; keeping it", self._ledger_id, old.address)
+            old.retired = True
+            slot = self._slots[index] = _Slot(self, index, old.address, conn)
+            self._broken.discard(index)
+            self._bad.discard(old.address)
             self._resend(slot, start)
 
     def _resend(self, slot: _Slot, start: int) -> None:

@@ -185,3 +185,28 @@ async def test_recovery_reads_forward_through_the_history_and_rereplicates(clust
             assert await other.read_entries(ledger_spec(closed), 0, 79) == [payload(i) for i in range(80)]
     finally:
         await other.close()
+
+
+async def test_an_idle_ledger_whose_bookie_restarted_reconnects_and_keeps_its_ensemble(
+    cluster: Cluster,
+) -> None:
+    # Three of the four bookies in the ensemble; the fourth is down, so no replacement exists:
+    # only reconnecting to the restarted bookie lets the next add succeed.
+    await cluster.bookies[3].kill()
+    ensemble = [b.address for b in cluster.bookies[:3]]
+    handle = await cluster.manager.create(3, 3, 3, ensemble=ensemble)
+    assert await add_all(handle.add_entry, 10) == list(range(10))
+    restarted = cluster.bookies[1]
+    await restarted.kill()  # while the ledger is idle: no add is in flight
+    await restarted.start()  # same port, same storage (MemoryStorage keeps its entries)
+    assert await add_all(handle.add_entry, 10, start=10) == list(range(10, 20))
+    meta = cluster.store.get_ledger(handle.ledger_id)
+    assert meta.ensembles == ((0, tuple(ensemble)),)  # no ensemble change was needed
+    closed = await cluster.manager.close(handle)
+    assert closed.last_entry_id == 19
+    async with asyncio.timeout(BOUND_S):
+        stored = await cluster.client.read_entries(ledger_spec(closed), 0, 19)
+    assert stored == payloads(20)
+    # Every copy is on the restarted bookie too (write quorum 3 of 3).
+    assert restarted.storage is not None
+    assert [restarted.storage.read_entry(handle.ledger_id, i) for i in range(20)] == payloads(20)
