@@ -148,7 +148,7 @@ class TopicsBase:
         open_topic = self._topics.get(topic)
         own = self._ownership
         if open_topic is not None:
-            if own is None or (own.valid() and not open_topic.stale):
+            if own is None or (own.holds(topic) and not open_topic.stale):
                 return open_topic
             await self._drop(open_topic, release=False)  # lease lapsed or fenced: look again
         name = names.validate_topic(topic)

@@ -36,11 +36,18 @@ from typing import Any, TypeVar
 
 from bookie.ledgers import call_blocking
 from managed_ledger.clock import Clock, SystemClock
-from managed_ledger.metadata.api import BrokerRecord, MetadataError, MetadataStore, TopicOwner
+from managed_ledger.metadata.api import (
+    BrokerRecord,
+    MetadataError,
+    MetadataStore,
+    NotFoundError,
+    TopicOwner,
+)
 from topics.errors import NotOwnerError, OwnershipUnavailableError
 
 log = logging.getLogger("quire.ownership")
 T = TypeVar("T")
+ASSIGN_ATTEMPTS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,15 +210,7 @@ class Ownership:
             await self.release(topic)
             current = None
         if current is None:
-            # Fresh counts: other brokers' assignments since the last heartbeat count too (one
-            # read per topic assigned; a topic is assigned once per owner it has).
-            await self._refresh_brokers()
-            target = self._choose(topic)
-            claim = TopicOwner(topic, target.broker_id, target.session, acquired_ms=now)
-            current = await call_blocking(self._store.claim_topic, claim, now)
-            won = current.broker_id == target.broker_id and current.session == target.session
-            if won and target.broker_id != self.me.broker_id:  # this broker's own count is _owned
-                self._assigned[target.broker_id] = self._assigned.get(target.broker_id, 0) + 1
+            current = await self._assign(topic, now)
         if self._is_me(current):
             self._owned.add(topic)
             return None
@@ -225,6 +224,28 @@ class Ownership:
         if cached is not None and cached[1] > time.monotonic():
             return cached[0]
         return None
+
+    async def _assign(self, topic: str, now: int) -> TopicOwner:
+        """Claim the unowned `topic` for the least loaded live broker; the owner after it."""
+        for _ in range(ASSIGN_ATTEMPTS):
+            # Fresh counts: other brokers' assignments since the last heartbeat count too (one
+            # read per topic assigned; a topic is assigned once per owner it has).
+            await self._refresh_brokers()
+            target = self._choose(topic)
+            claim = TopicOwner(topic, target.broker_id, target.session, acquired_ms=now)
+            try:
+                current = await call_blocking(self._store.claim_topic, claim, now)
+            except NotFoundError:
+                continue  # the target left since the list was read: choose among the rest
+            won = current.broker_id == target.broker_id and current.session == target.session
+            if won and target.broker_id != self.me.broker_id:  # this broker's own count is _owned
+                self._assigned[target.broker_id] = self._assigned.get(target.broker_id, 0) + 1
+            return current
+        raise OwnershipUnavailableError(f"no live broker could take topic {topic}; retry")
+
+    def holds(self, topic: str) -> bool:
+        """This broker owns `topic` and may serve it now."""
+        return topic in self._owned and self.valid()
 
     async def check(self, topic: str) -> None:
         """Return when this broker owns `topic`; NotOwnerError naming the owner otherwise."""

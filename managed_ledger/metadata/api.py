@@ -224,7 +224,8 @@ class OwnershipStore(Protocol):
     def claim_topic(self, owner: TopicOwner, now_ms: int) -> TopicOwner:
         """Make `owner` the topic's owner unless a valid owner exists; return the owner that
         holds it afterwards (`owner` with its new version, or the other one). Two racing
-        claims cannot both win: a primary key decides the insert, a version the update."""
+        claims cannot both win: a primary key decides the insert, a version the update.
+        NotFoundError when `owner` names a session that is not live (its broker left)."""
         ...
 
     def release_topic(self, topic: str, broker_id: str, session: str) -> bool:

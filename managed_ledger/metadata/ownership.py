@@ -7,9 +7,11 @@ session (its lease lapsed, or it restarted) registers a new one, which voids eve
 the old one at once, with no row to clean up first: that is how Pulsar's ownership works on
 ZooKeeper's ephemeral nodes, here on a row and a lease.
 
-Claims are compare-and-set: an insert decided by the primary key, or an update of a row whose
-owner is no longer valid, decided by its version. Leases compare wall-clock milliseconds of
-different processes, so their clocks must agree to well within a lease.
+A claim names a broker session that must be live at that moment (NotFoundError otherwise), so
+a topic is never handed to a broker that has just left. Claims are compare-and-set: an insert
+decided by the primary key, or an update of a row whose owner is no longer valid, decided by its
+version. Leases compare wall-clock milliseconds of different processes, so their clocks must
+agree to well within a lease.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from managed_ledger.metadata.api import (
     AlreadyExistsError,
     BrokerRecord,
     MetadataError,
+    NotFoundError,
     TopicOwner,
 )
 from managed_ledger.metadata.models import BrokerRow, TopicOwnerRow
@@ -146,13 +149,23 @@ def _valid_owner(conn: Connection, topic: str, now_ms: int) -> TopicOwner | None
 def _claim(conn: Connection, owner: TopicOwner, now_ms: int) -> TopicOwner | None:
     """One attempt: the owner after it, or None when a concurrent claim moved the row on."""
     row = conn.execute(select(OWNERS).where(OWNERS.c.topic == owner.topic)).mappings().first()
+    if row is not None:
+        current = _valid_owner(conn, owner.topic, now_ms)
+        if current is not None:
+            return current
+    claimant = conn.execute(
+        select(BROKERS.c.broker_id).where(
+            BROKERS.c.broker_id == owner.broker_id,
+            BROKERS.c.session == owner.session,
+            BROKERS.c.expires_ms > now_ms,
+        )
+    ).first()
+    if claimant is None:
+        raise NotFoundError(f"broker {owner.broker_id} has no live session {owner.session}")
     values = {"broker_id": owner.broker_id, "session": owner.session, "acquired_ms": owner.acquired_ms}
     if row is None:
         conn.execute(insert(OWNERS).values(topic=owner.topic, **values, version=1))
         return replace(owner, version=1)
-    current = _valid_owner(conn, owner.topic, now_ms)
-    if current is not None:
-        return current
     version = int(row["version"])
     stmt = update(OWNERS).where(OWNERS.c.topic == owner.topic, OWNERS.c.version == version)
     if conn.execute(stmt.values(**values, version=version + 1)).rowcount != 1:
@@ -218,6 +231,9 @@ class InMemoryOwnershipMethods:
             current = self._valid(stored, now_ms)
             if current is not None:
                 return current
+            claimant = self._brokers.get(owner.broker_id)
+            if claimant is None or claimant.session != owner.session or claimant.expires_ms <= now_ms:
+                raise NotFoundError(f"broker {owner.broker_id} has no live session {owner.session}")
             new = replace(owner, version=1 if stored is None else stored.version + 1)
             self._owners[owner.topic] = new
             return new

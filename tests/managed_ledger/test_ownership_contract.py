@@ -113,3 +113,20 @@ def test_racing_claimers_on_separate_instances_agree_on_one_owner(opener: Opener
         assert len(set(results[t])) == 1, (t, results[t])
         stored = first.get_topic_owner(t, NOW)
         assert stored is not None and stored.broker_id == results[t][0]
+
+
+def test_a_claim_for_a_session_that_is_not_live_is_refused(store: MetadataStore) -> None:
+    import pytest
+
+    from managed_ledger.metadata.api import NotFoundError
+
+    store.register_broker(_broker("a:1", "sa"))
+    store.register_broker(_broker("b:1", "sb", expires_ms=NOW - 1))
+    with pytest.raises(NotFoundError):
+        store.claim_topic(TopicOwner("t/n/x", "b:1", "sb", NOW), NOW)  # lease over
+    with pytest.raises(NotFoundError):
+        store.claim_topic(TopicOwner("t/n/x", "a:1", "old-session", NOW), NOW)
+    store.remove_broker("a:1", "sa")
+    with pytest.raises(NotFoundError):
+        store.claim_topic(TopicOwner("t/n/x", "a:1", "sa", NOW), NOW)  # left
+    assert store.get_topic_owner("t/n/x", NOW) is None
