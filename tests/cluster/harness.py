@@ -86,9 +86,12 @@ class Cluster:
 
     # --- processes ---------------------------------------------------------------------------
     def start(self, brokers: int) -> Cluster:
+        """The bookie and the brokers start together (a broker waits for a live bookie, and the
+        schema migration is serialised by a lock), which saves a slow machine a few seconds."""
         try:
-            self._start_bookie()
+            self._spawn_bookie()
             started = [self._spawn_broker() for _ in range(brokers)]
+            self._wait_bookie()
             with ThreadPoolExecutor(len(started)) as pool:
                 list(pool.map(self.wait_ready, started))
         except BaseException:
@@ -96,7 +99,7 @@ class Cluster:
             raise
         return self
 
-    def _start_bookie(self) -> None:
+    def _spawn_bookie(self) -> None:
         env = {
             "PYTHONPATH": str(REPO),
             "QUIRE_DATABASE_URL": self.database_url,
@@ -105,7 +108,10 @@ class Cluster:
         }
         args = ["bookie", "--data-dir", str(self.root / "bookie"), "--port", str(self.bookie_port)]
         self.bookie = QuireProcess(args, env, self.root / "bookie.log").start()
+
+    def _wait_bookie(self) -> None:
         bookie = self.bookie
+        assert bookie is not None
 
         def up() -> bool:
             if not bookie.alive():
@@ -122,6 +128,7 @@ class Cluster:
             "QUIRE_BOOKIES": f'["127.0.0.1:{self.bookie_port}"]',
             "QUIRE_HOST": "127.0.0.1",
             "QUIRE_PORT": str(port),
+            "QUIRE_BOOKIE_WAIT_TIMEOUT_MS": str(int(START_TIMEOUT_S * 1000)),
             **BOOKIE_HEARTBEAT,
             **(SHORT_LEASES if self.short_leases else {}),
             **self.env,
