@@ -368,6 +368,17 @@ def ack(client: CarefulClient, topic: str, sub: str, message_ids: list[str]) -> 
         assert r.status_code == 204, r.text
 
 
+def direct(method: str, url: str, bound_s: float = 30.0, **kwargs: Any) -> httpx.Response:
+    """One request to one broker, redirects not followed, asked again while it answers 503
+    (retry later: e.g. a broker that could not renew its lease in time on a busy machine)."""
+    deadline = time.monotonic() + bound_s
+    while True:
+        r = httpx.request(method, url, timeout=10, follow_redirects=False, **kwargs)
+        if r.status_code != 503 or time.monotonic() > deadline:
+            return r
+        time.sleep(0.2)
+
+
 def brokers_listed(url: str) -> dict[str, dict[str, Any]]:
     r = httpx.get(f"{url}/admin/v2/brokers", timeout=5)
     assert r.status_code == 200, r.text

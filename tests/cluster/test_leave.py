@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import zlib
 
-import httpx
-
 from tests.cluster.conftest import StartCluster
-from tests.cluster.harness import Broker, lookup_path
+from tests.cluster.harness import Broker, direct, lookup_path
 from tests.support import wait_until
 
 SLOW_HEARTBEAT = {"QUIRE_BROKER_LEASE_MS": "15000", "QUIRE_BROKER_HEARTBEAT_INTERVAL_MS": "5000"}
@@ -33,7 +31,7 @@ def favouring(leaving: Broker, staying: Broker, prefix: str) -> str:
 
 
 def lookup(at: Broker, topic: str) -> str:
-    r = httpx.get(at.url + lookup_path(topic), timeout=10)
+    r = direct("GET", at.url + lookup_path(topic))
     assert r.status_code == 200, r.text
     return str(r.json()["httpUrl"])
 

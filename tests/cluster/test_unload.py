@@ -27,6 +27,7 @@ from tests.cluster.harness import (
     admin,
     brokers_listed,
     data,
+    direct,
     owner_url,
     produce,
     read_all,
@@ -101,7 +102,7 @@ class Poll:
 
 
 def _unload(cluster: Cluster, owner: Broker) -> None:
-    r = httpx.put(owner.url + admin("lp") + "/unload", timeout=30)
+    r = direct("PUT", owner.url + admin("lp") + "/unload")
     assert r.status_code == 204, r.text
 
 
