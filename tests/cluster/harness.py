@@ -86,9 +86,12 @@ class Cluster:
 
     # --- processes ---------------------------------------------------------------------------
     def start(self, brokers: int) -> Cluster:
+        """The bookie and the brokers start together (a broker waits for a live bookie, and the
+        schema migration is serialised by a lock), which saves a slow machine a few seconds."""
         try:
-            self._start_bookie()
+            self._spawn_bookie()
             started = [self._spawn_broker() for _ in range(brokers)]
+            self._wait_bookie()
             with ThreadPoolExecutor(len(started)) as pool:
                 list(pool.map(self.wait_ready, started))
         except BaseException:
@@ -96,7 +99,7 @@ class Cluster:
             raise
         return self
 
-    def _start_bookie(self) -> None:
+    def _spawn_bookie(self) -> None:
         env = {
             "PYTHONPATH": str(REPO),
             "QUIRE_DATABASE_URL": self.database_url,
@@ -105,7 +108,10 @@ class Cluster:
         }
         args = ["bookie", "--data-dir", str(self.root / "bookie"), "--port", str(self.bookie_port)]
         self.bookie = QuireProcess(args, env, self.root / "bookie.log").start()
+
+    def _wait_bookie(self) -> None:
         bookie = self.bookie
+        assert bookie is not None
 
         def up() -> bool:
             if not bookie.alive():
@@ -122,6 +128,7 @@ class Cluster:
             "QUIRE_BOOKIES": f'["127.0.0.1:{self.bookie_port}"]',
             "QUIRE_HOST": "127.0.0.1",
             "QUIRE_PORT": str(port),
+            "QUIRE_BOOKIE_WAIT_TIMEOUT_MS": str(int(START_TIMEOUT_S * 1000)),
             **BOOKIE_HEARTBEAT,
             **(SHORT_LEASES if self.short_leases else {}),
             **self.env,
@@ -359,6 +366,17 @@ def ack(client: CarefulClient, topic: str, sub: str, message_ids: list[str]) -> 
     if message_ids:
         r = client.post(data(topic) + f"/subscriptions/{sub}/ack", json={"message_ids": message_ids})
         assert r.status_code == 204, r.text
+
+
+def direct(method: str, url: str, bound_s: float = 30.0, **kwargs: Any) -> httpx.Response:
+    """One request to one broker, redirects not followed, asked again while it answers 503
+    (retry later: e.g. a broker that could not renew its lease in time on a busy machine)."""
+    deadline = time.monotonic() + bound_s
+    while True:
+        r = httpx.request(method, url, timeout=10, follow_redirects=False, **kwargs)
+        if r.status_code != 503 or time.monotonic() > deadline:
+            return r
+        time.sleep(0.2)
 
 
 def brokers_listed(url: str) -> dict[str, dict[str, Any]]:

@@ -156,8 +156,9 @@ def check_stored(client: CarefulClient, load: TopicLoad) -> list[str]:
 def served_after_moving(load: TopicLoad, old: str, start: float, end: float) -> list[str]:
     """Answers the broker at `old` gave for the topic between `start` and `end` (while it stopped)
     after another broker had already answered for it in that time: two brokers serving one
-    topic at once. A small margin covers answers crossing on the wire."""
-    margin = 0.2
+    topic at once. The margin covers answers crossing on the wire and load threads that note the
+    time of an answer late on a busy machine."""
+    margin = 1.0
     with load.lock:
         answers = [(a.at, a.served_by, f"produce seq {a.seq}") for a in load.accepted]
         answers += [(d.at, d.served_by, f"delivery seq {d.seq}") for d in load.deliveries]

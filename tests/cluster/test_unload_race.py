@@ -25,6 +25,7 @@ from tests.cluster.harness import (
     Cluster,
     admin,
     data,
+    direct,
     lookup_path,
     read_all,
     subscribe,
@@ -80,7 +81,7 @@ def serving(cluster: Cluster, topic: str) -> dict[str, Any]:
     """What each broker answers for the topic's stats, redirects not followed."""
     out: dict[str, Any] = {}
     for b in cluster.brokers:
-        r = httpx.get(b.url + admin(topic) + "/stats", timeout=10, follow_redirects=False)
+        r = direct("GET", b.url + admin(topic) + "/stats")
         out[b.url] = (
             (200, f"http://{r.json()['ownerBroker']}")
             if r.status_code == 200
@@ -96,19 +97,17 @@ def test_unload_under_concurrent_requests_leaves_one_owner(start_cluster: StartC
         for topic in TOPICS:  # all owned by the only broker
             subscribe(client, topic, "s")
     b = cluster.start_broker()
-    wait_until(
-        lambda: httpx.get(b.url + lookup_path("probe"), timeout=10).status_code == 200, 30, "B serving"
-    )
+    wait_until(lambda: direct("GET", b.url + lookup_path("probe")).status_code == 200, 30, "B serving")
     problems: list[str] = []
     stored: dict[str, list[str]] = {}
     for topic in TOPICS:
         with Hammer(a, topic) as hammer:
             time.sleep(0.3)  # requests in flight at the owner when the unload comes
-            r = httpx.put(a.url + admin(topic) + "/unload", timeout=30)
+            r = direct("PUT", a.url + admin(topic) + "/unload")
             assert r.status_code == 204, r.text
             time.sleep(0.3)
         stored[topic] = hammer.stored
-        owner = httpx.get(b.url + lookup_path(topic), timeout=10).json()["httpUrl"]
+        owner = direct("GET", b.url + lookup_path(topic)).json()["httpUrl"]
         answers = serving(cluster, topic)
         expected = {
             u: (200, owner) if u == owner else (307, owner + admin(topic) + "/stats") for u in answers
