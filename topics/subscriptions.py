@@ -312,11 +312,13 @@ class Subscription:
             return
         partition = state.partition
         cursor, pos = self.cursors[partition], mid.position
-        if mid.batch_index >= state.count - 1:
+        if mid.batch_index < state.count - 1:
+            state.acked.update(range(mid.batch_index + 1))
+        if mid.batch_index >= state.count - 1 or len(state.acked) >= state.count:
+            # The whole entry (the messages after `mid` may have been acked one by one before).
             self._entries.pop(pos, None)
             cursor.ack_cumulative(pos)
         else:
-            state.acked.update(range(mid.batch_index + 1))
             # Entry E-1 of the same ledger (or L:-1, "before entry 0 of L") and all before it.
             cursor.ack_cumulative(Position(pos.ledger_id, pos.entry_id - 1))
         for other in [m for m, p in self.pending.items() if p.partition == partition and m <= mid]:

@@ -131,6 +131,15 @@ async def test_cumulative_ack(svc: TopicService) -> None:
     assert stats == {"type": "shared", "msgBacklog": 0, "unackedMessages": 0}
 
 
+async def test_cumulative_ack_inside_a_batch_whose_rest_was_acked_acks_the_entry(svc: TopicService) -> None:
+    ids = await produce(svc, "a1", "a2", "a3")
+    await svc.create_subscription(T, "s", EARLIEST)
+    await svc.receive(T, "s", 10, 0, None)
+    await svc.ack(T, "s", [ids[2]])
+    await svc.ack_cumulative(T, "s", ids[1])  # with a3 acked before, the whole entry is
+    assert (await svc.stats(T))["subscriptions"]["s"]["msgBacklog"] == 0
+
+
 async def test_exclusive_one_consumer_then_takeover_after_idle(svc: TopicService, env: Env) -> None:
     await produce(svc, "a", "b")
     await svc.create_subscription(T, "x", SubscriptionOptions("earliest", "exclusive", ack_timeout_ms=60_000))
