@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from managed_ledger.position import Position
 
@@ -109,6 +109,19 @@ class Cursor(Protocol):
     async def flush(self) -> None: ...
 
     async def set_properties(self, properties: dict[str, object]) -> None: ...
+
+    @property
+    def delivery_state(self) -> Mapping[str, Any] | None:
+        """The owner's opaque delivery state as last stored (read back at open)."""
+        ...
+
+    def track_delivery_state(self, source: Callable[[], Mapping[str, Any] | None] | None) -> None:
+        """Register the owner's state: asked for once per flush after a change was reported."""
+        ...
+
+    def delivery_state_changed(self) -> None:
+        """The owner's state changed: the cursor is dirty and the next flush stores it."""
+        ...
 
 
 class ManagedLedger(Protocol):

@@ -12,18 +12,35 @@ the state as of the call is stored, so a caller may report those acks as durable
 must not undo them into a later position.
 
 Stored form (`CursorMetadata`): mark_delete (ledger, entry); individually_deleted as closed
-ranges ((ledger, entry), (ledger, entry)), sorted and disjoint; properties as given.
+ranges ((ledger, entry), (ledger, entry)), sorted and disjoint; properties as given;
+delivery_state as its owner gives it.
+
+Delivery state: an opaque JSON value owned by whoever consumes through the cursor (a topic's
+subscription keeps acks inside batches and redelivery counts there). The owner registers a
+source (`track_delivery_state`) and calls `delivery_state_changed()` when its state changes;
+that marks the cursor dirty like an ack, and the next flush asks the source once, in
+`snapshot()`, so the owner builds the value only once per flush, not per change. It is stored
+in the same row and transaction as the acks it goes with, and read back at open
+(`delivery_state`). A source that raises stores None: losing it may only mean redeliveries,
+while a stale value might not (after a seek, say). An owner that seeks must report the change
+before the reset, whose flush stores it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from managed_ledger.metadata.api import CursorMetadata
 from managed_ledger.position import Position
 from managed_ledger.ranges import AckedRanges, LedgerList
+
+log = logging.getLogger(__name__)
+
+# Asked for the owner's delivery state when a flush stores the cursor (JSON-ready, or None).
+DeliveryStateSource = Callable[[], Mapping[str, Any] | None]
 
 
 class CursorSource(Protocol):
@@ -52,6 +69,9 @@ class ManagedCursor:
             self._acked.add_range(Position(*first), Position(*last))
         self._properties: dict[str, object] = dict(meta.properties)
         self._read_position = self._ledgers.next_position(self._mark_delete)
+        self._delivery_state: Mapping[str, Any] | None = meta.delivery_state
+        self._delivery_source: DeliveryStateSource | None = None
+        self._delivery_stale = False  # the source has changes the next snapshot must ask for
         self._changes = 0  # bumped on every change; a flush cleans only what it saw
         self._flushed_changes = 0
         self.persisted_mark_delete = self._mark_delete
@@ -74,6 +94,11 @@ class ManagedCursor:
     @property
     def properties(self) -> dict[str, object]:
         return dict(self._properties)
+
+    @property
+    def delivery_state(self) -> Mapping[str, Any] | None:
+        """The owner's delivery state as last stored (as read at open until a flush)."""
+        return self._meta.delivery_state
 
     @property
     def dirty(self) -> bool:
@@ -140,6 +165,26 @@ class ManagedCursor:
     def _changed(self) -> None:
         self._changes += 1  # the managed ledger's timer flushes dirty cursors on its interval
 
+    # --- delivery state ------------------------------------------------------------------------
+    def track_delivery_state(self, source: DeliveryStateSource | None) -> None:
+        """Who to ask for the delivery state at flush time (None: keep the stored one)."""
+        self._delivery_source = source
+
+    def delivery_state_changed(self) -> None:
+        """The owner's state changed: the next flush asks the source and stores the answer."""
+        self._delivery_stale = True
+        self._changes += 1
+
+    def _current_delivery_state(self) -> Mapping[str, Any] | None:
+        if self._delivery_stale and self._delivery_source is not None:
+            self._delivery_stale = False
+            try:
+                self._delivery_state = self._delivery_source()
+            except Exception:  # never a flush that fails for good: store none (redeliveries)
+                log.exception("cursor %s: delivery state not built; storing none", self._name)
+                self._delivery_state = None
+        return self._delivery_state
+
     # --- seeks ---------------------------------------------------------------------------------
     async def reset(self, position: Position) -> None:
         self._mark_delete = Position(position.ledger_id, position.entry_id - 1)
@@ -173,6 +218,7 @@ class ManagedCursor:
                 ((f.ledger_id, f.entry_id), (la.ledger_id, la.entry_id)) for f, la in self._acked
             ),
             properties=dict(self._properties),
+            delivery_state=self._current_delivery_state(),
         )
         return meta, self._changes
 

@@ -1,9 +1,11 @@
 """A durable subscription's delivery state (Pulsar's dispatcher, pull-based over HTTP).
 
 One `Subscription` per subscription name of a topic, over one cursor per managed ledger (one for
-a plain topic, one per partition). The cursors are durable: mark-delete plus acked entries. The
-rest lives in memory and is rebuilt empty after a restart (unacked messages are then delivered
-again from the cursors, as in Pulsar):
+a plain topic, one per partition). The cursors are durable: mark-delete plus acked entries, and
+with them the delivery state (`topics.delivery_state`): acks inside batches and the redelivery
+counts of delivered, unacked messages, restored when the subscription is built (after a restart
+or when another broker takes the topic over). The rest lives in memory only (unacked messages
+are delivered again from the cursors, as in Pulsar):
 
 - `pending`: delivered, not acked, with the deadline of its ack timeout. Insertion order is
   deadline order (one timeout per subscription, and a redelivery re-inserts at the end), so
@@ -13,22 +15,35 @@ again from the cursors, as in Pulsar):
 - `ready`: messages read from a cursor, not yet handed out (an entry holds a whole batch).
 - `entries`: per entry read, its batch size and the batch indexes acked so far; the entry is
   acked on its cursor once every message of it is.
+- `counts`, per partition: the redelivery count of the last delivery of each message delivered
+  and not acked.
+
+The delivery state is stored with the cursor's batched flush, not per message: a change only
+tells the cursor (`delivery_state_changed`), and the flush asks `_delivery_state` for the JSON
+once. It is taken in the same synchronous step as the cursor's acks, so the two always agree;
+what was not flushed yet is lost towards redelivery only (a lost batch ack means the message
+comes again, a lost count a lower count), never towards skipping a message. A seek clears the
+state before the cursor's reset, whose flush stores the cleared state.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 from collections import deque
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
 
 from managed_ledger.api import Cursor, InitialPosition, ManagedLedger
 from managed_ledger.clock import Clock
 from managed_ledger.entry_format import StoredMessage
 from managed_ledger.errors import EntryNotFoundError
 from managed_ledger.position import MessageId, Position
+from topics import delivery_state
 from topics.api import Delivery, SubscriptionOptions, SubscriptionType
+from topics.delivery_state import EntryAcks
 from topics.errors import ConsumerBusyError
 from topics.readers import CompactedSource, after, decode_entry, entries_wanted
 
@@ -42,13 +57,6 @@ class _Pending:
     message: StoredMessage
     partition: int
     deadline_ms: int
-
-
-@dataclass(slots=True)
-class _EntryAcks:
-    partition: int
-    count: int
-    acked: set[int] = field(default_factory=set)
 
 
 def options_to_properties(options: SubscriptionOptions) -> dict[str, object]:
@@ -101,11 +109,12 @@ class Subscription:
         self._partition_of = partition_of
         self.lock = asyncio.Lock()  # one delivery or ack at a time
         self.pending: dict[MessageId, _Pending] = {}
-        self._counts: dict[MessageId, int] = {}  # redelivery count of the last delivery
+        # Per partition: the redelivery count of the last delivery of a delivered, unacked message.
+        self._counts: list[dict[MessageId, int]] = [{} for _ in cursors]
         self._redeliver: list[MessageId] = []
         self._redeliver_msgs: dict[MessageId, tuple[int, StoredMessage]] = {}
         self._ready: deque[tuple[int, StoredMessage]] = deque()
-        self._entries: dict[Position, _EntryAcks] = {}
+        self._entries: dict[Position, EntryAcks] = {}
         self._compacted_next: list[MessageId | None] = [None] * len(cursors)
         # Per partition: compacted messages delivered and not yet acked, and the horizon once the
         # view was read to it. When both say "done", everything up to the horizon is acked:
@@ -117,6 +126,29 @@ class Subscription:
         self._rr = 0
         self._entries_read = 0  # with _messages_read: the batch size seen, to size reads
         self._messages_read = 0
+        self._restore()
+
+    # --- delivery state ------------------------------------------------------------------------
+    def _restore(self) -> None:
+        """Take over the delivery state stored with the cursors, and have them ask for ours."""
+        for partition, cursor in enumerate(self.cursors):
+            counts = self._counts[partition]
+            for stored in delivery_state.decode(cursor.delivery_state):
+                pos = stored.position
+                if cursor.is_acked(pos) or (stored.size and len(stored.acked) >= stored.size):
+                    continue
+                if stored.size:
+                    self._entries[pos] = EntryAcks(partition, stored.size, set(stored.acked))
+                for index, count in stored.counts.items():
+                    counts[MessageId(pos.ledger_id, pos.entry_id, index)] = count
+            cursor.track_delivery_state(functools.partial(self._delivery_state, partition))
+
+    def _delivery_state(self, partition: int) -> dict[str, Any] | None:
+        """The stored form of one partition's state (asked for by its cursor's flush)."""
+        entries = {p: s for p, s in self._entries.items() if s.partition == partition}
+        cursor = self.cursors[partition]
+        counts = self._counts[partition]
+        return delivery_state.encode(entries, counts, cursor.is_acked, delivery_state.MAX_MESSAGES)
 
     # --- delivery ------------------------------------------------------------------------------
     async def fill(self, max_messages: int, consumer_id: str | None) -> list[Delivery]:
@@ -127,26 +159,33 @@ class Subscription:
             self._claim(consumer_id or "", now)
         self._expire(now)
         out: list[Delivery] = []
-        while self._redeliver and len(out) < max_messages:
-            mid = heapq.heappop(self._redeliver)
-            item = self._redeliver_msgs.pop(mid, None)
-            if item is not None and not self._is_acked(item[0], mid):
-                out.append(self._deliver(item[0], item[1], now))
-        while len(out) < max_messages and len(self.pending) < self._max_unacked:
-            if not self._ready:
-                if not await self._read_more(max_messages - len(out)):
-                    break
-                continue
-            partition, message = self._ready.popleft()
-            if not self._is_acked(partition, message.message_id):
-                out.append(self._deliver(partition, message, now))
+        touched: set[int] = set()  # partitions whose delivery state changed (their counts)
+        try:
+            while self._redeliver and len(out) < max_messages:
+                mid = heapq.heappop(self._redeliver)
+                item = self._redeliver_msgs.pop(mid, None)
+                if item is not None and not self._is_acked(item[0], mid):
+                    touched.add(item[0])
+                    out.append(self._deliver(item[0], item[1], now))
+            while len(out) < max_messages and len(self.pending) < self._max_unacked:
+                if not self._ready:
+                    if not await self._read_more(max_messages - len(out)):
+                        break
+                    continue
+                partition, message = self._ready.popleft()
+                if not self._is_acked(partition, message.message_id):
+                    touched.add(partition)
+                    out.append(self._deliver(partition, message, now))
+        finally:
+            self._changed(touched)
         return out
 
     def _deliver(self, partition: int, message: StoredMessage, now: int) -> Delivery:
         mid = message.message_id
-        previous = self._counts.get(mid)
+        counts = self._counts[partition]
+        previous = counts.get(mid)
         count = 0 if previous is None else previous + 1
-        self._counts[mid] = count
+        counts[mid] = count
         self.pending[mid] = _Pending(message, partition, now + self.ack_timeout_ms)
         return Delivery(message, count)
 
@@ -215,7 +254,7 @@ class Subscription:
                 continue
             state = self._entries.get(pos)
             if state is None:
-                state = self._entries[pos] = _EntryAcks(partition, len(messages))
+                state = self._entries[pos] = EntryAcks(partition, len(messages))
             self._ready.extend(
                 (partition, m) for m in messages if m.message_id.batch_index not in state.acked
             )
@@ -234,13 +273,17 @@ class Subscription:
         )
         messages = await self._compacted.read(ml.name, start, wanted)
         for m in messages:
-            state = self._entries.get(m.message_id.position)
+            mid = m.message_id
+            state = self._entries.get(mid.position)
             if state is None:
                 # A compacted entry's survivors stand for their entry: acking them acks it.
-                state = self._entries[m.message_id.position] = _EntryAcks(partition, 0)
-            state.count += 1
+                state = self._entries[mid.position] = EntryAcks(partition, 0, compacted=True)
+            if state.compacted:
+                state.count += 1
+            if mid.batch_index in state.acked:
+                continue  # acked inside its batch before a restart: neither handed out nor awaited
             self._ready.append((partition, m))
-            self._compacted_unacked[partition].add(m.message_id)
+            self._compacted_unacked[partition].add(mid)
         if len(messages) < wanted:
             # The view is read up to the horizon: the topic continues right after it.
             cursor.rewind(ml.next_position(horizon.position))
@@ -254,17 +297,22 @@ class Subscription:
     # --- acks ----------------------------------------------------------------------------------
     async def ack(self, ids: list[MessageId]) -> None:
         to_ack: dict[int, list[Position]] = {}
+        touched: set[int] = set()
         for mid in ids:
             partition = self._forget(mid)
+            if partition is not None:
+                touched.add(partition)
             state = await self._entry_state(mid, partition)
             if state is None or mid.batch_index >= state.count:
                 continue
+            touched.add(state.partition)
             state.acked.add(mid.batch_index)
             if len(state.acked) >= state.count:
                 del self._entries[mid.position]
                 to_ack.setdefault(state.partition, []).append(mid.position)
         for partition, positions in to_ack.items():
             self.cursors[partition].ack(positions)
+        self._changed(touched)
         if self.options.read_compacted:
             for partition, unacked in enumerate(self._compacted_unacked):
                 unacked.difference_update(ids)
@@ -276,16 +324,29 @@ class Subscription:
             self._compacted_end[partition] = None
             self.cursors[partition].ack_cumulative(end)
 
-    def _forget(self, mid: MessageId) -> int | None:
-        """Drop a message from the in-memory queues; its partition when they knew it."""
-        self._counts.pop(mid, None)
-        pending = self.pending.pop(mid, None)
-        if pending is not None:
-            return pending.partition
-        item = self._redeliver_msgs.pop(mid, None)
-        return item[0] if item is not None else None
+    def _changed(self, partitions: Iterable[int]) -> None:
+        for partition in partitions:
+            self.cursors[partition].delivery_state_changed()
 
-    async def _entry_state(self, mid: MessageId, partition: int | None) -> _EntryAcks | None:
+    def _forget(self, mid: MessageId) -> int | None:
+        """Drop a message from the in-memory queues and its count; its partition when known
+        (the caller reports the change of that partition's delivery state)."""
+        partition: int | None = None
+        if (pending := self.pending.pop(mid, None)) is not None:
+            partition = pending.partition
+        elif (item := self._redeliver_msgs.pop(mid, None)) is not None:
+            partition = item[0]
+        elif (state := self._entries.get(mid.position)) is not None:
+            partition = state.partition  # a count restored from the delivery state, maybe
+        if partition is not None:
+            self._counts[partition].pop(mid, None)
+        else:  # a count restored for an entry read through the compacted view: partition unknown
+            for p, counts in enumerate(self._counts):
+                if counts.pop(mid, None) is not None:
+                    self.cursors[p].delivery_state_changed()
+        return partition
+
+    async def _entry_state(self, mid: MessageId, partition: int | None) -> EntryAcks | None:
         """The entry's ack state, loaded (its batch size read) when this session never read it."""
         state = self._entries.get(mid.position)
         if state is not None:
@@ -301,7 +362,7 @@ class Subscription:
         except EntryNotFoundError:
             return None
         count = len(decode_entry(self.topic, mid.ledger_id, mid.entry_id, payload))
-        state = self._entries[mid.position] = _EntryAcks(partition, count)
+        state = self._entries[mid.position] = EntryAcks(partition, count)
         return state
 
     async def ack_cumulative(self, mid: MessageId) -> None:
@@ -309,25 +370,32 @@ class Subscription:
         partition = self._forget(mid)
         state = await self._entry_state(mid, partition)
         if state is None:
+            self._changed([] if partition is None else [partition])
             return
         partition = state.partition
         cursor, pos = self.cursors[partition], mid.position
-        if mid.batch_index >= state.count - 1:
+        if mid.batch_index < state.count - 1:
+            state.acked.update(range(mid.batch_index + 1))
+        if mid.batch_index >= state.count - 1 or len(state.acked) >= state.count:
+            # The whole entry (the messages after `mid` may have been acked one by one before).
             self._entries.pop(pos, None)
             cursor.ack_cumulative(pos)
         else:
-            state.acked.update(range(mid.batch_index + 1))
             # Entry E-1 of the same ledger (or L:-1, "before entry 0 of L") and all before it.
             cursor.ack_cumulative(Position(pos.ledger_id, pos.entry_id - 1))
         for other in [m for m, p in self.pending.items() if p.partition == partition and m <= mid]:
             self._forget(other)
         for other in [m for m, (p, _) in self._redeliver_msgs.items() if p == partition and m <= mid]:
             self._forget(other)
+        counts = self._counts[partition]  # restored counts of messages not delivered again yet
+        for other in [m for m in counts if m <= mid]:
+            del counts[other]
         for position in [p for p, s in self._entries.items() if s.partition == partition and p < pos]:
             del self._entries[position]
         unacked = self._compacted_unacked[partition]
         unacked.difference_update([m for m in unacked if m <= mid])
         self._finish_compacted(partition)
+        self._changed([partition])
 
     def nack(self, ids: list[MessageId]) -> None:
         for mid in ids:
@@ -335,9 +403,10 @@ class Subscription:
 
     # --- seeks ---------------------------------------------------------------------------------
     def clear(self) -> None:
-        """Forget all delivery state (a seek moved the cursors)."""
+        """Forget all delivery state (a seek is about to move the cursors; their reset's flush
+        stores the cleared state)."""
         self.pending.clear()
-        self._counts.clear()
+        self._counts = [{} for _ in self.cursors]
         self._redeliver.clear()
         self._redeliver_msgs.clear()
         self._ready.clear()
@@ -345,6 +414,7 @@ class Subscription:
         self._compacted_next = [None] * len(self.cursors)
         self._compacted_unacked = [set() for _ in self.cursors]
         self._compacted_end = [None] * len(self.cursors)
+        self._changed(range(len(self.cursors)))
 
     async def seek_to_message(self, partition: int, mid: MessageId) -> None:
         """Reset one partition's cursor to `mid` (inclusive): earlier messages of its batch count
@@ -354,6 +424,7 @@ class Subscription:
             state = await self._entry_state(mid, partition)
             if state is not None:
                 state.acked.update(range(min(mid.batch_index, state.count)))
+                self._changed([partition])
 
     # --- stats ---------------------------------------------------------------------------------
     @property

@@ -98,7 +98,9 @@ class CursorMetadata:
     """A durable cursor. Positions are (ledger_id, entry_id) tuples.
 
     `individually_deleted` holds closed ranges [first, last] of entries acked beyond the
-    mark-delete position, sorted and disjoint.
+    mark-delete position, sorted and disjoint. `delivery_state` is a JSON value the cursor's
+    owner (a subscription) stores with it, opaque to the managed ledger and the store; None for
+    none (SQL NULL).
     """
 
     managed_ledger: str
@@ -107,6 +109,7 @@ class CursorMetadata:
     individually_deleted: tuple[tuple[tuple[int, int], tuple[int, int]], ...] = ()
     properties: Mapping[str, Any] = field(default_factory=dict)
     version: int = 0
+    delivery_state: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 NAME = String(1024)
 # JSONB on PostgreSQL (compact, comparable), JSON text elsewhere.
 JSONType = JSON().with_variant(JSONB(), "postgresql")
+# A nullable JSON column whose None is SQL NULL (not the JSON value `null`).
+NullableJSONType = JSON(none_as_null=True).with_variant(JSONB(none_as_null=True), "postgresql")
 # SQLite only gives AUTOINCREMENT to a column typed exactly INTEGER PRIMARY KEY.
 LedgerIdType = BigInteger().with_variant(Integer(), "sqlite")
 
@@ -91,7 +93,7 @@ class CursorRow(Base):
     mark_delete_entry_id: Mapped[int] = mapped_column(BigInteger, nullable=False)
     individually_deleted: Mapped[Any] = mapped_column(JSONType, nullable=False)
     properties: Mapped[Any] = mapped_column(JSONType, nullable=False)
-    delivery_state: Mapped[Any] = mapped_column(JSONType, nullable=True)
+    delivery_state: Mapped[Any] = mapped_column(NullableJSONType, nullable=True)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
 
 

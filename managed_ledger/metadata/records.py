@@ -108,6 +108,7 @@ def cursor(rec: CursorMetadata) -> CursorMetadata:
         mark_delete=pair(rec.mark_delete),
         individually_deleted=ranges(rec.individually_deleted),
         properties=freeze(rec.properties),
+        delivery_state=None if rec.delivery_state is None else freeze(rec.delivery_state),
     )
 
 

@@ -122,6 +122,7 @@ def cursor_values(rec: CursorMetadata) -> dict[str, Any]:
         "mark_delete_entry_id": rec.mark_delete[1],
         "individually_deleted": records.thaw(rec.individually_deleted),
         "properties": records.thaw(rec.properties),
+        "delivery_state": records.thaw(rec.delivery_state),
     }
 
 
@@ -134,6 +135,7 @@ def cursor_from_row(row: Row) -> CursorMetadata:
             individually_deleted=row["individually_deleted"],
             properties=row["properties"],
             version=row["version"],
+            delivery_state=row["delivery_state"],
         )
     )
 
@@ -151,6 +153,7 @@ CURSOR_BATCH_UPDATE = (
         mark_delete_entry_id=bindparam("b_mark_delete_entry_id"),
         individually_deleted=bindparam("b_individually_deleted", type_=CURSORS.c.individually_deleted.type),
         properties=bindparam("b_properties", type_=CURSORS.c.properties.type),
+        delivery_state=bindparam("b_delivery_state", type_=CURSORS.c.delivery_state.type),
         version=bindparam("b_new_version"),
     )
 )

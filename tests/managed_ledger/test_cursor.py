@@ -129,6 +129,45 @@ async def test_cursor_state_survives_a_crash_as_of_its_last_flush() -> None:
     assert [p for p, _ in await recovered.read_entries(3)] == [pos[2], pos[3], pos[4]]
 
 
+async def test_delivery_state_is_asked_for_once_per_flush_and_read_back_at_open() -> None:
+    store = CountingStore(InMemoryMetadataStore())
+    env = Env(store=store)  # type: ignore[arg-type]
+    ml, pos = await _ml_with(env, 4)
+    cursor = await ml.open_cursor("s", "earliest")
+    assert cursor.delivery_state is None
+    asked: list[int] = []
+
+    def source() -> dict[str, object]:
+        asked.append(1)
+        return {"asked": len(asked)}
+
+    cursor.track_delivery_state(source)
+    await ml.flush_cursors()
+    assert asked == [] and not cursor.dirty  # nothing reported: nothing asked, nothing written
+    for _ in range(3):
+        cursor.delivery_state_changed()
+    cursor.ack([pos[0]])
+    assert cursor.dirty and asked == []  # built at flush time only
+    writes = store.calls.get("update_cursors", 0)
+    await ml.flush_cursors()
+    assert len(asked) == 1 and store.calls["update_cursors"] == writes + 1  # with the ack, one write
+    assert cursor.delivery_state == {"asked": 1}
+    cursor.ack([pos[1]])
+    await ml.flush_cursors()  # an ack alone keeps the stored state without asking
+    assert len(asked) == 1 and env.store.list_cursors("t")[0].delivery_state == {"asked": 1}
+
+    reopened = (await env.factory().open("t", config(max_entries=3))).cursors["s"]
+    assert reopened.delivery_state == {"asked": 1} and reopened.mark_delete_position == pos[1]
+
+    def broken() -> dict[str, object]:
+        raise RuntimeError("bug in the owner")
+
+    reopened.track_delivery_state(broken)
+    reopened.delivery_state_changed()
+    await reopened.flush()  # the flush still stores the acks; the state becomes none
+    assert not reopened.dirty and env.store.list_cursors("t")[0].delivery_state is None
+
+
 async def test_close_flushes_cursors() -> None:
     env = Env()
     ml, pos = await _ml_with(env, 5)

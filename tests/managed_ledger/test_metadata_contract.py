@@ -227,6 +227,32 @@ def test_cursor_round_trip_and_cas(store: MetadataStore) -> None:
         store.update_cursor(moved)
 
 
+def test_cursor_delivery_state_is_kept_by_create_update_and_batch(store: MetadataStore) -> None:
+    store.create_managed_ledger("ml")
+    plain = store.create_cursor(_cursor("plain"))
+    assert plain.delivery_state is None and store.list_cursors("ml")[0].delivery_state is None
+    state: dict[str, Any] = {"v": 1, "entries": [[4, 3, 10, [0, 2], {"1": 0, "5": 2}]]}
+    created = store.create_cursor(replace(_cursor("sub"), delivery_state=state))
+    state["entries"].clear()  # the caller's later changes never reach the store
+    assert created.delivery_state == {"v": 1, "entries": ((4, 3, 10, (0, 2), {"1": 0, "5": 2}),)}
+    with pytest.raises(TypeError):
+        created.delivery_state["v"] = 2  # type: ignore[index]
+    assert store.list_cursors("ml")[1] == created
+    # An update that does not name it keeps it; the batched flush writes it per cursor.
+    moved = store.update_cursor(replace(created, mark_delete=(4, 0)))
+    assert moved.delivery_state == created.delivery_state
+    a, b = store.update_cursors(
+        [replace(plain, delivery_state={"v": 1, "entries": []}), replace(moved, delivery_state=None)]
+    )
+    assert (a.delivery_state, b.delivery_state) == ({"v": 1, "entries": ()}, None)
+    assert store.list_cursors("ml") == [a, b]
+    assert json.loads(json.dumps(asdict(a)))["delivery_state"] == {"v": 1, "entries": []}
+    # A stale batch writes no delivery state either.
+    with pytest.raises(BadVersionError):
+        store.update_cursors([replace(a, delivery_state=None), replace(moved, delivery_state={"x": 1})])
+    assert store.list_cursors("ml") == [a, b]
+
+
 def test_cursor_needs_its_managed_ledger(store: MetadataStore) -> None:
     with pytest.raises(NotFoundError):
         store.create_cursor(_cursor("sub", ml="missing"))

@@ -36,6 +36,12 @@ CURSOR_NAMES = st.sampled_from(["c1", "c2", "c3"])
 TOPICS = st.sampled_from(["public/default/t", "public/default/t-partition-0"])
 POSITIONS = st.tuples(st.integers(0, 5), st.integers(-1, 5))
 SCOPES = st.sampled_from(["public/default", "public/default/t"])
+DELIVERY_STATES = st.one_of(
+    st.none(),
+    st.fixed_dictionaries(
+        {"v": st.just(1), "entries": st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=2)}
+    ),
+)
 POLICY_VALUES = st.one_of(
     st.none(), st.integers(-1, 3), st.booleans(), st.lists(st.integers(0, 2), max_size=2)
 )
@@ -94,11 +100,12 @@ class StoresAgree(RuleBasedStateMachine):
     def create_cursor(self, ml: str, name: str, mark: tuple[int, int]) -> None:
         self.both(lambda s: s.create_cursor(CursorMetadata(ml, name, mark, properties={"k": [1]})))
 
-    @rule(data=st.data(), mark=POSITIONS)
-    def update_cursors(self, data: st.DataObject, mark: tuple[int, int]) -> None:
+    @rule(data=st.data(), mark=POSITIONS, delivery=DELIVERY_STATES)
+    def update_cursors(self, data: st.DataObject, mark: tuple[int, int], delivery: Any) -> None:
         cursors = self.seen_of(CursorMetadata)
         batch = data.draw(st.lists(st.sampled_from(cursors), max_size=3)) if cursors else []
-        result = self.both(lambda s: s.update_cursors([replace(c, mark_delete=mark) for c in batch]))
+        changed = [replace(c, mark_delete=mark, delivery_state=delivery) for c in batch]
+        result = self.both(lambda s: s.update_cursors(changed))
         self.seen.extend(result or [])
 
     @rule(ml=MLS, name=CURSOR_NAMES)

@@ -41,6 +41,21 @@ def test_a_batched_cursor_flush_is_one_statement(store: SqlMetadataStore) -> Non
     assert {c.mark_delete for c in store.list_cursors("ml")} == {(1, 99)}
 
 
+def test_no_delivery_state_is_sql_null(store: SqlMetadataStore) -> None:
+    """None is stored as SQL NULL (the column is nullable), not as the JSON value null, by the
+    insert and by the batched update alike."""
+    store.create_managed_ledger("ml")
+    created = store.create_cursor(CursorMetadata("ml", "c", (1, -1), delivery_state={"v": 1}))
+    nulls = "SELECT count(*) FROM cursors WHERE delivery_state IS NULL"
+    with store._engine.connect() as conn:
+        assert conn.exec_driver_sql(nulls).scalar() == 0
+    store.update_cursors([replace(created, delivery_state=None)])
+    store.create_cursor(CursorMetadata("ml", "d", (1, -1)))
+    with store._engine.connect() as conn:
+        assert conn.exec_driver_sql(nulls).scalar() == 2
+    assert [c.delivery_state for c in store.list_cursors("ml")] == [None, None]
+
+
 def test_statement_count_counts_each_statement(store: SqlMetadataStore) -> None:
     before = store.statement_count
     ledger = store.create_ledger(("b:1",), 1, 1, 0)
