@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast check fmt bench bench-replication bench-bookie bench-ml bench-compaction client openapi clean
+.PHONY: setup run test test-fast check fmt bench bench-replication bench-bookie bench-ml bench-compaction chaos client openapi clean
 
 setup: $(STAMP)
 
@@ -51,6 +51,12 @@ bench-ml: setup
 
 bench-compaction: setup
 	$(PY) -m bench.bench_compaction
+
+# A chaos campaign over a local cluster: CHAOS_S seconds of load under faults, then the checker
+# and its table (CHAOS_SEED=... repeats a schedule). Exit status 1 on any violation.
+CHAOS_S ?= 180
+chaos: setup
+	$(PY) -m bench.chaos --seconds $(CHAOS_S)
 
 openapi: setup
 	$(PY) -m app.openapi_export openapi.json
