@@ -110,12 +110,13 @@ async def run_campaign(config: CampaignConfig) -> Outcome:
             await cluster.close()
         if database is not None:
             database.close()
-        _keep(config, root, history, failed=outcome is None or outcome.verdict.failed)
+        found = outcome is None or any(outcome.verdict.counts.values())
+        _keep(config, root, history, failed=found)
 
 
 def _keep(config: CampaignConfig, root: Path, history: History, failed: bool) -> None:
     """Remove the directory; keep it whole with `keep`, or its logs and the history in
-    `logs_on_failure` when the campaign failed or could not finish."""
+    `logs_on_failure` when the campaign found a violation (known bugs' too) or could not finish."""
     if config.keep:
         dump(history, root / "history.jsonl")
         print(f"chaos: kept {root} (history in history.jsonl)", flush=True)

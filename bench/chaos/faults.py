@@ -140,7 +140,15 @@ class Faults:
         return None
 
     async def _restart(self, proc: Proc, role: str, *extra: str) -> None:
-        await self.cluster.restart(proc, self.config.recovery_timeout_s, *extra)
+        """Start it again; a start that fails is noted (with the log's tail) and tried once more,
+        and a second failure ends the campaign."""
+        try:
+            await self.cluster.restart(proc, self.config.recovery_timeout_s, *extra)
+        except (RuntimeError, TimeoutError) as exc:
+            self.history.notes.append(f"{proc.name} did not come back at {time.time():.0f}: {exc}"[:2000])
+            proc.kill9()
+            await asyncio.sleep(2.0)
+            await self.cluster.restart(proc, self.config.recovery_timeout_s, *extra)
         self.history.restarts[role] += 1
 
     async def _kill(self, proc: Proc, role: str, fault: Fault) -> None:

@@ -16,6 +16,9 @@ from bench.chaos.history import Fault
 from bench.chaos.load import Load, admin_path, data_path
 
 PAGE = 1000
+MAX_SKIPS = 50  # unreadable entries read around per topic, at most
+# The failing read's detail: "L:a..b: NO_SUCH_ENTRY: ledger L entry E" or "L:a..b: NO_SUCH_LEDGER"
+_FAILED_RANGE = re.compile(r"(\d+):(\d+)\.\.(\d+): NO_SUCH_(?:LEDGER|ENTRY)(?:: ledger \d+ entry (\d+))?")
 LOST_SESSION = re.compile(
     r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) WARNING quire\.ownership: broker \S+ lost session"
 )
@@ -28,9 +31,11 @@ class Finale:
         self.compaction_timeout_s = compaction_timeout_s
 
     async def read_all(self, topic: str, compacted: bool) -> list[dict[str, Any]]:
-        """Every message of `topic` from earliest, page by page, to the last message id. A read
-        that fails or stops short is recorded in `history.unreadable` (not raised): what follows
-        it counts as missing."""
+        """Every message of `topic` from earliest, page by page, to the last message id.
+
+        An entry that cannot be read is recorded in `history.unreadable` (not raised) and read
+        around: after a page fails, the same start is read one message at a time until the
+        failing entry is found, and reading goes on from the entry after it."""
         path = data_path(topic)
         flag = "true" if compacted else "false"
         what = f"{'the compacted view of ' if compacted else ''}{topic}"
@@ -39,25 +44,29 @@ class Finale:
             raise RuntimeError(f"last message id of {what}: {r.status_code} {r.text}")
         last = r.json()["message_id"]
         out: list[dict[str, Any]] = []
-        start = "earliest"
+        start, page, skips = "earliest", PAGE, 0
         while True:
-            params = {"start": start, "max_messages": PAGE, "read_compacted": flag}
+            params = {"start": start, "max_messages": page, "read_compacted": flag}
             r = await self.load.call(
                 "GET", f"{path}/messages", topic, params=params, deadline_s=self.timeout_s
             )
-            if r.status_code != 200:
-                self.load.history.unreadable.append(
-                    (
-                        topic,
-                        f"{what} from {start} (after {len(out)} messages): {r.status_code} {r.text[:300]}",
-                    )
-                )
+            if r.status_code == 200:
+                body = r.json()
+                out.extend(body["messages"])
+                if not body["messages"] or body["next"] is None:
+                    break
+                start = body["next"]
+                continue
+            if page > 1:
+                page = 1  # find the entry that fails
+                continue
+            skip_to = _entry_after(r.text)
+            seen = out[-1]["message_id"] if out else start
+            note = f"{what}: the entry after {seen} cannot be read: {r.status_code} {r.text[:300]}"
+            self.load.history.unreadable.append((topic, f"{note}; read on from {skip_to}"))
+            if skip_to is None or skips == MAX_SKIPS:
                 return out
-            body = r.json()
-            out.extend(body["messages"])
-            if not body["messages"] or body["next"] is None:
-                break
-            start = body["next"]
+            start, page, skips = skip_to, PAGE, skips + 1
         end = out[-1]["message_id"] if out else None
         if end != last:
             self.load.history.unreadable.append(
@@ -122,6 +131,15 @@ class Finale:
                 continue
             views[topic] = await self.read_all(topic, compacted=True)
         return views
+
+
+def _entry_after(problem: str) -> str | None:
+    """The inclusive start just past the entry a failed one-message read names, if it names one."""
+    match = _FAILED_RANGE.search(problem)
+    if match is None:
+        return None
+    ledger, first, _last, entry = match.groups()
+    return f"{ledger}:{int(entry if entry is not None else first) + 1}:0"
 
 
 def lease_losses(cluster: Cluster, lease_ms: int) -> list[Fault]:

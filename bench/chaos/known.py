@@ -17,9 +17,9 @@ from bench.chaos.history import History
 SINGLE_COPY = "recovery-single-copy"
 KNOWN_BUGS = {
     SINGLE_COPY: (
-        "ledger recovery closed a ledger with an entry on fewer bookies than the ack quorum (the rest "
-        "of its write set was read-only), then that bookie was wiped "
-        "(tests/chaos/test_found_by_chaos.py::test_recovery_never_closes_a_ledger_with_an_entry_on_fewer_than_an_ack_quorum)"
+        "ledger recovery closed a ledger with an entry on fewer bookies than the ack quorum (the rest of "
+        "its write set was down, stopped or read-only), nothing copied it since, then that one bookie "
+        "was wiped (tests/chaos/test_found_by_chaos.py)"
     ),
 }
 _UNREADABLE_LEDGER = re.compile(r"NO_SUCH_(?:LEDGER|ENTRY): ledger (\d+)")

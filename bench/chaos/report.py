@@ -111,10 +111,11 @@ def table(history: History, verdict: Verdict, summary: Summary) -> str:
         lines.append(f"{kind}:")
         lines += [f"  {e}" for e in examples]
     if history.notes:
+        notes = Counter(history.notes)  # in order of first appearance, repeats counted
         lines.append("notes:")
-        lines += [f"  {n}" for n in history.notes[:MAX_NOTES]]
-        if len(history.notes) > MAX_NOTES:
-            lines.append(f"  ... and {len(history.notes) - MAX_NOTES} more")
+        lines += [f"  {n}" + (f" (x{k})" if k > 1 else "") for n, k in list(notes.items())[:MAX_NOTES]]
+        if len(notes) > MAX_NOTES:
+            lines.append(f"  ... and {len(notes) - MAX_NOTES} more")
     for bug in sorted(set(verdict.known_topics.values())):
         topics = ", ".join(t for t, b in sorted(verdict.known_topics.items()) if b == bug)
         lines.append(f"known bug {bug} ({topics}): {KNOWN_BUGS[bug]}")

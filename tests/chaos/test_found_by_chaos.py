@@ -3,29 +3,44 @@
 Each test states the rule that should hold and is marked `xfail(strict=True)` while the bug is
 there: the day a fix makes it pass, strict xfail fails the suite, and the marker comes off.
 
-**A ledger closed by recovery keeps an entry that only one bookie holds** (campaign seed
-62236103, 3 bookies at 3/2/2). A bookie turned read-only (its disk filled) is in the write set
-of an add: the other member stores the entry, the read-only one refuses it, the add fails for
-want of an ack quorum and there is no spare bookie for an ensemble change, so the ledger is
-closed through recovery. Recovery finds the entry on the one bookie and copies it to the rest of
-the write set with recovery adds; the read-only bookie refuses those too (`add_entry` refuses
-every add while read-only, recovery or not), and recovery closes the ledger *with* the entry all
-the same ("under-replicated, re-replication's job"). But nothing lists the ledger as
-under-replicated: no bookie is lost. The broker's dedup then counts the entry as persisted and
-answers the producer's retry `duplicate`. One later loss of that single holder (its disk wiped;
-with Qw=2 one loss must lose nothing) takes the messages with it, and every read from
-`earliest` stops at that entry with 404 NO_SUCH_LEDGER, so every later message of the topic is
-unreadable too. In the campaign: plain-0-p1 seqs 65..68 answered duplicate at the end of the
-recovery of ledger 2, entry 33 on bookie-1 only; bookie-1 wiped 18 s later; reading plain-0
-from earliest: `404 ... 2:1..33: NO_SUCH_LEDGER: ledger 2`.
+**A ledger closed by recovery keeps an entry that only one bookie holds, and nothing ever
+copies it** (3 bookies at 3/2/2). An add fails because one member of its write set cannot take
+it: the bookie is read-only (its disk filled), killed, or stopped. The other member has stored
+it, so the add lacks its ack quorum, and with no spare bookie for an ensemble change the ledger is
+closed through recovery. Recovery finds the entry on the one bookie and tries to copy it to the
+rest of the write set with recovery adds; the read-only bookie refuses them (the engine refuses
+every add while read-only, recovery or not) and a dead one cannot answer, so recovery closes
+the ledger *with* the entry on one bookie ("under-replicated, re-replication's job", the comment
+in `BookieLedgerClient._recover_entry` says). But re-replication only looks at ledgers that name
+a *lost* bookie (down past the grace period) and then needs a bookie outside the ensemble: a
+read-only bookie is never lost, a quick restart is not either, and a 3-bookie cluster has no
+spare. So the entry keeps one copy for good. Dedup then counts it as persisted (recovery proved
+it durable) and answers the producer's retry `duplicate`. One later loss of that one holder (a
+wiped disk; with Qw=2 one loss must lose nothing) takes the messages with it; every read from
+`earliest` stops there with 404 (NO_SUCH_LEDGER / NO_SUCH_ENTRY), subscriptions cannot pass it,
+and the topic's compaction ends ERROR from then on.
 
-BookKeeper lets recovery adds through on a read-only bookie (they are "high priority" writes),
-and a recovery whose adds cannot reach an ack quorum fails rather than close the ledger.
+Seen in the campaign twice:
+
+- seed 62236103 (`--seconds 60 --brokers 2 --gap-s 1 2`): fill-disk of bookie-0, the add of
+  ledger 2 entry 33 refused READ_ONLY there, recovery "entry 33 is on 1 bookies, ack quorum 2"
+  (the holder: bookie-1), the retry of plain-0-p1 seqs 65..68 answered duplicate, bookie-1 wiped
+  18 s later; reading plain-0: `404 ... 2:1..33: NO_SUCH_LEDGER: ledger 2`;
+- seed 7 (`--seconds 300`): kill -9 of bookie-1 (down 2.4 s), the adds of ledger 7 entry 9 and
+  ledger 8 entry 8 failed on it, recovery kept both on bookie-0 only, the retries (keyed-1-p0
+  seqs 60..63, plain-0-p0 seq 62) answered duplicate; readers even read them; bookie-0 wiped 25 s
+  later; both gone, keyed-1 and plain-0 unreadable past them, keyed-1's final compaction ERROR.
+
+BookKeeper writes a recovered entry back through the normal add path (with an ensemble change
+if a bookie fails) and lets recovery adds through on a read-only bookie (they are "high priority"
+writes); a recovery that cannot bring an entry to an ack quorum fails, and the close is tried
+again later. The two tests below state that rule for the read-only and the dead member.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -71,25 +86,25 @@ class DiskBookie(LocalBookie):
         return True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="recovery closes a ledger with an entry on one bookie when the rest of its write set "
-    "is read-only (found by the chaos campaign; see the module docstring)",
-)
-async def test_recovery_never_closes_a_ledger_with_an_entry_on_fewer_than_an_ack_quorum(
-    tmp_path: Path,
+async def _fail_an_add_then_recover(
+    tmp_path: Path, break_member: Callable[[DiskBookie], Awaitable[None]]
 ) -> None:
+    """Ledger 1 on three bookies at Qw=Qa=2; entry 0 written; bookie 1 broken by `break_member`;
+    entry 1 (write set: bookies 1 and 2) fails; recovery then must not close the ledger with an
+    entry on fewer than an ack quorum of bookies (it may refuse to close instead)."""
     bookies = [await DiskBookie(tmp_path / f"bookie-{i}").start() for i in range(3)]
     client = BookieLedgerClient(BookieClientConfig(add_timeout_s=2.0))
     try:
         spec = LedgerSpec(1, tuple(b.address for b in bookies), write_quorum=2, ack_quorum=2)
         writer = await client.create_ledger(spec)
         assert await writer.add_entry(b"entry 0") == 0  # on bookies 0 and 1
-        bookies[1].fill_disk()  # entry 1 goes to bookies 1 and 2
+        await break_member(bookies[1])
         with pytest.raises(BookieError):
             await writer.add_entry(b"entry 1")  # stored on bookie 2 only: no ack quorum, no spare
         with contextlib.suppress(BookieError):  # a recovery that refuses to close is safe too
             last = await client.recover(spec)
+            if not bookies[1].up:
+                await bookies[1].start()  # back on the same disk: did anything copy the entry there?
             for entry_id in range(last + 1):
                 holders = [b.address for b in bookies if b.holds(spec.ledger_id, entry_id)]
                 assert len(holders) >= spec.ack_quorum, (
@@ -100,3 +115,33 @@ async def test_recovery_never_closes_a_ledger_with_an_entry_on_fewer_than_an_ack
         await client.close()
         for bookie in bookies:
             await bookie.kill()
+
+
+async def _fill(bookie: DiskBookie) -> None:
+    bookie.fill_disk()
+
+
+async def _kill(bookie: DiskBookie) -> None:
+    await bookie.kill()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="recovery closes a ledger with an entry on one bookie when the rest of its write set "
+    "is read-only (found by the chaos campaign; see the module docstring)",
+)
+async def test_recovery_does_not_close_a_ledger_short_of_an_ack_quorum_when_a_member_is_read_only(
+    tmp_path: Path,
+) -> None:
+    await _fail_an_add_then_recover(tmp_path, _fill)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="recovery closes a ledger with an entry on one bookie when the rest of its write set "
+    "is down (found by the chaos campaign; see the module docstring)",
+)
+async def test_recovery_does_not_close_a_ledger_short_of_an_ack_quorum_when_a_member_is_down(
+    tmp_path: Path,
+) -> None:
+    await _fail_an_add_then_recover(tmp_path, _kill)
