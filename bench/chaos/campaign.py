@@ -156,10 +156,10 @@ async def _finish(
     phase = _Phases()
     unanswered = await load.producers_done(config.finish_timeout_s)
     if unanswered:
-        history.notes.append(f"{unanswered} producers never got an answer for their last batch")
+        history.note(f"{unanswered} producers never got an answer for their last batch")
     reason = await cluster.wait_healthy(config.finish_timeout_s)
     if reason:
-        history.notes.append(f"the cluster was not healthy at the end: {reason}")
+        history.note(f"the cluster was not healthy at the end: {reason}")
     phase.done("last batches answered, cluster healthy")
     finale = Finale(load, config.finish_timeout_s, config.compaction_timeout_s)
     logs = await finale.read_logs()
@@ -174,12 +174,11 @@ async def _finish(
     known = known_topics(history, cluster.root)
     verdict = check(history, logs, views, load.delivered, faults, settle, known)
     if undrained:
-        history.notes.append(
-            f"draining stopped after {config.finish_timeout_s:g} s with {undrained} undelivered"
-        )
-    history.notes.extend(client.unexpected[:20])
+        history.note(f"draining stopped after {config.finish_timeout_s:g} s with {undrained} undelivered")
+    for line in client.unexpected[:20]:
+        history.note(line)
     if len(client.unexpected) > 20:
-        history.notes.append(f"... and {len(client.unexpected) - 20} more unexpected answers")
+        history.note(f"... and {len(client.unexpected) - 20} more unexpected answers")
     summary = Summary(
         seed=seed,
         seconds=config.seconds,

@@ -99,11 +99,12 @@ class Faults:
             reason = await self.cluster.wait_healthy(self.config.recovery_timeout_s)
             fault.ended = time.time()
             took = fault.ended - fault.started
-            print(f"chaos: {kind} {fault.target} {fault.detail} — healthy after {took:.1f} s", flush=True)
+            at = time.strftime("%H:%M:%S", time.localtime(fault.started))
+            print(
+                f"chaos: {at} {kind} {fault.target} {fault.detail} — healthy after {took:.1f} s", flush=True
+            )
             if reason:
-                self.history.notes.append(
-                    f"not healthy {self.config.recovery_timeout_s:g} s after {kind}: {reason}"
-                )
+                self.history.note(f"not healthy {self.config.recovery_timeout_s:g} s after {kind}: {reason}")
             await _sleep_unless(stop, self.rng.uniform(*self.config.gap_s))
 
     async def _inject(self, kind: str) -> Fault | None:
@@ -145,7 +146,7 @@ class Faults:
         try:
             await self.cluster.restart(proc, self.config.recovery_timeout_s, *extra)
         except (RuntimeError, TimeoutError) as exc:
-            self.history.notes.append(f"{proc.name} did not come back at {time.time():.0f}: {exc}"[:2000])
+            self.history.note(f"{proc.name} did not come back at {time.time():.0f}: {exc}"[:2000])
             proc.kill9()
             await asyncio.sleep(2.0)
             await self.cluster.restart(proc, self.config.recovery_timeout_s, *extra)
@@ -182,7 +183,7 @@ class Faults:
         if missing == 0:
             self._wiped_unrecovered = False
             return True
-        self.history.notes.append(
+        self.history.note(
             f"a wipe-bookie was skipped at {time.time():.0f}: {missing} ledgers still lack the copies "
             "an earlier wipe took (with E bookies in all there is no bookie to copy them to)"
         )
@@ -223,7 +224,7 @@ class Faults:
         state = await self.cluster.bookie_state(bookie)
         fault.detail = f"{written // 2**20} MiB filler, bookie {state}, held {hold:.1f} s"
         if state != "read_only":
-            self.history.notes.append(
+            self.history.note(
                 f"fill-disk at {fault.started:.0f}: {bookie.name} did not turn read-only ({state})"
             )
         await asyncio.sleep(hold)

@@ -125,7 +125,7 @@ class Finale:
         for topic in self.load.keyed:
             status = await self.compact(topic)
             if status != "SUCCESS":
-                self.load.history.notes.append(
+                self.load.history.note(
                     f"the final compaction of {topic} ended {status}; its view is not checked"
                 )
                 continue

@@ -8,6 +8,7 @@ found in a broker's log (a lease it lost on its own) line up with the client's e
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -96,10 +97,18 @@ class History:
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # what the campaign could not do, and why
     notes: list[str] = field(default_factory=list)  # things worth saying that are not violations
+    note_times: dict[str, list[float]] = field(default_factory=dict)  # note -> when it was said
     restarts: Counter[str] = field(default_factory=Counter)  # per role kind: bookie, broker, ...
     compactions_requested: int = 0
     load_started: float = 0.0
     load_ended: float = 0.0
+
+    def note(self, text: str) -> None:
+        """A note; one said again is kept once, with every time it was said."""
+        times = self.note_times.setdefault(text, [])
+        if not times:
+            self.notes.append(text)
+        times.append(time.time())
 
     def sight(self, topic: str, message_id: str, seen: Sighting) -> None:
         by_id = self.sightings.setdefault(topic, {})

@@ -187,9 +187,7 @@ class Load:
                 for m, result in zip(batch, r.json()["results"], strict=True):
                     m.message_id, m.duplicate, m.answered_at = result["message_id"], result["duplicate"], now
                 return
-            self.history.notes.append(
-                f"produce {name} seq {first}: unexpected {r.status_code} {r.text[:200]}"
-            )
+            self.history.note(f"produce {name} seq {first}: unexpected {r.status_code} {r.text[:200]}")
             await asyncio.sleep(1.0)
 
     # --- consumers ------------------------------------------------------------------------------
@@ -209,7 +207,7 @@ class Load:
                 await asyncio.sleep(0.5)
                 continue
             if r.status_code != 200:
-                self.history.notes.append(f"receive {topic}/{sub}: unexpected {r.status_code} {r.text[:200]}")
+                self.history.note(f"receive {topic}/{sub}: unexpected {r.status_code} {r.text[:200]}")
                 await asyncio.sleep(1.0)
                 continue
             received_at = time.time()
@@ -245,7 +243,7 @@ class Load:
             if r.status_code == 204:
                 self.history.acks.append(Ack(topic, sub, tuple(ids), sent_at, time.time()))
                 return
-            self.history.notes.append(f"ack {topic}/{sub}: unexpected {r.status_code} {r.text[:200]}")
+            self.history.note(f"ack {topic}/{sub}: unexpected {r.status_code} {r.text[:200]}")
             return
 
     # --- readers and compactions ----------------------------------------------------------------
@@ -259,7 +257,7 @@ class Load:
             except Unavailable:
                 continue
             if r.status_code != 200:
-                self.history.notes.append(f"read {topic}: unexpected {r.status_code} {r.text[:200]}")
+                self.history.note(f"read {topic}: unexpected {r.status_code} {r.text[:200]}")
                 await asyncio.sleep(1.0)
                 continue
             body = r.json()
@@ -283,4 +281,4 @@ class Load:
             if r.status_code == 204:
                 self.history.compactions_requested += 1
             elif r.status_code != 409:  # 409: a run is requested or running already
-                self.history.notes.append(f"compaction {topic}: unexpected {r.status_code} {r.text[:200]}")
+                self.history.note(f"compaction {topic}: unexpected {r.status_code} {r.text[:200]}")

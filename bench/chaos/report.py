@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -92,6 +93,17 @@ def figures(history: History, verdict: Verdict, summary: Summary) -> dict[str, A
     }
 
 
+def _clock(t: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t))
+
+
+def _note(history: History, text: str) -> str:
+    times = history.note_times.get(text, [])
+    if len(times) > 1:
+        return f"{text} (x{len(times)}, {_clock(times[0])} to {_clock(times[-1])})"
+    return f"{text} ({_clock(times[0])})" if times else text
+
+
 def table(history: History, verdict: Verdict, summary: Summary) -> str:
     rows = _rows(history, verdict, summary)
     width = max(len(name) for name, _ in rows)
@@ -111,11 +123,10 @@ def table(history: History, verdict: Verdict, summary: Summary) -> str:
         lines.append(f"{kind}:")
         lines += [f"  {e}" for e in examples]
     if history.notes:
-        notes = Counter(history.notes)  # in order of first appearance, repeats counted
         lines.append("notes:")
-        lines += [f"  {n}" + (f" (x{k})" if k > 1 else "") for n, k in list(notes.items())[:MAX_NOTES]]
-        if len(notes) > MAX_NOTES:
-            lines.append(f"  ... and {len(notes) - MAX_NOTES} more")
+        lines += [f"  {_note(history, n)}" for n in history.notes[:MAX_NOTES]]
+        if len(history.notes) > MAX_NOTES:
+            lines.append(f"  ... and {len(history.notes) - MAX_NOTES} more")
     for bug in sorted(set(verdict.known_topics.values())):
         topics = ", ".join(t for t, b in sorted(verdict.known_topics.items()) if b == bug)
         lines.append(f"known bug {bug} ({topics}): {KNOWN_BUGS[bug]}")
