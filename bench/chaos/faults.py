@@ -184,8 +184,8 @@ class Faults:
             self._wiped_unrecovered = False
             return True
         self.history.note(
-            f"a wipe-bookie was skipped at {time.time():.0f}: {missing} ledgers still lack the copies "
-            "an earlier wipe took (with E bookies in all there is no bookie to copy them to)"
+            "a wipe-bookie was skipped: ledgers still lack the copies an earlier wipe took (with as many "
+            "bookies as the ensemble size there is no bookie to copy them to; a second loss is beyond Qw=2)"
         )
         return False
 
