@@ -4,11 +4,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-<<<<<<< HEAD
-.PHONY: setup run test test-fast check fmt bench bench-replication bench-brokers bench-bookie bench-ml bench-compaction client openapi clean
-=======
-.PHONY: setup run test test-fast check fmt bench bench-replication bench-bookie bench-ml bench-compaction soak chaos-fuzz client openapi clean
->>>>>>> h-soak
+.PHONY: setup run test test-fast check fmt bench bench-replication bench-brokers bench-bookie bench-ml bench-compaction soak chaos chaos-fuzz client openapi clean
 
 setup: $(STAMP)
 
@@ -68,6 +64,12 @@ soak: setup
 FUZZ_EXAMPLES ?= 50
 chaos-fuzz: setup
 	QUIRE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q -s tests/api/test_live_fuzz.py -k thorough
+
+# A chaos campaign over a local cluster: CHAOS_S seconds of load under faults, then the checker
+# and its table (CHAOS_SEED=... repeats a schedule). Exit status 1 on any violation.
+CHAOS_S ?= 180
+chaos: setup
+	$(PY) -m bench.chaos --seconds $(CHAOS_S)
 
 openapi: setup
 	$(PY) -m app.openapi_export openapi.json

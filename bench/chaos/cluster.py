@@ -1,0 +1,235 @@
+"""The campaign's cluster on one machine: bookies, brokers, a compactor and an autorecovery
+process on one PostgreSQL, all under a temporary directory, each process a `Proc` of its own
+session.
+
+Settings are chosen so that faults show within seconds: broker leases of 2 s renewed every
+500 ms, bookie heartbeats every 500 ms that expire after 2.5 s, an add timeout of 3 s, a
+compaction run lease of 6 s, and auto-recovery with short grace periods. Retention is unlimited
+(the checker reads every topic from its first message at the end), ledgers roll every 1,000
+entries, and dedup is on for every topic.
+
+One bookie (the first) may keep its data on a tmpfs of its own (`mount -t tmpfs`, root only), so
+that its disk can be filled and freed; where that mount is refused the disk fault is skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.chaos.procs import HOST, Proc, free_port, quire_args
+
+FAST_SETTINGS = {
+    "QUIRE_DEDUPLICATION_ENABLED": "true",
+    "QUIRE_BROKER_LEASE_MS": "2000",
+    "QUIRE_BROKER_HEARTBEAT_INTERVAL_MS": "500",
+    "QUIRE_BOOKIE_HEARTBEAT_INTERVAL_MS": "500",
+    "QUIRE_BOOKIE_HEARTBEAT_TIMEOUT_MS": "2500",
+    "QUIRE_ADD_ENTRY_TIMEOUT_MS": "3000",
+    "QUIRE_RETENTION_TIME_MINUTES": "-1",
+    "QUIRE_RETENTION_SIZE_MB": "-1",
+    "QUIRE_MAX_ENTRIES_PER_LEDGER": "1000",
+    "QUIRE_MIN_ROLLOVER_TIME_MS": "0",
+    "QUIRE_COMPACTION_LEASE_MS": "6000",
+    "QUIRE_COMPACTION_POLL_INTERVAL_MS": "500",
+    "QUIRE_COMPACTION_CHECK_INTERVAL_MS": "2000",
+    "QUIRE_SPARK_MASTER": "local[1]",
+    "QUIRE_BOOKIE_WAIT_TIMEOUT_MS": "120000",
+    "QUIRE_DISK_CHECK_INTERVAL_S": "1",
+    "QUIRE_JOURNAL_MAX_SIZE_BYTES": str(8 * 1024 * 1024),
+    "QUIRE_AUTORECOVERY_LOST_BOOKIE_GRACE_MS": "3000",
+    "QUIRE_AUTORECOVERY_AUDIT_INTERVAL_MS": "500",
+    "QUIRE_AUTORECOVERY_LEASE_MS": "3000",
+    "QUIRE_AUTORECOVERY_CLAIM_MS": "10000",
+    "QUIRE_AUTORECOVERY_OPEN_LEDGER_GRACE_MS": "2000",
+    "QUIRE_AUTORECOVERY_POLL_INTERVAL_MS": "250",
+    "PYTHONUNBUFFERED": "1",
+}
+START_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    bookies: int = 3
+    brokers: int = 3
+    ensemble: tuple[int, int, int] = (3, 2, 2)
+    cursor_flush_ms: int = 500
+    tmpfs_mb: int = 512
+    settings: dict[str, str] = field(default_factory=dict)  # overrides of FAST_SETTINGS
+
+    def setting(self, name: str) -> int:
+        return int({**FAST_SETTINGS, **self.settings}[name])
+
+
+class Cluster:
+    def __init__(self, root: Path, database_url: str, config: ClusterConfig) -> None:
+        self.root = root
+        self.config = config
+        self.bookie_ports = [free_port() for _ in range(config.bookies)]
+        self.broker_ports = [free_port() for _ in range(config.brokers)]
+        e, qw, qa = config.ensemble
+        self.env = {
+            **FAST_SETTINGS,
+            "QUIRE_CURSOR_FLUSH_INTERVAL_MS": str(config.cursor_flush_ms),
+            **config.settings,
+            "QUIRE_DATABASE_URL": database_url,
+            "QUIRE_BOOKIE_HOST": HOST,
+            "QUIRE_HOST": HOST,
+            "QUIRE_BOOKIES": json.dumps([f"{HOST}:{p}" for p in self.bookie_ports]),
+            "QUIRE_ENSEMBLE_SIZE": str(e),
+            "QUIRE_WRITE_QUORUM": str(qw),
+            "QUIRE_ACK_QUORUM": str(qa),
+        }
+        self.tmpfs: Path | None = None
+        self.tmpfs_refused = ""
+        self.bookies = [self._bookie(i) for i in range(config.bookies)]
+        self.brokers = [
+            self._quire(f"broker-{i}", "broker", port, "--port", str(port))
+            for i, port in enumerate(self.broker_ports)
+        ]
+        self.compactor = self._quire("compactor", "compactor", None)
+        recovery_port = free_port()
+        self.autorecovery = self._quire(
+            "autorecovery", "autorecovery", recovery_port, "--port", str(recovery_port)
+        )
+        self.urls = [f"http://{HOST}:{p}" for p in self.broker_ports]
+        self.http = httpx.AsyncClient(timeout=3.0)
+
+    def _quire(self, name: str, process: str, port: int | None, *extra: str) -> Proc:
+        data = self.root / name
+        data.mkdir(parents=True, exist_ok=True)
+        args = quire_args(process, "--data-dir", str(data), *extra)
+        return Proc(name, args, self.env, self.root / f"{name}.log", port)
+
+    def _bookie(self, i: int) -> Proc:
+        port = self.bookie_ports[i]
+        data = self.root / f"bookie-{i}"
+        data.mkdir(parents=True)
+        if i == 0:
+            self._mount_tmpfs(data)
+        return Proc(f"bookie-{i}", quire_args("bookie", "--data-dir", str(data), "--port", str(port)),
+                    self.env, self.root / f"bookie-{i}.log", port)  # fmt: skip
+
+    def _mount_tmpfs(self, where: Path) -> None:
+        try:
+            done = subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", f"size={self.config.tmpfs_mb}m", "tmpfs", str(where)],
+                capture_output=True, text=True, timeout=30,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            self.tmpfs_refused = f"cannot mount a tmpfs here: {exc}"
+            return
+        if done.returncode != 0:
+            self.tmpfs_refused = f"cannot mount a tmpfs here: {done.stderr.strip()}"
+            return
+        self.tmpfs = where
+
+    def data_dir(self, bookie: Proc) -> Path:
+        return self.root / bookie.name
+
+    def procs(self) -> list[Proc]:
+        return [*self.bookies, *self.brokers, self.compactor, self.autorecovery]
+
+    async def start(self) -> None:
+        """The compactor and bookies, then autorecovery and brokers; until all are healthy."""
+        self.compactor.start()  # first: its Spark session takes longest to warm up
+        for bookie in self.bookies:
+            bookie.start()
+        await asyncio.gather(*(b.wait_port(START_TIMEOUT_S) for b in self.bookies))
+        self.autorecovery.start()
+        for broker in self.brokers:
+            broker.start()
+        await asyncio.gather(*(b.wait_port(START_TIMEOUT_S) for b in self.brokers))
+        await self.autorecovery.wait_port(START_TIMEOUT_S)
+        await self.wait_healthy(START_TIMEOUT_S)
+
+    async def restart(self, proc: Proc, timeout_s: float = START_TIMEOUT_S, *extra: str) -> None:
+        proc.start(extra)
+        if proc.port is not None:
+            await proc.wait_port(timeout_s)
+
+    async def _get(self, url: str) -> tuple[int, Any]:
+        try:
+            r = await self.http.get(url)
+        except httpx.HTTPError as exc:
+            return 0, type(exc).__name__
+        try:
+            return r.status_code, r.json()
+        except ValueError:
+            return r.status_code, r.text
+
+    async def health(self) -> str:
+        """'' when every process runs, every broker is ready and every bookie writable; else why not."""
+        for proc in self.procs():
+            if not proc.alive():
+                return f"{proc.name} is not running"
+            if proc.stopped:
+                return f"{proc.name} is stopped"
+        for url in self.urls:
+            status, body = await self._get(f"{url}/readyz")
+            if status != 200:
+                return f"{url}/readyz: {status} {body}"
+        status, body = await self._get(f"{self.urls[0]}/admin/v2/bookies/all")
+        if status != 200:
+            return f"bookies/all: {status} {body}"
+        states = {b["bookieId"]: b["state"] for b in body["bookies"]}
+        for port in self.bookie_ports:
+            state = states.get(f"{HOST}:{port}")
+            if state != "writable":
+                return f"bookie {HOST}:{port} is {state}"
+        return ""
+
+    async def wait_healthy(self, timeout_s: float) -> str:
+        """Until `health()` is ''; the last reason when it is not within the time."""
+        deadline = time.monotonic() + timeout_s
+        reason = await self.health()
+        while reason and time.monotonic() < deadline:
+            await asyncio.sleep(0.25)
+            reason = await self.health()
+        return reason
+
+    async def underreplicated(self) -> int | None:
+        for url in self.urls:
+            status, body = await self._get(f"{url}/admin/v2/bookies/underreplicated")
+            if status == 200:
+                return len(body["ledgers"])
+        return None
+
+    async def bookie_state(self, bookie: Proc) -> str | None:
+        for url in self.urls:
+            status, body = await self._get(f"{url}/admin/v2/bookies/all")
+            if status == 200:
+                for b in body["bookies"]:
+                    if b["bookieId"] == f"{HOST}:{bookie.port}":
+                        return str(b["state"])
+        return None
+
+    def wipe(self, bookie: Proc) -> None:
+        """Everything in the bookie's data directory goes (the directory itself stays: it may be
+        the tmpfs mount point)."""
+        data = self.data_dir(bookie)
+        for child in data.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+
+    async def close(self) -> None:
+        for proc in reversed(self.procs()):
+            if proc.popen is not None:
+                await asyncio.to_thread(proc.terminate)
+        await self.http.aclose()
+        if self.tmpfs is not None:
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                await asyncio.to_thread(
+                    subprocess.run, ["umount", "-l", str(self.tmpfs)], capture_output=True, timeout=30
+                )

@@ -1,0 +1,252 @@
+"""The fault schedule: one fault at a time, chosen by a seeded generator, each followed by a wait
+until the cluster is healthy again and a pause.
+
+Kinds are drawn in rounds: every round is a shuffle of every enabled kind, so a short campaign
+still gets each kind once and a long one many times. Each fault is recorded as a `Fault` from
+the moment it is injected to the moment the cluster is healthy again (every process running,
+every broker ready, every bookie writable).
+
+- `kill-*`: kill -9 of the process group, down for a moment, started again (same port, same
+  data directory);
+- `pause-*`: SIGSTOP for longer than what the others wait before giving up on it (a broker's
+  lease, a bookie's heartbeat timeout and add timeout, a compaction run's lease), then SIGCONT;
+- `wipe-bookie`: kill -9, the bookie's data directory emptied, down long enough for the auditor
+  to count it lost, then `quire bookie --format` (a new instance on the same address). While
+  ledgers still lack copies from an earlier wipe, a wipe is skipped: a second loss before
+  re-replication is beyond what a write quorum of 2 promises, not a bug;
+- `stop-postgres`: fast or immediate shutdown of the private server, down a few seconds, started;
+- `fill-disk`: the tmpfs bookie's disk filled to the last few hundred KiB by a file, held, freed.
+
+Network partitions are not injected: see `PARTITION_SKIPPED`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from bench.chaos.cluster import Cluster
+from bench.chaos.history import Fault, History
+from bench.chaos.procs import Proc
+
+PARTITION_SKIPPED = (
+    "network partitions: every process listens on 127.0.0.1 of one network namespace; cutting one "
+    "off needs a namespace and veth pair per process (ip netns) and the campaign assumes no such tooling"
+)
+KINDS = (
+    "kill-bookie", "kill-broker", "kill-compactor", "pause-bookie", "pause-broker", "pause-compactor",
+    "wipe-bookie", "stop-postgres", "fill-disk",
+)  # fmt: skip
+FILL_LEAVE_BYTES = 256 * 1024
+
+
+class Database(Protocol):
+    can_stop: bool
+
+    async def start(self) -> None: ...
+
+    def stop(self, immediate: bool) -> None: ...
+
+
+@dataclass(frozen=True)
+class FaultConfig:
+    gap_s: tuple[float, float] = (3.0, 8.0)  # pause after the cluster is healthy again
+    down_s: tuple[float, float] = (0.5, 3.0)  # how long a killed process stays dead
+    recovery_timeout_s: float = 120.0
+    first_fault_after_s: float = 5.0
+
+
+class Faults:
+    def __init__(
+        self, cluster: Cluster, database: Database, history: History, seed: int, config: FaultConfig
+    ) -> None:
+        self.cluster = cluster
+        self.database = database
+        self.history = history
+        self.rng = random.Random(f"{seed}:faults")
+        self.config = config
+        self.kinds = list(KINDS)
+        history.skipped.append(PARTITION_SKIPPED)
+        if not database.can_stop:
+            self.kinds.remove("stop-postgres")
+            history.skipped.append(f"stop-postgres: {getattr(database, 'reason', 'shared server')}")
+        if cluster.tmpfs is None:
+            self.kinds.remove("fill-disk")
+            history.skipped.append(f"fill-disk: {cluster.tmpfs_refused}")
+        self._wiped_unrecovered = False
+
+    def _plan(self) -> list[str]:
+        plan = list(self.kinds)
+        self.rng.shuffle(plan)
+        return plan
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Faults until `stop` is set; a fault in progress is always seen through to recovery."""
+        await _sleep_unless(stop, self.config.first_fault_after_s)
+        plan: list[str] = []
+        while not stop.is_set():
+            if not plan:
+                plan = self._plan()
+            kind = plan.pop()
+            fault = await self._inject(kind)
+            if fault is None:
+                continue
+            reason = await self.cluster.wait_healthy(self.config.recovery_timeout_s)
+            fault.ended = time.time()
+            took = fault.ended - fault.started
+            at = time.strftime("%H:%M:%S", time.localtime(fault.started))
+            print(
+                f"chaos: {at} {kind} {fault.target} {fault.detail} — healthy after {took:.1f} s", flush=True
+            )
+            if reason:
+                self.history.note(f"not healthy {self.config.recovery_timeout_s:g} s after {kind}: {reason}")
+            await _sleep_unless(stop, self.rng.uniform(*self.config.gap_s))
+
+    async def _inject(self, kind: str) -> Fault | None:
+        action, _, role = kind.partition("-")
+        if kind == "wipe-bookie" and not await self._wipe_allowed():
+            return None
+        target = self._target(role)
+        fault = Fault(kind, target.name if target else "postgres", time.time())
+        self.history.faults.append(fault)
+        if action == "kill":
+            assert target is not None
+            await self._kill(target, role, fault)
+        elif action == "pause":
+            assert target is not None
+            await self._pause(target, role, fault)
+        elif kind == "wipe-bookie":
+            assert target is not None
+            await self._wipe(target, fault)
+        elif kind == "stop-postgres":
+            await self._stop_postgres(fault)
+        else:
+            await self._fill_disk(fault)
+        return fault
+
+    def _target(self, role: str) -> Proc | None:
+        if role == "bookie":
+            return self.rng.choice(self.cluster.bookies)
+        if role == "broker":
+            return self.rng.choice(self.cluster.brokers)
+        if role == "compactor":
+            return self.cluster.compactor
+        if role == "disk":
+            return self.cluster.bookies[0]
+        return None
+
+    async def _restart(self, proc: Proc, role: str, *extra: str) -> None:
+        """Start it again; a start that fails is noted (with the log's tail) and tried once more,
+        and a second failure ends the campaign."""
+        try:
+            await self.cluster.restart(proc, self.config.recovery_timeout_s, *extra)
+        except (RuntimeError, TimeoutError) as exc:
+            self.history.note(f"{proc.name} did not come back at {time.time():.0f}: {exc}"[:2000])
+            proc.kill9()
+            await asyncio.sleep(2.0)
+            await self.cluster.restart(proc, self.config.recovery_timeout_s, *extra)
+        self.history.restarts[role] += 1
+
+    async def _kill(self, proc: Proc, role: str, fault: Fault) -> None:
+        down = self.rng.uniform(*self.config.down_s)
+        fault.detail = f"down {down:.1f} s"
+        proc.kill9()
+        await asyncio.sleep(down)
+        await self._restart(proc, role)
+
+    def _pause_s(self, role: str) -> float:
+        s = self.cluster.config.setting
+        if role == "broker":
+            longer_than = s("QUIRE_BROKER_LEASE_MS")
+        elif role == "bookie":
+            longer_than = max(s("QUIRE_BOOKIE_HEARTBEAT_TIMEOUT_MS"), s("QUIRE_ADD_ENTRY_TIMEOUT_MS"))
+        else:
+            longer_than = s("QUIRE_COMPACTION_LEASE_MS")
+        return longer_than / 1000 * self.rng.uniform(1.3, 2.0)
+
+    async def _pause(self, proc: Proc, role: str, fault: Fault) -> None:
+        hold = self._pause_s(role)
+        fault.detail = f"stopped {hold:.1f} s"
+        proc.pause()
+        await asyncio.sleep(hold)
+        proc.resume()
+
+    async def _wipe_allowed(self) -> bool:
+        if not self._wiped_unrecovered:
+            return True
+        missing = await self.cluster.underreplicated()
+        if missing == 0:
+            self._wiped_unrecovered = False
+            return True
+        self.history.note(
+            "a wipe-bookie was skipped: ledgers still lack the copies an earlier wipe took (with as many "
+            "bookies as the ensemble size there is no bookie to copy them to; a second loss is beyond Qw=2)"
+        )
+        return False
+
+    async def _wipe(self, bookie: Proc, fault: Fault) -> None:
+        s = self.cluster.config.setting
+        # Down long enough for the auditor to count it lost: its ledgers get listed.
+        down = (
+            s("QUIRE_AUTORECOVERY_LOST_BOOKIE_GRACE_MS") + 3 * s("QUIRE_AUTORECOVERY_AUDIT_INTERVAL_MS")
+        ) / 1000
+        down += s("QUIRE_BOOKIE_HEARTBEAT_TIMEOUT_MS") / 1000
+        fault.detail = f"wiped, down {down:.1f} s, formatted"
+        bookie.kill9()
+        await asyncio.to_thread(self.cluster.wipe, bookie)
+        await asyncio.sleep(down)
+        await self._restart(bookie, "bookie", "--format")
+        self._wiped_unrecovered = True
+
+    async def _stop_postgres(self, fault: Fault) -> None:
+        immediate = self.rng.random() < 0.5
+        down = self.rng.uniform(1.0, 4.0)
+        fault.detail = f"{'immediate' if immediate else 'fast'} shutdown, down {down:.1f} s"
+        await asyncio.to_thread(self.database.stop, immediate)
+        await asyncio.sleep(down)
+        await self.database.start()
+        self.history.restarts["postgres"] += 1
+
+    async def _fill_disk(self, fault: Fault) -> None:
+        assert self.cluster.tmpfs is not None
+        bookie = self.cluster.bookies[0]
+        filler = self.cluster.tmpfs / "chaos-filler"
+        hold = self.rng.uniform(2.0, 5.0)
+        written = await asyncio.to_thread(_fill, filler)
+        deadline = time.monotonic() + 15
+        while await self.cluster.bookie_state(bookie) != "read_only" and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        state = await self.cluster.bookie_state(bookie)
+        fault.detail = f"{written // 2**20} MiB filler, bookie {state}, held {hold:.1f} s"
+        if state != "read_only":
+            self.history.note(
+                f"fill-disk at {fault.started:.0f}: {bookie.name} did not turn read-only ({state})"
+            )
+        await asyncio.sleep(hold)
+        filler.unlink()
+
+
+def _fill(path: os.PathLike[str]) -> int:
+    """Write a file that leaves FILL_LEAVE_BYTES free on its filesystem; its size."""
+    st = os.statvfs(path.__fspath__().rsplit("/", 1)[0])
+    size = max(0, st.f_bavail * st.f_frsize - FILL_LEAVE_BYTES)
+    chunk = b"\xaa" * 2**20
+    written = 0
+    with open(path, "wb", buffering=0) as f:
+        while written < size:
+            n = min(len(chunk), size - written)
+            try:
+                written += f.write(chunk[:n]) or 0
+            except OSError:
+                break
+    return written
+
+
+async def _sleep_unless(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)

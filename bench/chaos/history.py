@@ -1,0 +1,133 @@
+"""What the campaign saw, kept in memory for the checker: every produce attempt and its answer,
+every message's final answer, every delivery and ack, what readers read, and every fault.
+
+Times are wall-clock seconds (`time.time()`), the clock the processes' logs use too, so faults
+found in a broker's log (a lease it lost on its own) line up with the client's events.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+@dataclass(slots=True)
+class Sent:
+    """One message a producer sent, and the answer it finally got (a 200 for its batch)."""
+
+    topic: str
+    producer: str
+    seq: int
+    key: str | None
+    value: str
+    message_id: str | None = None
+    duplicate: bool = False
+    answered_at: float | None = None  # None: never answered (the campaign ended first)
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One HTTP attempt of a produce batch: its broker and status, or the error it got."""
+
+    producer: str
+    first_seq: int
+    count: int
+    broker: str
+    status: int | None
+    error: str
+    at: float
+
+
+@dataclass(slots=True)
+class Delivery:
+    topic: str
+    subscription: str
+    consumer: str
+    message_id: str
+    producer: str | None
+    seq: int | None
+    redelivery_count: int
+    sent_at: float  # when the receive request that returned it was sent
+    received_at: float
+
+
+@dataclass(slots=True)
+class Ack:
+    topic: str
+    subscription: str
+    message_ids: tuple[str, ...]
+    sent_at: float
+    answered_at: float  # the 204
+
+
+@dataclass(slots=True)
+class Fault:
+    kind: str
+    target: str
+    started: float
+    ended: float = 0.0  # when the target was back (or the fault lifted); 0 while in progress
+    detail: str = ""
+    injected: bool = True  # False: seen in a log (a broker that lost its lease on its own)
+
+
+@dataclass(slots=True)
+class Sighting:
+    """A message a reader read during the run, by id."""
+
+    producer: str | None
+    seq: int | None
+    value: str | None
+
+
+@dataclass
+class History:
+    sent: list[Sent] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+    deliveries: list[Delivery] = field(default_factory=list)
+    acks: list[Ack] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+    # topic -> message id -> what a reader saw there (the first sighting)
+    sightings: dict[str, dict[str, Sighting]] = field(default_factory=dict)
+    # the same id read later with different content: (topic, id, first, later)
+    changed_sightings: list[tuple[str, str, Sighting, Sighting]] = field(default_factory=list)
+    # (topic, what happened): read-backs from earliest that failed or stopped short
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # what the campaign could not do, and why
+    notes: list[str] = field(default_factory=list)  # things worth saying that are not violations
+    note_times: dict[str, list[float]] = field(default_factory=dict)  # note -> when it was said
+    restarts: Counter[str] = field(default_factory=Counter)  # per role kind: bookie, broker, ...
+    compactions_requested: int = 0
+    load_started: float = 0.0
+    load_ended: float = 0.0
+
+    def note(self, text: str) -> None:
+        """A note; one said again is kept once, with every time it was said."""
+        times = self.note_times.setdefault(text, [])
+        if not times:
+            self.notes.append(text)
+        times.append(time.time())
+
+    def sight(self, topic: str, message_id: str, seen: Sighting) -> None:
+        by_id = self.sightings.setdefault(topic, {})
+        first = by_id.get(message_id)
+        if first is None:
+            by_id[message_id] = seen
+        elif first != seen:
+            self.changed_sightings.append((topic, message_id, first, seen))
+
+
+def dump(history: History, path: Path) -> None:
+    """The history as JSON lines (one record per line, `record` first), for a look afterwards."""
+    with open(path, "w") as f:
+        for kind, records in (
+            ("sent", history.sent),
+            ("attempt", history.attempts),
+            ("delivery", history.deliveries),
+            ("ack", history.acks),
+            ("fault", history.faults),
+        ):
+            for record in records:
+                f.write(json.dumps({"record": kind, **asdict(record)}) + "\n")

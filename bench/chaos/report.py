@@ -1,0 +1,139 @@
+"""The table a campaign ends with: what was done, what was injected, what was found."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from bench.chaos.checker import VIOLATIONS, Verdict
+from bench.chaos.faults import KINDS
+from bench.chaos.history import History
+from bench.chaos.known import KNOWN_BUGS
+
+MAX_NOTES = 25
+
+
+@dataclass(frozen=True)
+class Summary:
+    seed: int
+    seconds: float
+    cluster: str
+    settle_s: float
+    logs: dict[str, list[dict[str, Any]]]
+    lease_losses: int
+    unexpected: int
+
+
+def longest_unavailability(history: History) -> tuple[float, float, float]:
+    """(seconds, from, to): the longest time in the load phase in which no produce succeeded."""
+    answered = sorted({m.answered_at for m in history.sent if m.answered_at is not None})
+    points = [history.load_started, *(t for t in answered if history.load_started <= t <= history.load_ended)]
+    points.append(history.load_ended)
+    best = (0.0, history.load_started, history.load_started)
+    for a, b in itertools.pairwise(points):
+        if b - a > best[0]:
+            best = (b - a, a, b)
+    return best
+
+
+def _faults_between(history: History, lo: float, hi: float) -> str:
+    kinds = [f"{f.kind} {f.target}" for f in history.faults if f.started <= hi and (f.ended or hi) >= lo]
+    return ", ".join(kinds) or "no fault"
+
+
+def _rows(history: History, verdict: Verdict, summary: Summary) -> list[tuple[str, str]]:
+    answered = [m for m in history.sent if m.answered_at is not None]
+    duplicates = sum(1 for m in answered if m.duplicate)
+    failed_attempts = sum(1 for a in history.attempts if a.status != 200)
+    redelivered = sum(1 for d in history.deliveries if d.redelivery_count > 0)
+    acked = sum(len(a.message_ids) for a in history.acks)
+    longest, lo, hi = longest_unavailability(history)
+    faults = Counter(f.kind for f in history.faults)
+    rows = [
+        ("messages acknowledged", f"{len(answered)} ({duplicates} of them answered duplicate)"),
+        ("messages stored (read back)", str(sum(len(log) for log in summary.logs.values()))),
+        ("produce attempts (not 200)", f"{len(history.attempts)} ({failed_attempts})"),
+        ("batches never answered", str(len(history.sent) - len(answered)) + " messages"),
+        ("deliveries (redelivered)", f"{len(history.deliveries)} ({redelivered})"),
+        ("messages acked by consumers", str(acked)),
+        ("compactions requested", str(history.compactions_requested)),
+    ]
+    rows += [(f"faults: {kind}", str(faults[kind])) for kind in KINDS]
+    rows.append(("leases lost without a fault (broker logs)", str(summary.lease_losses)))
+    restarts = ", ".join(f"{role} {n}" for role, n in sorted(history.restarts.items())) or "none"
+    rows.append(("process restarts", f"{sum(history.restarts.values())} ({restarts})"))
+    rows.append(("longest unavailability", f"{longest:.1f} s (during: {_faults_between(history, lo, hi)})"))
+    rows.append(("unexpected 5xx answers (not 503)", str(summary.unexpected)))
+    for kind in VIOLATIONS:
+        value = str(verdict.counts[kind])
+        if verdict.known[kind]:
+            value += f" ({verdict.known[kind]} explained by a known bug)"
+        rows.append((f"violation: {kind}", value))
+    return rows
+
+
+def figures(history: History, verdict: Verdict, summary: Summary) -> dict[str, Any]:
+    """The table's numbers for programs (the CI test)."""
+    return {
+        "seed": summary.seed,
+        "acknowledged": sum(1 for m in history.sent if m.answered_at is not None),
+        "faults": dict(Counter(f.kind for f in history.faults)),
+        "restarts": dict(history.restarts),
+        "longest_unavailability_s": longest_unavailability(history)[0],
+        "violations": dict(verdict.counts),
+        "known": dict(verdict.known),
+        "known_topics": dict(verdict.known_topics),
+        "failed": verdict.failed,
+        "examples": {k: list(v) for k, v in verdict.examples.items()},
+        "skipped": list(history.skipped),
+        "notes": list(history.notes),
+    }
+
+
+def _clock(t: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t))
+
+
+def _note(history: History, text: str) -> str:
+    times = history.note_times.get(text, [])
+    if len(times) > 1:
+        return f"{text} (x{len(times)}, {_clock(times[0])} to {_clock(times[-1])})"
+    return f"{text} ({_clock(times[0])})" if times else text
+
+
+def table(history: History, verdict: Verdict, summary: Summary) -> str:
+    rows = _rows(history, verdict, summary)
+    width = max(len(name) for name, _ in rows)
+    lines = [
+        "",
+        f"chaos campaign: seed {summary.seed}, {summary.seconds:g} s of load",
+        f"cluster: {summary.cluster}",
+        f"an ack counts as durable {summary.settle_s:g} s after its whole batch was acked, "
+        "if no fault happened in between",
+        "",
+        f"| {'figure'.ljust(width)} | value |",
+        f"|{'-' * (width + 2)}|-------|",
+    ]
+    lines += [f"| {name.ljust(width)} | {value} |" for name, value in rows]
+    lines += ["", *(f"skipped: {s}" for s in history.skipped)]
+    for kind, examples in verdict.examples.items():
+        lines.append(f"{kind}:")
+        lines += [f"  {e}" for e in examples]
+    if history.notes:
+        lines.append("notes:")
+        lines += [f"  {_note(history, n)}" for n in history.notes[:MAX_NOTES]]
+        if len(history.notes) > MAX_NOTES:
+            lines.append(f"  ... and {len(history.notes) - MAX_NOTES} more")
+    for bug in sorted(set(verdict.known_topics.values())):
+        topics = ", ".join(t for t, b in sorted(verdict.known_topics.items()) if b == bug)
+        lines.append(f"known bug {bug} ({topics}): {KNOWN_BUGS[bug]}")
+    if verdict.failed:
+        lines.append("result: FAIL")
+    elif any(verdict.counts.values()):
+        lines.append("result: PASS except for known bugs (no other violation)")
+    else:
+        lines.append("result: PASS (no violation)")
+    return "\n".join(lines)
