@@ -69,7 +69,7 @@ class LedgerClient(Protocol):
 
     async def read_last_add_confirmed(self, spec: LedgerSpec) -> int: ...
 
-    async def recover(self, spec: LedgerSpec) -> int:
+    async def recover(self, spec: LedgerSpec, fresh: frozenset[str] = frozenset()) -> int:
         """Fence the ledger on its bookies so the old writer can add no more, then find and
         return its last entry id (-1 if empty): every entry acknowledged to a writer is at or
         before it, and every entry up to it is readable."""

@@ -53,7 +53,7 @@ from bookie.connection import (
     reply_error,
     resolve_reply,
 )
-from bookie.errors import BookieError, ErrorCode, NoSuchEntryError
+from bookie.errors import BookieError, ErrorCode, NoSuchEntryError, ShortOfQuorumError
 from bookie.protocol import (
     FLAG_RECOVERY,
     I64,
@@ -233,14 +233,15 @@ class BookieLedgerClient:
         if errors:
             raise errors[0]
 
-    async def recover(self, spec: LedgerSpec) -> int:
+    async def recover(self, spec: LedgerSpec, fresh: frozenset[str] = frozenset()) -> int:
         """Fence the last ensemble, then read forward from what is known to be acknowledged
-        (the highest LAC heard, and every entry before the last segment)."""
+        (the highest LAC heard, and every entry before the last segment). `fresh`: bookies a
+        recovery put into the ensemble; their "not there" proves nothing about an entry."""
         lac = max(await self._fence(spec), spec.ensembles[-1][0] - 1)
         if len(spec.ensemble) == 1:
             return await self._last_readable(spec, lac)
         entry_id = lac + 1
-        while await self._recover_entry(spec, entry_id, lac):
+        while await self._recover_entry(spec, entry_id, lac, fresh):
             entry_id += 1
         return entry_id - 1
 
@@ -304,36 +305,39 @@ class BookieLedgerClient:
             first += len(decode_range_body(reply))
         return first - 1
 
-    async def _recover_entry(self, spec: LedgerSpec, entry_id: int, lac: int) -> bool:
+    async def _recover_entry(self, spec: LedgerSpec, entry_id: int, lac: int, fresh: frozenset[str]) -> bool:
         """Whether `entry_id` exists; if so, make sure its whole write set holds it."""
         members = spec.write_set(entry_id)
         body = LEDGER_ENTRY.pack(spec.ledger_id, entry_id)
         replies = await asyncio.gather(*(self._call_within(a, Op.READ, body) for a in members))
         found = [r[2:] for r in replies if reply_code(r) == ErrorCode.OK]
         if not found:
-            missing = sum(1 for r in replies if reply_code(r) in _NOT_THERE)
+            missing = sum(
+                1
+                for a, r in zip(members, replies, strict=True)
+                if reply_code(r) in _NOT_THERE and a not in fresh
+            )
             # Every ack quorum of the write set includes one of the bookies that said "missing".
             if missing >= spec.write_quorum - spec.ack_quorum + 1:
                 return False
             raise _most_telling([reply_error(r, spec.ledger_id, entry_id) for r in replies])
         payload = found[0]
-        # Copy it to the members that answered "not there", so the closed ledger is fully
-        # replicated where the bookies allow. An unreachable member is left out: the entry may
-        # have been acknowledged, so it is kept even when fewer than an ack quorum of live
-        # bookies hold it -- under-replicated (re-replication's job), never lost.
+        # Copy it to the members that answered "not there" (a read-only bookie takes recovery
+        # adds). The entry may have been acknowledged, so it must be kept; and a ledger is only
+        # closed with each entry on at least an ack quorum of its write set, as BookKeeper's
+        # recovery writes each entry back before it closes. When too few members can take it
+        # (one is down or hangs and no copy can be made), recovery fails and is tried again
+        # later: the ledger stays in recovery, unavailable rather than one loss from losing it.
         lacking = [a for a, r in zip(members, replies, strict=True) if reply_code(r) in _NOT_THERE]
         results = await asyncio.gather(
             *(self._recovery_add(a, spec, entry_id, lac, payload) for a in lacking), return_exceptions=True
         )
         holders = len(found) + sum(1 for r in results if r is None)
         if holders < spec.ack_quorum:
-            log.warning(
-                "recovery of ledger %d: entry %d is on %d bookies, ack quorum %d",
-                spec.ledger_id,
-                entry_id,
-                holders,
-                spec.ack_quorum,
-            )
+            took = {a for a, r in zip(lacking, results, strict=True) if r is None}
+            held = {a for a, r in zip(members, replies, strict=True) if reply_code(r) == ErrorCode.OK}
+            unreachable = tuple(a for a in members if a not in held and a not in took)
+            raise ShortOfQuorumError(spec.ledger_id, entry_id, holders, unreachable)
         return True
 
     async def _recovery_add(

@@ -134,3 +134,20 @@ def error_from_code(code: int, message: str, ledger_id: int = -1, entry_id: int 
     except ValueError:
         return BookieError(ErrorCode.INTERNAL, f"unknown error code {code}: {message}")
     return WIRE_CODES[ec].error.from_reply(ec, message, ledger_id, entry_id)
+
+
+class ShortOfQuorumError(BookieError):
+    """Recovery found an entry it cannot bring to an ack quorum of its write set: `unreachable`
+    members neither hold it nor could take a copy. The ledger must not be closed like this; the
+    ledger manager replaces them (an ensemble change from `entry_id` on) or recovery fails."""
+
+    def __init__(self, ledger_id: int, entry_id: int, holders: int, unreachable: tuple[str, ...]) -> None:
+        super().__init__(
+            ErrorCode.UNAVAILABLE,
+            f"recovery of ledger {ledger_id}: entry {entry_id} is on {holders} bookies, fewer than the "
+            f"ack quorum; {', '.join(unreachable) or 'none'} could not take a copy; retry when more "
+            "bookies are up",
+        )
+        self.ledger_id = ledger_id
+        self.entry_id = entry_id
+        self.unreachable = unreachable

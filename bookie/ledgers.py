@@ -33,13 +33,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
 from bookie.api import LedgerClient, LedgerWriter, read_ranges
-from bookie.errors import BookieError, FencedError, NoSuchLedgerError
+from bookie.errors import BookieError, FencedError, NoSuchLedgerError, ShortOfQuorumError
 from bookie.ledger_metadata import (
     BadVersionError,
     LedgerMetadata,
@@ -62,6 +63,8 @@ class LedgerCounters:
 
 
 COUNTERS = LedgerCounters()
+MAX_RECOVERY_CHANGES = 4  # ensemble changes one recovery may make before it gives up
+log = logging.getLogger(__name__)
 
 
 def wall_clock_ms() -> int:
@@ -291,8 +294,8 @@ class LedgerManager:
             meta = await call_blocking(
                 self._store.update_ledger, replace(meta, state=LedgerState.IN_RECOVERY)
             )
+        meta, last = await self._recover(meta)
         spec = ledger_spec(meta)
-        last = await self._client.recover(spec)
         length = 0
         for first, end in read_ranges(0, last, READ_CHUNK):
             length += sum(len(p) for p in await self._client.read_entries(spec, first, end))
@@ -300,6 +303,41 @@ class LedgerManager:
             meta, state=LedgerState.CLOSED, last_entry_id=last, length_bytes=length, closed_ms=self._clock()
         )
         return await call_blocking(self._store.update_ledger, closed)
+
+    async def _recover(self, meta: LedgerMetadata) -> tuple[LedgerMetadata, int]:
+        """Recover the ledger's last entry. An entry recovery cannot copy to an ack quorum of
+        its write set (a member is down or hangs) gets its unreachable members replaced from
+        that entry on, as BookKeeper's recovery writes entries back with an ensemble change;
+        without a replacement, recovery fails and the ledger stays IN_RECOVERY for a later try."""
+        fresh: set[str] = set()
+        failed: set[str] = set()  # every bookie that could not take a copy in this recovery
+        for _ in range(MAX_RECOVERY_CHANGES):
+            try:
+                return meta, await self._client.recover(ledger_spec(meta), frozenset(fresh))
+            except ShortOfQuorumError as short:
+                if not short.unreachable:
+                    raise
+                current = ledger_spec(meta).ensemble_at(short.entry_id)
+                failed.update(short.unreachable)
+                exclude = set(current) | failed
+                count = sum(1 for b in current if b in short.unreachable)
+                try:
+                    chosen = list(await call_blocking(self.placement.choose_ensemble, count, exclude))
+                except NotEnoughBookiesError:
+                    raise short from None  # the more telling error: what recovery could not do
+                new = tuple(chosen.pop(0) if b in short.unreachable else b for b in current)
+                log.warning(
+                    "recovery of ledger %d: entry %d short of its ack quorum; %s replaced by %s",
+                    meta.ledger_id,
+                    short.entry_id,
+                    ",".join(short.unreachable),
+                    ",".join(b for b in new if b not in current),
+                )
+                fresh.update(b for b in new if b not in current)
+                meta = await self._record_segment(
+                    meta.ledger_id, short.entry_id, new, LedgerState.IN_RECOVERY
+                )
+        return meta, await self._client.recover(ledger_spec(meta), frozenset(fresh))
 
     async def change_ensemble(
         self, ledger_id: int, first_entry_id: int, new_bookies: Sequence[str]
@@ -312,8 +350,16 @@ class LedgerManager:
         recovered it: the writer must stop), ValueError for a segment that does not fit.
         """
 
+        return await self._record_segment(ledger_id, first_entry_id, new_bookies, LedgerState.OPEN)
+
+    async def _record_segment(
+        self, ledger_id: int, first_entry_id: int, new_bookies: Sequence[str], state: LedgerState
+    ) -> LedgerMetadata:
+        """The new last segment, by compare-and-set while the ledger is in `state` (OPEN for its
+        writer, IN_RECOVERY for recovery); FencedError in any other state."""
+
         def change(meta: LedgerMetadata) -> LedgerMetadata:
-            if meta.state != LedgerState.OPEN:
+            if meta.state != state:
                 raise FencedError(ledger_id)
             history = meta.history()
             if first_entry_id < history[-1][0]:

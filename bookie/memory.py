@@ -93,7 +93,7 @@ class InMemoryLedgerClient:
     async def read_last_add_confirmed(self, spec: LedgerSpec) -> int:
         return self._get(spec).lac
 
-    async def recover(self, spec: LedgerSpec) -> int:
+    async def recover(self, spec: LedgerSpec, fresh: frozenset[str] = frozenset()) -> int:
         ledger = self.ledgers.get(spec.ledger_id)
         if ledger is None:
             # BookKeeper treats a ledger no bookie has seen as empty.

@@ -42,6 +42,7 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "bookie.errors.NoSuchEntryError": ((7, 3), 404, _MISSING),
     "bookie.errors.FencedError": ((7,), 500, _500),
     "bookie.errors.ReadOnlyError": ((), 503, _STORAGE),
+    "bookie.errors.ShortOfQuorumError": ((7, 3, 1, ("b:1",)), 503, _STORAGE),
     "bookie.registry.NotEnoughBookiesError": (("2 of 3",), 503, "Not enough bookies"),
     "bookie.cookie.CookieMismatchError": (("wiped",), 409, "Bookie cookie mismatch"),
     # auto-recovery's own signals; they stay in the recovery worker, never reach HTTP

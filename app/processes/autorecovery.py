@@ -80,7 +80,9 @@ async def serve(settings: Settings) -> None:
         copies_in_flight=settings.autorecovery_copies_in_flight,
         ledgers_in_flight=settings.autorecovery_ledgers_in_flight,
     )
-    worker = ReplicationWorker(store, LedgerManager(store, client), registry, io, worker_config)
+    # The registry also places the bookies a recovery puts in place of unreachable ones.
+    ledgers = LedgerManager(store, client, placement=registry)
+    worker = ReplicationWorker(store, ledgers, registry, io, worker_config)
     metrics = CollectorRegistry()
     metrics.register(CountersCollector(worker.counters))
     server, _ = start_http_server(settings.port, addr=settings.host, registry=metrics)

@@ -1,7 +1,6 @@
 """Bugs the chaos campaign (`make chaos`) found, each reproduced as narrowly as it could be.
 
-Each test states the rule that should hold and is marked `xfail(strict=True)` while the bug is
-there: the day a fix makes it pass, strict xfail fails the suite, and the marker comes off.
+Each test states the rule that should hold; each was a strict xfail until its fix landed.
 
 **A ledger closed by recovery keeps an entry that only one bookie holds, and nothing ever
 copies it** (3 bookies at 3/2/2). An add fails because one member of its write set cannot take
@@ -35,6 +34,10 @@ BookKeeper writes a recovered entry back through the normal add path (with an en
 if a bookie fails) and lets recovery adds through on a read-only bookie (they are "high priority"
 writes); a recovery that cannot bring an entry to an ack quorum fails, and the close is tried
 again later. The two tests below state that rule for the read-only and the dead member.
+
+Fixed: a read-only bookie takes recovery adds, and recovery that cannot bring an entry it found
+to an ack quorum of its write set fails (the ledger stays in recovery and is closed by a later
+try, once enough of its bookies are back) instead of closing the ledger.
 """
 
 from __future__ import annotations
@@ -125,22 +128,12 @@ async def _kill(bookie: DiskBookie) -> None:
     await bookie.kill()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="recovery closes a ledger with an entry on one bookie when the rest of its write set "
-    "is read-only (found by the chaos campaign; see the module docstring)",
-)
 async def test_recovery_does_not_close_a_ledger_short_of_an_ack_quorum_when_a_member_is_read_only(
     tmp_path: Path,
 ) -> None:
     await _fail_an_add_then_recover(tmp_path, _fill)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="recovery closes a ledger with an entry on one bookie when the rest of its write set "
-    "is down (found by the chaos campaign; see the module docstring)",
-)
 async def test_recovery_does_not_close_a_ledger_short_of_an_ack_quorum_when_a_member_is_down(
     tmp_path: Path,
 ) -> None:
