@@ -50,7 +50,7 @@ class _Slot:
     """One position of the current ensemble. Replies reaching a slot that was replaced (a bookie
     that answers late, after a pause) are ignored."""
 
-    __slots__ = ("address", "bit", "conn", "index", "reply", "retired", "writer")
+    __slots__ = ("address", "bit", "conn", "index", "reconnect", "reply", "retired", "writer")
 
     def __init__(self, writer: BookieLedgerWriter, index: int, address: str, conn: Connection | None) -> None:
         self.writer = writer
@@ -59,6 +59,9 @@ class _Slot:
         self.address = address
         self.conn = conn
         self.retired = False
+        # An add was sent here on a connection already closed (the bookie went away while the
+        # ledger was idle): try the same bookie again before replacing it.
+        self.reconnect = False
         self.reply = self._on_reply  # bound once: it is the callback of every add sent here
 
     def _on_reply(self, add: _PendingAdd, body: bytes) -> None:
@@ -143,6 +146,8 @@ class BookieLedgerWriter:
         self._pending.append(add)
         if self._ensemble_size == 1 and not self._broken:
             slot = self._slots[0]
+            if slot.conn.closed:  # type: ignore[union-attr]
+                slot.reconnect = True
             slot.conn.send_add(self._ledger_id, entry_id, self._lac, payload, 0, slot.reply, add)  # type: ignore[union-attr]
             return future
         broken = self._broken
@@ -151,6 +156,8 @@ class BookieLedgerWriter:
             if index in broken:
                 continue  # sent to the replacement once the ensemble change has one
             slot = self._slots[index]
+            if slot.conn.closed:  # type: ignore[union-attr]
+                slot.reconnect = True
             slot.conn.send_add(self._ledger_id, entry_id, self._lac, payload, 0, slot.reply, add)  # type: ignore[union-attr]
         return future
 
@@ -240,14 +247,16 @@ class BookieLedgerWriter:
             self._resend(slot, start)
 
     async def _reconnect(self, start: int) -> None:
-        """A broken position whose connection was closed (its bookie restarted, perhaps while
-        the ledger was idle) keeps its bookie if a new connection opens: BookKeeper's client
-        reconnects too. The adds from `start` are sent again; a bookie stores each entry once."""
+        """A broken position whose connection was already closed when an add was sent there
+        (its bookie restarted while the ledger was idle) keeps its bookie if a new connection
+        opens, as BookKeeper's client reconnects a closed channel on the next request. Adds that
+        were in flight when a connection broke, or that timed out, get the bookie replaced, as
+        in BookKeeper. The adds from `start` are sent again; a bookie stores each entry once."""
         assert self._connect is not None
         for index in sorted(self._broken):
             old = self._slots[index]
-            if old.conn is None or not old.conn.closed:
-                continue  # never reached, or slow rather than gone: replace it
+            if old.conn is None or not old.reconnect:
+                continue
             try:
                 conn = await self._connect(old.address)
             except BookieError:

@@ -77,6 +77,12 @@ async def serve(settings: Settings, format_disk: bool = False) -> None:
 async def _serve_storage(
     settings: Settings, storage: LedgerStorage, registration: BookieRegistration
 ) -> None:
+    # Handlers first: a SIGTERM that comes as soon as the port answers (before registration is
+    # done) still stops the bookie cleanly, once it has started.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
     await storage.start()
     server = BookieServer(storage, server_config(settings))
     try:
@@ -99,10 +105,6 @@ async def _serve_storage(
         server.port,
         settings.data_dir.resolve(),
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("bookie stopping")
     await registration.close()

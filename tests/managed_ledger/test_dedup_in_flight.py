@@ -54,10 +54,10 @@ class FlakyClient(InMemoryLedgerClient):
             raise BookieError(ErrorCode.UNAVAILABLE, "bookie down")
         return _LosingWriter(self, await super().create_ledger(spec, on_ensemble_change))
 
-    async def recover(self, spec: LedgerSpec) -> int:
+    async def recover(self, spec: LedgerSpec, fresh: frozenset[str] = frozenset()) -> int:
         if self.fail_recover:
             raise BookieError(ErrorCode.UNAVAILABLE, "bookie down")
-        return await super().recover(spec)
+        return await super().recover(spec, fresh)
 
 
 class _LosingWriter:
