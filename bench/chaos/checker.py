@@ -60,6 +60,9 @@ class Verdict:
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(VIOLATIONS, 0))
     known: dict[str, int] = field(default_factory=lambda: dict.fromkeys(VIOLATIONS, 0))
     examples: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    # (entry, subscription) pairs acked, and those whose acks became durable by the rule
+    acked_entries: int = 0
+    durable_entries: int = 0
 
     def add(self, kind: str, topic: str, example: str, n: int = 1) -> None:
         self.counts[kind] += n
@@ -258,6 +261,8 @@ def check_redelivery(
         durable[topic, sub, entry] = (
             None if not ids else durable_ack_times(entry_acks, ids, windows, settle_s)
         )
+    verdict.durable_entries = sum(1 for at in durable.values() if at is not None)
+    verdict.acked_entries = len(durable)
     for d in history.deliveries:
         at = durable.get((d.topic, d.subscription, entry_of(d.message_id)))
         if at is not None and d.sent_at > at:

@@ -59,6 +59,10 @@ def _rows(history: History, verdict: Verdict, summary: Summary) -> list[tuple[st
         ("batches never answered", str(len(history.sent) - len(answered)) + " messages"),
         ("deliveries (redelivered)", f"{len(history.deliveries)} ({redelivered})"),
         ("messages acked by consumers", str(acked)),
+        (
+            "entries acked on a subscription (durable by the rule)",
+            f"{verdict.acked_entries} ({verdict.durable_entries})",
+        ),
         ("compactions requested", str(history.compactions_requested)),
     ]
     rows += [(f"faults: {kind}", str(faults[kind])) for kind in KINDS]
