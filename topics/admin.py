@@ -221,7 +221,12 @@ class AdminPlane(TopicsBase):
     def ownership_stats(self) -> dict[str, int]:
         own = self._ownership
         if own is None:
-            return {"owned_topics": len(self._topics), "lease_renewals": 0, "lease_renewal_failures": 0}
+            return {
+                "owned_topics": len(self._topics),
+                "lease_renewals": 0,
+                "lease_renewal_failures": 0,
+                "sessions_lost": 0,
+            }
         return {
             "owned_topics": len(own.owned),
             "lease_renewals": own.renewals,
@@ -361,7 +366,8 @@ class AdminPlane(TopicsBase):
         while True:
             await asyncio.sleep(interval_s)
             try:
-                await self.refresh_namespace_policies()
+                if self._ownership is not None:  # alone, this broker applied every change itself
+                    await self.refresh_namespace_policies()
                 await self.check_compaction_thresholds()
             except Exception:  # the loop must outlive one bad topic; the next tick retries
                 log.exception("auto-compaction check failed")

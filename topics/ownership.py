@@ -91,9 +91,8 @@ class Ownership:
         self._owned: set[str] = set()
         self._cache: dict[str, tuple[BrokerInfo, float]] = {}
         self._brokers: dict[str, BrokerRecord] = {}
-        self._assigned: dict[str, int] = {}  # topics this broker assigned since the last refresh
         self._task: asyncio.Task[None] | None = None
-        self._lock = asyncio.Lock()  # one registration or renewal at a time
+        self._lock = asyncio.Lock()  # one heartbeat (renewal, loss, registration) at a time
         # Renewals get a thread of their own: behind a queue of slow metadata calls in the
         # shared pool, a renewal could come too late and cost this broker all its topics.
         self._renewer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quire-lease")
@@ -112,27 +111,27 @@ class Ownership:
         return frozenset(self._owned)
 
     async def start(self) -> None:
-        await self._register()
+        async with self._lock:
+            await self._register()
         if self._task is None:
             self._task = asyncio.create_task(self._heartbeats(), name="quire-broker-heartbeat")
 
     async def _register(self) -> None:
-        async with self._lock:
-            session = uuid.uuid4().hex
-            started = time.monotonic()
-            now = self._clock.now_ms()
-            record = BrokerRecord(
-                self.me.broker_id,
-                session,
-                self.me.http_url,
-                self.me.kafka_url,
-                started_ms=now,
-                expires_ms=now + self.config.lease_ms,
-            )
-            await self._on_renewer(self._store.register_broker, record)
-            self.session = session
-            self._valid_until = started + (self.config.lease_ms - self.config.margin_ms) / 1000
-            log.info("broker %s registered session %s", self.me.broker_id, session)
+        session = uuid.uuid4().hex
+        started = time.monotonic()
+        now = self._clock.now_ms()
+        record = BrokerRecord(
+            self.me.broker_id,
+            session,
+            self.me.http_url,
+            self.me.kafka_url,
+            started_ms=now,
+            expires_ms=now + self.config.lease_ms,
+        )
+        await self._on_renewer(self._store.register_broker, record)
+        self.session = session
+        self._valid_until = started + (self.config.lease_ms - self.config.margin_ms) / 1000
+        log.info("broker %s registered session %s", self.me.broker_id, session)
         await self._refresh_brokers()
 
     async def _heartbeats(self) -> None:
@@ -147,27 +146,23 @@ class Ownership:
 
     async def heartbeat(self) -> None:
         """Renew the lease; on a lapsed or replaced session, drop every topic and start anew."""
-        if self.session and not self.valid():
-            await self._lose("its lease lapsed before it could renew it")
-        elif self.session:
-            started = time.monotonic()
-            expires = self._clock.now_ms() + self.config.lease_ms
-            try:
+        async with self._lock:
+            if self.session and not self.valid():
+                await self._lose("its lease lapsed before it could renew it")
+            elif self.session:
+                started = time.monotonic()
+                expires = self._clock.now_ms() + self.config.lease_ms
                 renewed = await self._on_renewer(
                     self._store.renew_broker, self.me.broker_id, self.session, expires
                 )
-            except MetadataError:
-                self.renewal_failures += 1
-                raise
-            if renewed:
-                async with self._lock:
+                if renewed:
                     self._valid_until = started + (self.config.lease_ms - self.config.margin_ms) / 1000
-                self.renewals += 1
-                await self._refresh_brokers()
-                return
-            await self._lose("another process replaced its session")
-        if not self.draining:
-            await self._register()
+                    self.renewals += 1
+                    await self._refresh_brokers()
+                    return
+                await self._lose("another process replaced its session")
+            if not self.draining:
+                await self._register()
 
     async def _on_renewer(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._renewer, fn, *args)
@@ -187,11 +182,6 @@ class Ownership:
     async def _refresh_brokers(self) -> None:
         brokers = await call_blocking(self._store.list_brokers, self._clock.now_ms())
         self._brokers = {b.broker_id: b for b in brokers}
-        self._assigned.clear()
-
-    def brokers(self) -> list[BrokerRecord]:
-        """The live brokers as of the last heartbeat (with owned topic counts)."""
-        return list(self._brokers.values())
 
     # --- owners ------------------------------------------------------------------------------
     async def owner(self, topic: str) -> BrokerInfo | None:
@@ -228,19 +218,15 @@ class Ownership:
     async def _assign(self, topic: str, now: int) -> TopicOwner:
         """Claim the unowned `topic` for the least loaded live broker; the owner after it."""
         for _ in range(ASSIGN_ATTEMPTS):
-            # Fresh counts: other brokers' assignments since the last heartbeat count too (one
+            # Fresh counts, read just before the claim: every broker's assignments count (one
             # read per topic assigned; a topic is assigned once per owner it has).
             await self._refresh_brokers()
             target = self._choose(topic)
             claim = TopicOwner(topic, target.broker_id, target.session, acquired_ms=now)
             try:
-                current = await call_blocking(self._store.claim_topic, claim, now)
+                return await call_blocking(self._store.claim_topic, claim, now)
             except NotFoundError:
                 continue  # the target left since the list was read: choose among the rest
-            won = current.broker_id == target.broker_id and current.session == target.session
-            if won and target.broker_id != self.me.broker_id:  # this broker's own count is _owned
-                self._assigned[target.broker_id] = self._assigned.get(target.broker_id, 0) + 1
-            return current
         raise OwnershipUnavailableError(f"no live broker could take topic {topic}; retry")
 
     def holds(self, topic: str) -> bool:
@@ -257,25 +243,14 @@ class Ownership:
         return owner.broker_id == self.me.broker_id and owner.session == self.session
 
     def _choose(self, topic: str) -> BrokerRecord:
-        """The live broker with the fewest topics (this one unless it is draining)."""
+        """The live broker with the fewest topics (not this one while it is draining); ties go
+        by a hash of the topic and the broker, so brokers assigning at once spread them."""
         candidates = [
-            b
-            for b in self._brokers.values()
-            if b.broker_id != self.me.broker_id and b.expires_ms > self._clock.now_ms()
+            b for b in self._brokers.values() if not (self.draining and b.broker_id == self.me.broker_id)
         ]
-        if not self.draining:
-            candidates.append(
-                BrokerRecord(self.me.broker_id, self.session, self.me.http_url, owned_topics=len(self._owned))
-            )
         if not candidates:
             raise OwnershipUnavailableError(f"no live broker can take topic {topic} now; retry")
-
-        def load(b: BrokerRecord) -> tuple[int, int]:
-            own = len(self._owned) if b.broker_id == self.me.broker_id else b.owned_topics
-            spread = zlib.crc32(f"{topic}|{b.broker_id}".encode())
-            return own + self._assigned.get(b.broker_id, 0), spread
-
-        return min(candidates, key=load)
+        return min(candidates, key=lambda b: (b.owned_topics, zlib.crc32(f"{topic}|{b.broker_id}".encode())))
 
     async def _info(self, broker_id: str) -> BrokerInfo:
         record = self._brokers.get(broker_id)

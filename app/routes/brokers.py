@@ -100,7 +100,9 @@ class OwnershipCollector(Collector):
 
     def describe(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         """The metric names, without asking the service (the registry asks at registration)."""
-        return self._families({"owned_topics": 0, "lease_renewals": 0, "lease_renewal_failures": 0})
+        return self._families(
+            {"owned_topics": 0, "lease_renewals": 0, "lease_renewal_failures": 0, "sessions_lost": 0}
+        )
 
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         return self._families(self._topics.ownership_stats())
@@ -115,4 +117,9 @@ class OwnershipCollector(Collector):
             "quire_ownership_lease_renewal_failures",
             "Renewals of this broker's lease that failed",
             value=stats["lease_renewal_failures"],
+        )
+        yield CounterMetricFamily(
+            "quire_ownership_sessions_lost",
+            "Times this broker's lease lapsed or was replaced and it dropped every topic",
+            value=stats["sessions_lost"],
         )
