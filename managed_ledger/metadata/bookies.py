@@ -11,14 +11,14 @@ version v, anything else is a stale version.
 from __future__ import annotations
 
 import threading
-from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
-from sqlalchemy import Connection, Table, insert, select, update
+from sqlalchemy import Table, insert, select, update
 
 from bookie.registry import OPERATOR_STATES, STORED_STATES, BookieCookie, BookieRecord, BookieState
-from managed_ledger.metadata.api import BadVersionError, MetadataError, NotFoundError
+from managed_ledger.metadata.api import BadVersionError, NotFoundError
+from managed_ledger.metadata.engine import Transactional
 from managed_ledger.metadata.models import BookieCookieRow, BookieRow
 
 BOOKIES = cast(Table, BookieRow.__table__)
@@ -58,16 +58,10 @@ def _cookie_from_row(row: Any) -> BookieCookie:
     )
 
 
-class _Transactional(Protocol):
-    def _read(self) -> AbstractContextManager[Connection]: ...
-
-    def _write(self, conflict: MetadataError | None = None) -> AbstractContextManager[Connection]: ...
-
-
 class SqlBookieMethods:
     """Mixed into SqlMetadataStore: uses its `_read` / `_write` transactions."""
 
-    def put_bookie(self: _Transactional, record: BookieRecord) -> None:
+    def put_bookie(self: Transactional, record: BookieRecord) -> None:
         new = _checked(record)
         with self._write() as conn:
             stored = conn.execute(
@@ -85,7 +79,7 @@ class SqlBookieMethods:
             else:
                 conn.execute(update(BOOKIES).where(BOOKIES.c.bookie_id == new.bookie_id).values(**values))
 
-    def set_bookie_state(self: _Transactional, bookie_id: str, state: BookieState) -> BookieRecord:
+    def set_bookie_state(self: Transactional, bookie_id: str, state: BookieState) -> BookieRecord:
         if state not in STORED_STATES:
             raise ValueError(f"bookie state {state} is not stored")
         where = BOOKIES.c.bookie_id == bookie_id
@@ -95,17 +89,17 @@ class SqlBookieMethods:
             row = conn.execute(select(BOOKIES).where(where)).mappings().one()
         return _record_from_row(row)
 
-    def list_bookies(self: _Transactional) -> list[BookieRecord]:
+    def list_bookies(self: Transactional) -> list[BookieRecord]:
         with self._read() as conn:
             result = conn.execute(select(BOOKIES).order_by(BOOKIES.c.bookie_id)).mappings().all()
         return [_record_from_row(r) for r in result]
 
-    def get_bookie_cookie(self: _Transactional, bookie_id: str) -> BookieCookie | None:
+    def get_bookie_cookie(self: Transactional, bookie_id: str) -> BookieCookie | None:
         with self._read() as conn:
             row = conn.execute(select(COOKIES).where(COOKIES.c.bookie_id == bookie_id)).mappings().first()
         return None if row is None else _cookie_from_row(row)
 
-    def put_bookie_cookie(self: _Transactional, cookie: BookieCookie) -> BookieCookie:
+    def put_bookie_cookie(self: Transactional, cookie: BookieCookie) -> BookieCookie:
         what = f"cookie of bookie {cookie.bookie_id}"
         values = {
             "instance_id": cookie.instance_id,

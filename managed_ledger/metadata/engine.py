@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.pool import StaticPool
+
+from managed_ledger.metadata.api import MetadataError
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 PG_CONNECT_TIMEOUT_S = 10
@@ -81,3 +84,12 @@ def _sqlite_engine(url: str) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
+
+
+class Transactional(Protocol):
+    """What the store's mixins (bookies, recovery, ownership) use of SqlMetadataStore: one read
+    transaction, or one write transaction whose integrity error becomes `conflict`."""
+
+    def _read(self) -> AbstractContextManager[Connection]: ...
+
+    def _write(self, conflict: MetadataError | None = None) -> AbstractContextManager[Connection]: ...

@@ -17,9 +17,8 @@ agree to well within a lease.
 from __future__ import annotations
 
 import threading
-from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from sqlalchemy import Connection, Table, and_, delete, func, insert, select, update
 
@@ -30,6 +29,7 @@ from managed_ledger.metadata.api import (
     NotFoundError,
     TopicOwner,
 )
+from managed_ledger.metadata.engine import Transactional
 from managed_ledger.metadata.models import BrokerRow, TopicOwnerRow
 
 BROKERS = cast(Table, BrokerRow.__table__)
@@ -65,16 +65,10 @@ def _checked(broker: BrokerRecord) -> BrokerRecord:
     return broker
 
 
-class _Transactional(Protocol):
-    def _read(self) -> AbstractContextManager[Connection]: ...
-
-    def _write(self, conflict: MetadataError | None = None) -> AbstractContextManager[Connection]: ...
-
-
 class SqlOwnershipMethods:
     """Mixed into SqlMetadataStore: uses its `_read` / `_write` transactions."""
 
-    def register_broker(self: _Transactional, broker: BrokerRecord) -> None:
+    def register_broker(self: Transactional, broker: BrokerRecord) -> None:
         b = _checked(broker)
         values = {
             "session": b.session,
@@ -88,19 +82,19 @@ class SqlOwnershipMethods:
             if conn.execute(update(BROKERS).where(where).values(**values)).rowcount == 0:
                 conn.execute(insert(BROKERS).values(broker_id=b.broker_id, **values))
 
-    def renew_broker(self: _Transactional, broker_id: str, session: str, expires_ms: int) -> bool:
+    def renew_broker(self: Transactional, broker_id: str, session: str, expires_ms: int) -> bool:
         where = and_(BROKERS.c.broker_id == broker_id, BROKERS.c.session == session)
         with self._write() as conn:
             return bool(conn.execute(update(BROKERS).where(where).values(expires_ms=expires_ms)).rowcount)
 
-    def remove_broker(self: _Transactional, broker_id: str, session: str) -> None:
+    def remove_broker(self: Transactional, broker_id: str, session: str) -> None:
         with self._write() as conn:
             conn.execute(delete(OWNERS).where(OWNERS.c.broker_id == broker_id, OWNERS.c.session == session))
             conn.execute(
                 delete(BROKERS).where(BROKERS.c.broker_id == broker_id, BROKERS.c.session == session)
             )
 
-    def list_brokers(self: _Transactional, now_ms: int) -> list[BrokerRecord]:
+    def list_brokers(self: Transactional, now_ms: int) -> list[BrokerRecord]:
         owned = (
             select(func.count())
             .where(OWNERS.c.broker_id == BROKERS.c.broker_id, OWNERS.c.session == BROKERS.c.session)
@@ -111,11 +105,11 @@ class SqlOwnershipMethods:
             result = conn.execute(stmt.order_by(BROKERS.c.broker_id)).mappings().all()
         return [_broker_from_row(r, int(r["owned"])) for r in result]
 
-    def get_topic_owner(self: _Transactional, topic: str, now_ms: int) -> TopicOwner | None:
+    def get_topic_owner(self: Transactional, topic: str, now_ms: int) -> TopicOwner | None:
         with self._read() as conn:
             return _valid_owner(conn, topic, now_ms)
 
-    def claim_topic(self: _Transactional, owner: TopicOwner, now_ms: int) -> TopicOwner:
+    def claim_topic(self: Transactional, owner: TopicOwner, now_ms: int) -> TopicOwner:
         for _ in range(CLAIM_ATTEMPTS):
             try:
                 with self._write(AlreadyExistsError(f"topic {owner.topic} claimed concurrently")) as conn:
@@ -126,41 +120,35 @@ class SqlOwnershipMethods:
                 return won
         raise MetadataError(f"claiming topic {owner.topic}: too many concurrent claims")
 
-    def release_topic(self: _Transactional, topic: str, broker_id: str, session: str) -> bool:
+    def release_topic(self: Transactional, topic: str, broker_id: str, session: str) -> bool:
         where = and_(OWNERS.c.topic == topic, OWNERS.c.broker_id == broker_id, OWNERS.c.session == session)
         with self._write() as conn:
             return bool(conn.execute(delete(OWNERS).where(where)).rowcount)
 
 
-def _valid_owner(conn: Connection, topic: str, now_ms: int) -> TopicOwner | None:
-    row = conn.execute(select(OWNERS).where(OWNERS.c.topic == topic)).mappings().first()
-    if row is None:
-        return None
-    live = conn.execute(
+def _live(conn: Connection, broker_id: str, session: str, now_ms: int) -> bool:
+    """Whether `session` is broker `broker_id`'s current one and its lease runs at now_ms."""
+    found = conn.execute(
         select(BROKERS.c.broker_id).where(
-            BROKERS.c.broker_id == row["broker_id"],
-            BROKERS.c.session == row["session"],
-            BROKERS.c.expires_ms > now_ms,
+            BROKERS.c.broker_id == broker_id, BROKERS.c.session == session, BROKERS.c.expires_ms > now_ms
         )
     ).first()
-    return _owner_from_row(row) if live is not None else None
+    return found is not None
+
+
+def _valid_owner(conn: Connection, topic: str, now_ms: int) -> TopicOwner | None:
+    row = conn.execute(select(OWNERS).where(OWNERS.c.topic == topic)).mappings().first()
+    if row is None or not _live(conn, row["broker_id"], row["session"], now_ms):
+        return None
+    return _owner_from_row(row)
 
 
 def _claim(conn: Connection, owner: TopicOwner, now_ms: int) -> TopicOwner | None:
     """One attempt: the owner after it, or None when a concurrent claim moved the row on."""
     row = conn.execute(select(OWNERS).where(OWNERS.c.topic == owner.topic)).mappings().first()
-    if row is not None:
-        current = _valid_owner(conn, owner.topic, now_ms)
-        if current is not None:
-            return current
-    claimant = conn.execute(
-        select(BROKERS.c.broker_id).where(
-            BROKERS.c.broker_id == owner.broker_id,
-            BROKERS.c.session == owner.session,
-            BROKERS.c.expires_ms > now_ms,
-        )
-    ).first()
-    if claimant is None:
+    if row is not None and _live(conn, row["broker_id"], row["session"], now_ms):
+        return _owner_from_row(row)
+    if not _live(conn, owner.broker_id, owner.session, now_ms):
         raise NotFoundError(f"broker {owner.broker_id} has no live session {owner.session}")
     values = {"broker_id": owner.broker_id, "session": owner.session, "acquired_ms": owner.acquired_ms}
     if row is None:

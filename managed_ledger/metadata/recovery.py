@@ -6,14 +6,14 @@ store class. Both follow the put_* rule: version 0 creates, version v replaces v
 from __future__ import annotations
 
 import threading
-from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
-from sqlalchemy import Connection, Table, delete, insert, select, update
+from sqlalchemy import Table, delete, insert, select, update
 
 from bookie.recovery_store import LeaderLease, UnderReplicatedLedger
 from managed_ledger.metadata.api import BadVersionError, MetadataError, NotFoundError
+from managed_ledger.metadata.engine import Transactional
 from managed_ledger.metadata.models import LeaderLeaseRow, UnderReplicatedRow
 
 LEASES = cast(Table, LeaderLeaseRow.__table__)
@@ -47,14 +47,8 @@ def _stale(what: str, given: int, stored: int | None) -> MetadataError:
     return BadVersionError(f"{what}: version {given} is stale (stored version {stored})")
 
 
-class _Transactional(Protocol):
-    def _read(self) -> AbstractContextManager[Connection]: ...
-
-    def _write(self, conflict: MetadataError | None = None) -> AbstractContextManager[Connection]: ...
-
-
 def _cas_put(
-    store: _Transactional, table: Table, key: Any, version: int, values: dict[str, Any], what: str
+    store: Transactional, table: Table, key: Any, version: int, values: dict[str, Any], what: str
 ) -> None:
     """Insert at version 1 when `version` is 0, else update the row still at `version`."""
     key_column = table.primary_key.columns.values()[0]
@@ -71,27 +65,27 @@ def _cas_put(
 class SqlRecoveryMethods:
     """Mixed into SqlMetadataStore: uses its `_read` / `_write` transactions."""
 
-    def get_lease(self: _Transactional, name: str) -> LeaderLease | None:
+    def get_lease(self: Transactional, name: str) -> LeaderLease | None:
         with self._read() as conn:
             row = conn.execute(select(LEASES).where(LEASES.c.name == name)).mappings().first()
         return None if row is None else _lease_from_row(row)
 
-    def put_lease(self: _Transactional, lease: LeaderLease) -> LeaderLease:
+    def put_lease(self: Transactional, lease: LeaderLease) -> LeaderLease:
         values = {"holder": lease.holder, "expires_ms": lease.expires_ms}
         _cas_put(self, LEASES, lease.name, lease.version, values, f"lease {lease.name}")
         return replace(lease, version=lease.version + 1)
 
-    def list_underreplicated(self: _Transactional) -> list[UnderReplicatedLedger]:
+    def list_underreplicated(self: Transactional) -> list[UnderReplicatedLedger]:
         with self._read() as conn:
             result = conn.execute(select(UNDER).order_by(UNDER.c.ledger_id)).mappings().all()
         return [_under_from_row(r) for r in result]
 
-    def get_underreplicated(self: _Transactional, ledger_id: int) -> UnderReplicatedLedger | None:
+    def get_underreplicated(self: Transactional, ledger_id: int) -> UnderReplicatedLedger | None:
         with self._read() as conn:
             row = conn.execute(select(UNDER).where(UNDER.c.ledger_id == ledger_id)).mappings().first()
         return None if row is None else _under_from_row(row)
 
-    def put_underreplicated(self: _Transactional, row: UnderReplicatedLedger) -> UnderReplicatedLedger:
+    def put_underreplicated(self: Transactional, row: UnderReplicatedLedger) -> UnderReplicatedLedger:
         new = _checked(row)
         values = {
             "missing": list(new.missing),
@@ -103,7 +97,7 @@ class SqlRecoveryMethods:
         _cas_put(self, UNDER, new.ledger_id, new.version, values, what)
         return replace(new, version=new.version + 1)
 
-    def delete_underreplicated(self: _Transactional, ledger_id: int, version: int) -> None:
+    def delete_underreplicated(self: Transactional, ledger_id: int, version: int) -> None:
         where = UNDER.c.ledger_id == ledger_id
         with self._write() as conn:
             if conn.execute(delete(UNDER).where(where, UNDER.c.version == version)).rowcount != 1:
