@@ -104,19 +104,16 @@ def domain_problem(exc: BaseException, target: str = "") -> Response | None:
     status, default_title = STATUS_BY_KIND[exc.kind]
     title = exc.title or default_title
     code = getattr(type(exc), "code", None)
-    if exc.kind == ErrorKind.elsewhere:
-        response = problem(
-            status, str(exc), title, code if isinstance(code, str) else None, **_extra_fields(exc)
-        )
-        response.headers["Location"] = str(getattr(exc, "owner_url", "")).rstrip("/") + target
-        return response
-    return problem(
+    response = problem(
         status,
         str(exc) or title,
         title,
         code if isinstance(code, str) else None,
         **_extra_fields(exc),
     )
+    if exc.kind == ErrorKind.elsewhere:
+        response.headers["Location"] = str(getattr(exc, "owner_url", "")).rstrip("/") + target
+    return response
 
 
 def request_target(scope: Any) -> str:
