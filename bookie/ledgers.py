@@ -35,7 +35,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
@@ -199,10 +199,8 @@ class _BookieReplacer:
     async def __call__(
         self, first_entry_id: int, ensemble: tuple[str, ...], failed: frozenset[str]
     ) -> tuple[str, ...]:
-        count = sum(1 for b in ensemble if b in failed)
         exclude = set(ensemble) | set(failed)
-        replacements = list(await call_blocking(self._manager.placement.choose_ensemble, count, exclude))
-        new = tuple(replacements.pop(0) if b in failed else b for b in ensemble)
+        new = await call_blocking(self._manager.replaced, ensemble, failed, exclude)
         meta = await self._manager.change_ensemble(self._ledger_id, first_entry_id, new)
         if self.handle is not None:
             self.handle.metadata = meta
@@ -311,33 +309,43 @@ class LedgerManager:
         without a replacement, recovery fails and the ledger stays IN_RECOVERY for a later try."""
         fresh: set[str] = set()
         failed: set[str] = set()  # every bookie that could not take a copy in this recovery
-        for _ in range(MAX_RECOVERY_CHANGES):
+        for attempt in range(MAX_RECOVERY_CHANGES + 1):
             try:
                 return meta, await self._client.recover(ledger_spec(meta), frozenset(fresh))
             except ShortOfQuorumError as short:
-                if not short.unreachable:
+                if not short.unreachable or attempt == MAX_RECOVERY_CHANGES:
                     raise
                 current = ledger_spec(meta).ensemble_at(short.entry_id)
                 failed.update(short.unreachable)
-                exclude = set(current) | failed
-                count = sum(1 for b in current if b in short.unreachable)
                 try:
-                    chosen = list(await call_blocking(self.placement.choose_ensemble, count, exclude))
+                    new = await call_blocking(
+                        self.replaced, current, short.unreachable, set(current) | failed
+                    )
                 except NotEnoughBookiesError:
                     raise short from None  # the more telling error: what recovery could not do
-                new = tuple(chosen.pop(0) if b in short.unreachable else b for b in current)
+                added = [b for b in new if b not in current]
                 log.warning(
                     "recovery of ledger %d: entry %d short of its ack quorum; %s replaced by %s",
                     meta.ledger_id,
                     short.entry_id,
                     ",".join(short.unreachable),
-                    ",".join(b for b in new if b not in current),
+                    ",".join(added),
                 )
-                fresh.update(b for b in new if b not in current)
+                fresh.update(added)
                 meta = await self._record_segment(
                     meta.ledger_id, short.entry_id, new, LedgerState.IN_RECOVERY
                 )
-        return meta, await self._client.recover(ledger_spec(meta), frozenset(fresh))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def replaced(
+        self, ensemble: Sequence[str], failed: Collection[str], exclude: Collection[str]
+    ) -> tuple[str, ...]:
+        """`ensemble` with each `failed` bookie replaced by one the placement policy picks
+        outside `exclude` (NotEnoughBookiesError when it has too few). Synchronous: the policy
+        may read the metadata store; callers run it off the event loop."""
+        count = sum(1 for b in ensemble if b in failed)
+        chosen = list(self.placement.choose_ensemble(count, exclude))
+        return tuple(chosen.pop(0) if b in failed else b for b in ensemble)
 
     async def change_ensemble(
         self, ledger_id: int, first_entry_id: int, new_bookies: Sequence[str]
