@@ -57,3 +57,16 @@ async def env() -> AsyncIterator[Env]:
 @pytest.fixture
 def svc(env: Env) -> TopicService:
     return env.service
+
+
+@pytest.fixture
+async def sql_env(metadata_url: str) -> AsyncIterator[Env]:
+    """The same over the SQL metadata store (SQLite, or PostgreSQL where `metadata_url` says)."""
+    from managed_ledger.metadata.sql import SqlMetadataStore
+
+    store = SqlMetadataStore(metadata_url)
+    env = await make_env(store)
+    yield env
+    await env.service.close()
+    await env.factory.close()
+    store.close()

@@ -8,16 +8,14 @@ old service is dropped as it stands, nothing of it flushed or fenced by hand).
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
 
 from managed_ledger.entry_format import Message
 from managed_ledger.factory import ManagedLedgerFactory
-from managed_ledger.metadata.sql import SqlMetadataStore
 from managed_ledger.position import MessageId, Position
-from tests.topics.conftest import Env, make_env
+from tests.topics.conftest import Env
 from tests.topics.test_read_compacted import compact
 from topics import delivery_state
 from topics.api import Delivery, SubscriptionOptions
@@ -26,16 +24,6 @@ from topics.service import TopicService
 
 T = "public/default/moved"
 SUB = SubscriptionOptions(initial_position="earliest", ack_timeout_ms=1_000)
-
-
-@pytest.fixture
-async def sql_env(metadata_url: str) -> AsyncIterator[Env]:
-    store = SqlMetadataStore(metadata_url)
-    env = await make_env(store)
-    yield env
-    await env.service.close()
-    await env.factory.close()
-    store.close()
 
 
 async def crash(env: Env) -> TopicService:

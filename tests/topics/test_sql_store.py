@@ -3,26 +3,11 @@ policies and compaction triggers survive a broker restart."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from managed_ledger.entry_format import Message
-from managed_ledger.metadata.sql import SqlMetadataStore
-from tests.topics.conftest import Env, make_env
+from tests.topics.conftest import Env
 from topics.api import SubscriptionOptions
 
 T = "public/default/sql"
-
-
-@pytest.fixture
-async def sql_env(metadata_url: str) -> AsyncIterator[Env]:
-    store = SqlMetadataStore(metadata_url)
-    env = await make_env(store)
-    yield env
-    await env.service.close()
-    await env.factory.close()
-    store.close()
 
 
 async def test_produce_consume_restart(sql_env: Env) -> None:
