@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from bench.http_load import Connection
+
 MAX_REDIRECTS = 3
 TOPIC_PATH = "/v1/topics/public/default"
 LOOKUP_PATH = "/lookup/v2/topic/persistent/public/default"
@@ -23,41 +25,12 @@ LOOKUP_PATH = "/lookup/v2/topic/persistent/public/default"
 TRANSIENT = (OSError, EOFError, TimeoutError, ValueError, IndexError, asyncio.IncompleteReadError)
 
 
-class _Connection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, host: str) -> None:
-        self.reader, self.writer, self.host = reader, writer, host
-
-    async def exchange(self, method: str, path: str, body: bytes) -> tuple[int, str, bytes]:
-        """One request; (status, Location or "", body). Answers must carry Content-Length
-        (Quire's do) or have none (204)."""
-        head = (
-            f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n"
-        ).encode()
-        self.writer.write(head + body)
-        status = int((await self.reader.readline()).split()[1])
-        length, location = 0, ""
-        while True:
-            line = await self.reader.readline()
-            if line in (b"\r\n", b""):
-                break
-            name = line[: line.find(b":")].lower()
-            if name == b"content-length":
-                length = int(line[15:])
-            elif name == b"location":
-                location = line[9:].strip().decode()
-        return status, location, (await self.reader.readexactly(length)) if length else b""
-
-    def close(self) -> None:
-        self.writer.close()
-
-
 class Client:
     """One worker's connections, by host:port; `redirects` counts the 307s it followed."""
 
     def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
-        self._conns: dict[tuple[str, int], _Connection] = {}
+        self._conns: dict[tuple[str, int], Connection] = {}
         self.redirects = 0
         self.requests = 0
 
@@ -84,7 +57,7 @@ class Client:
         try:
             if conn is None:
                 reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), self.timeout_s)
-                conn = self._conns[key] = _Connection(reader, writer, f"{host}:{port}")
+                conn = self._conns[key] = Connection(reader, writer, f"{host}:{port}")
             return await asyncio.wait_for(conn.exchange(method, path, body), self.timeout_s)
         except BaseException:
             self._drop(key)

@@ -72,20 +72,28 @@ class Connection:
         return cls(reader, writer, host)
 
     async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+        status, _, data = await self.exchange(method, path, body)
+        return status, data
+
+    async def exchange(self, method: str, path: str, body: bytes = b"") -> tuple[int, str, bytes]:
+        """One request: (status, its Location header or "", body)."""
         head = (
             f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\n\r\n"
         ).encode()
         self.writer.write(head + body)
         status = int((await self.reader.readline()).split()[1])
-        length = 0
+        length, location = 0, ""
         while True:
             line = await self.reader.readline()
             if line in (b"\r\n", b""):
                 break
-            if line[:15].lower() == b"content-length:":
+            name = line[: line.find(b":")].lower()
+            if name == b"content-length":
                 length = int(line[15:])
-        return status, (await self.reader.readexactly(length)) if length else b""
+            elif name == b"location":
+                location = line[9:].strip().decode()
+        return status, location, (await self.reader.readexactly(length)) if length else b""
 
     def close(self) -> None:
         self.writer.close()

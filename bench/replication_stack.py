@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 import httpx
 
@@ -78,7 +79,7 @@ class Stack:
         self.procs: list[subprocess.Popen[bytes]] = []
         self.bookies: dict[str, subprocess.Popen[bytes]] = {}
 
-    def __enter__(self) -> Stack:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
