@@ -194,8 +194,7 @@ class BookieLedgerClient:
                         return reply
                     errors.append(reply_error(reply, ledger_id, entry_id))
                 if not waiting and asked == len(members):
-                    # "Not there" from a live bookie outranks "unreachable" from another.
-                    raise _most_telling(errors)
+                    raise _read_verdict(errors)
         finally:
             for task in waiting:
                 task.cancel()
@@ -320,7 +319,7 @@ class BookieLedgerClient:
             # Every ack quorum of the write set includes one of the bookies that said "missing".
             if missing >= spec.write_quorum - spec.ack_quorum + 1:
                 return False
-            raise _most_telling([reply_error(r, spec.ledger_id, entry_id) for r in replies])
+            raise _read_verdict([reply_error(r, spec.ledger_id, entry_id) for r in replies])
         payload = found[0]
         # Copy it to the members that answered "not there" (a read-only bookie takes recovery
         # adds). The entry may have been acknowledged, so it must be kept; and a ledger is only
@@ -404,6 +403,15 @@ def _most_telling(errors: list[BookieError]) -> BookieError:
         if not error.retriable:
             return error
     return errors[0]
+
+
+def _read_verdict(errors: list[BookieError]) -> BookieError:
+    """Why no replica served a read. "Not there" only when every replica asked says so: a replica
+    that could not answer (down, hung, out of space) may hold the entry, so the read is to be
+    retried, not answered "no such message" (a recovered or re-replicated replica that never got
+    the entry would otherwise hide it while the one holding it is away)."""
+    answered = [e for e in errors if e.code not in _NOT_THERE]
+    return _most_telling(answered) if answered else errors[0]
 
 
 def covered(answered: set[int], ensemble_size: int, write_quorum: int, ack_quorum: int) -> bool:

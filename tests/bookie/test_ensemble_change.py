@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 from bookie.client import BookieClientConfig, BookieLedgerClient
-from bookie.errors import BookieError, FencedError
+from bookie.errors import BookieError, ErrorCode, FencedError
 from bookie.ledger_metadata import LedgerState
 from bookie.ledgers import LedgerManager, StaticPlacement, ledger_spec
 from bookie.protocol import LEDGER, Op
@@ -217,3 +217,29 @@ async def test_an_idle_ledger_whose_bookie_restarted_reconnects_and_keeps_its_en
     # Every copy is on the restarted bookie too (write quorum 3 of 3).
     assert restarted.storage is not None
     assert [restarted.storage.read_entry(handle.ledger_id, i) for i in range(20)] == payloads(20)
+
+
+async def test_a_read_that_one_replica_lacks_and_another_cannot_answer_is_retriable(
+    cluster: Cluster,
+) -> None:
+    # One replica has lost the ledger (wiped, or a replacement that never got it) while the
+    # one that holds it is down: the entry exists, so the answer is "try again", never "no such
+    # message" (which the REST API turns into a 404 for a message that was acknowledged).
+    handle = await cluster.manager.create(2, 2, 2, ensemble=[b.address for b in cluster.bookies[:2]])
+    await add_all(handle.add_entry, 5)
+    closed = await cluster.manager.close(handle)
+    lacking, holder = closed.ensemble
+    reply = await cluster.client._call(lacking, Op.DELETE_LEDGER, LEDGER.pack(closed.ledger_id))
+    assert reply[:2] == b"\x00\x00"
+    await cluster.bookie(holder).kill()
+    async with asyncio.timeout(BOUND_S):
+        with pytest.raises(BookieError) as caught:
+            await cluster.client.read_entries(ledger_spec(closed), 0, 4)
+    assert caught.value.retriable, caught.value
+    # Both replicas answering "not there" is a definite answer.
+    await cluster.bookie(holder).start()
+    reply = await cluster.client._call(holder, Op.DELETE_LEDGER, LEDGER.pack(closed.ledger_id))
+    async with asyncio.timeout(BOUND_S):
+        with pytest.raises(BookieError) as caught:
+            await cluster.client.read_entries(ledger_spec(closed), 0, 4)
+    assert not caught.value.retriable and caught.value.code == ErrorCode.NO_SUCH_LEDGER, caught.value
