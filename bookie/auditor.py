@@ -8,13 +8,24 @@ takes over within one lease after it dies. A pass:
    grace period, counted from when this auditor first saw it down: a bookie restarting for an
    upgrade must not set off a copy of everything it holds. A bookie being *decommissioned* counts
    at once: it is alive, and its copies are read from it while they are moved off.
-2. Lists, for every ledger (not being deleted), the lost or decommissioning bookies named in any
-   segment of its ensemble history, and records them as the ledger's missing copies: a new row,
-   or a row grown by CAS (its worker's claim is kept). Rows are never shrunk here: the worker
-   that re-replicates a ledger deletes its row.
+   A bookie *formatted* as a new instance (its cookie in the store is newer than a ledger) holds
+   none of that ledger's entries even though it is up: a wipe and `--format` within the grace
+   period must not go unnoticed.
+2. Lists, for every ledger (not being deleted), the lost, decommissioning or formatted bookies
+   named in any segment of its ensemble history, and records them as the ledger's missing
+   copies: a new row, or a row changed by CAS (its worker's claim is kept). A row only loses a
+   bookie that is back, heartbeating as the instance that took the ledger's entries (a bookie
+   down for less than the grace period, or one a new auditor has not timed yet, stays listed):
+   a row whose bookies are all back is dropped, so a cluster with no spare bookie to copy to
+   does not keep listing ledgers whose copies came home.
 3. Drops rows whose ledger is gone, and marks a decommissioning bookie `decommissioned` once no
    ledger names it and no row is left for it: it holds nothing anyone needs and may be stopped.
    Placement never chooses a decommissioning bookie, so no new ledger can name it meanwhile.
+
+The formatted rule compares the cookie's creation time (the bookie's clock) with the ledger's
+(the broker's clock), so clocks are assumed to agree within a few milliseconds; a ledger made
+after the format but given the bookie is never affected, and one made before it that was given
+the formatted bookie by a later ensemble change is copied once more than needed (harmless).
 
 The pass is synchronous (metadata store calls); async callers run it in a thread.
 """
@@ -51,7 +62,10 @@ class AuditResult:
     leader: bool = False
     lost: set[str] = field(default_factory=set)
     decommissioning: set[str] = field(default_factory=set)
-    marked: int = 0  # rows created or grown this pass
+    back: set[str] = field(default_factory=set)  # heartbeating, in any state but decommissioning
+    formatted_ms: dict[str, int] = field(default_factory=dict)  # when each bookie's instance began
+    marked: int = 0  # rows created or changed this pass
+    cleared: int = 0  # rows dropped because their bookies came back
     decommissioned: list[str] = field(default_factory=list)
 
 
@@ -88,7 +102,9 @@ class Auditor:
         for status in self.registry.all_bookies():
             if status.state == BookieState.DECOMMISSIONING:
                 result.decommissioning.add(status.bookie_id)
-            elif status.state == BookieState.DOWN:
+            elif status.state != BookieState.DOWN:
+                result.back.add(status.bookie_id)
+            else:
                 down_now.add(status.bookie_id)
                 since = self._down_since.setdefault(status.bookie_id, now)
                 if now - since >= self.config.lost_bookie_grace_ms:
@@ -100,6 +116,10 @@ class Auditor:
         for record in self.store.list_bookies():
             if record.state == BookieState.DECOMMISSIONING:
                 result.decommissioning.add(record.bookie_id)
+            cookie = self.store.get_bookie_cookie(record.bookie_id)
+            if cookie is not None and cookie.created_ms > 0:
+                result.formatted_ms[record.bookie_id] = cookie.created_ms
+        result.back -= result.decommissioning
 
     def _mark(self, targets: set[str], now: int, result: AuditResult) -> set[str]:
         """Record the missing copies of every ledger; returns the targets still named anywhere."""
@@ -111,28 +131,42 @@ class Auditor:
                 continue
             live_ids.add(meta.ledger_id)
             holders = {b for _, bookies in meta.history() for b in bookies}
-            missing = holders & targets
-            named |= missing
-            if missing and self._record(meta.ledger_id, missing, rows.get(meta.ledger_id), now):
-                result.marked += 1
+            named |= holders & targets
+            missing = (holders & targets) | _formatted_since(meta.created_ms, holders, result.formatted_ms)
+            row = rows.get(meta.ledger_id)
+            if row is not None:
+                # Keep what the row lists unless that bookie is back with the ledger's entries.
+                missing |= {b for b in row.missing if b not in result.back or b in missing}
+            self._record(meta.ledger_id, missing, row, now, result)
         for ledger_id, row in rows.items():
             named |= set(row.missing) & targets
             if ledger_id not in live_ids:
                 self._drop(row)
         return named
 
-    def _record(self, ledger_id: int, missing: set[str], row: UnderReplicatedLedger | None, now: int) -> bool:
+    def _record(
+        self,
+        ledger_id: int,
+        missing: set[str],
+        row: UnderReplicatedLedger | None,
+        now: int,
+        result: AuditResult,
+    ) -> None:
+        listed = tuple(sorted(missing))
         try:
             if row is None:
-                self.store.put_underreplicated(UnderReplicatedLedger(ledger_id, tuple(sorted(missing)), now))
-                return True
-            if missing <= set(row.missing):
-                return False
-            grown = tuple(sorted(missing | set(row.missing)))
-            self.store.put_underreplicated(replace(row, missing=grown))
-            return True
+                if listed:
+                    self.store.put_underreplicated(UnderReplicatedLedger(ledger_id, listed, now))
+                    result.marked += 1
+            elif not listed:
+                self.store.delete_underreplicated(row.ledger_id, row.version)
+                log.info("auditor: ledger %d: its bookies %s are back", ledger_id, ", ".join(row.missing))
+                result.cleared += 1
+            elif listed != row.missing:
+                self.store.put_underreplicated(replace(row, missing=listed))
+                result.marked += 1
         except (BadVersionError, NotFoundError):
-            return False  # a worker changed it meanwhile: the next pass looks again
+            pass  # a worker changed it meanwhile: the next pass looks again
 
     def _drop(self, row: UnderReplicatedLedger) -> None:
         with contextlib.suppress(BadVersionError, NotFoundError):  # a worker dropped it first
@@ -146,3 +180,10 @@ class Auditor:
                 continue
             log.info("auditor: bookie %s is drained: decommissioned", bookie_id)
             result.decommissioned.append(bookie_id)
+
+
+def _formatted_since(created_ms: int, holders: set[str], formatted_ms: dict[str, int]) -> set[str]:
+    """The bookies of a ledger made at `created_ms` formatted as new instances since then."""
+    if created_ms <= 0:
+        return set()
+    return {b for b in holders if formatted_ms.get(b, 0) > created_ms}

@@ -17,7 +17,7 @@ from bookie.errors import BookieError, ErrorCode
 from bookie.ledger_metadata import LedgerMetadata, LedgerState
 from bookie.ledgers import LedgerManager, ledger_spec
 from bookie.recovery_store import UnderReplicatedLedger, claim
-from bookie.registry import BookieRecord, BookieState, MetadataBookieRegistry, RegistryConfig
+from bookie.registry import BookieCookie, BookieRecord, BookieState, MetadataBookieRegistry, RegistryConfig
 from bookie.replica_io import ReplicaIO
 from bookie.rereplication import ReplicationWorker, WorkerConfig
 from bookie.server import ServerConfig
@@ -309,3 +309,62 @@ async def test_replacement_failing_mid_copy_leaves_the_metadata_alone(cluster: C
     assert worker.counters.ensemble_changes == 0 and worker.counters.ledgers_recovered == 0
     wanted = sum(1 for e in range(ENTRIES) if a in ledger_spec(meta).write_set(e))
     assert worker.counters.recovered_entries < wanted
+
+
+async def test_rows_of_a_bookie_that_came_back_are_dropped_when_no_spare_took_its_copies(
+    cluster: Cluster,
+) -> None:
+    a, b, c, d = _addresses(cluster)
+    meta = await cluster.ledger((a, b, c))
+    cluster.dead |= {a, d}  # a stops heartbeating (its disk is intact); d is no spare
+    cluster.tick(TIMEOUT_MS)
+    cluster.auditor.audit_once()
+    cluster.tick(GRACE_MS)
+    assert cluster.auditor.audit_once().marked == 1
+    worker = cluster.worker()
+    await worker.run_once()  # nowhere to copy to: the row stays
+    assert [r.missing for r in cluster.store.list_underreplicated()] == [(a,)]
+    cluster.tick(1_000)
+    assert cluster.auditor.audit_once().cleared == 0  # still down: still listed
+    cluster.dead.discard(a)
+    cluster.tick(1_000)  # a heartbeats again, as the same instance
+    result = cluster.auditor.audit_once()
+    assert result.cleared == 1 and cluster.store.list_underreplicated() == []
+    assert cluster.store.get_ledger(meta.ledger_id).history() == meta.history()
+    # An auditor that has just taken over has not timed a down bookie yet: its rows stay.
+    cluster.dead.add(a)
+    cluster.tick(TIMEOUT_MS)
+    cluster.auditor.audit_once()
+    cluster.tick(GRACE_MS)
+    cluster.auditor.audit_once()
+    assert [r.missing for r in cluster.store.list_underreplicated()] == [(a,)]
+    cluster.tick(15_000)  # the first auditor's lease runs out
+    successor = Auditor(cluster.store, cluster.registry, AuditorConfig("a2", 15_000, GRACE_MS), cluster.clock)
+    assert successor.audit_once().leader
+    assert [r.missing for r in cluster.store.list_underreplicated()] == [(a,)]
+
+
+async def test_a_bookie_formatted_within_the_grace_period_has_its_old_ledgers_listed(
+    cluster: Cluster,
+) -> None:
+    a, b, c, _ = _addresses(cluster)
+    before = await cluster.ledger((a, b, c))
+    cluster.tick(1_000)
+    # Wiped and started with --format: a new instance, heartbeating at once, holding nothing.
+    cluster.bookies[a].storage.ledgers.clear()
+    cluster.store.put_bookie_cookie(BookieCookie(a, "formatted", "/data/a", cluster.clock.now))
+    cluster.tick(1_000)
+    after = await cluster.ledger((b, a, c))
+    result = cluster.auditor.audit_once()
+    assert result.lost == set() and result.marked == 1
+    assert [(r.ledger_id, r.missing) for r in cluster.store.list_underreplicated()] == [
+        (before.ledger_id, (a,))
+    ]
+    worker = cluster.worker()
+    while await worker.run_once():
+        pass
+    assert cluster.store.list_underreplicated() == []
+    cluster.assert_fully_replicated(before.ledger_id)
+    assert a not in {x for _, bs in cluster.store.get_ledger(before.ledger_id).history() for x in bs}
+    assert cluster.store.get_ledger(after.ledger_id) == after  # made after the format: untouched
+    assert cluster.auditor.audit_once().marked == 0
