@@ -110,7 +110,12 @@ class SubscriptionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     initial_position: Literal["latest", "earliest"] = "latest"
-    type: Literal["shared", "exclusive"] = "shared"
+    type: Literal["shared", "exclusive", "failover", "key_shared"] = Field(
+        "shared",
+        description="shared: any consumer; exclusive: one consumer_id; failover: one active consumer, "
+        "the next takes over when it goes silent; key_shared: each key to one consumer, in order. "
+        "All but shared need consumer_id when receiving.",
+    )
     read_compacted: bool = False
     ack_timeout_ms: int | None = Field(None, gt=0, examples=[30000], description="default: the broker's")
 

@@ -16,7 +16,7 @@ from managed_ledger.metadata.api import BrokerRecord
 from managed_ledger.position import MessageId
 from topics.ownership import BrokerInfo
 
-SubscriptionType = Literal["shared", "exclusive"]
+SubscriptionType = Literal["shared", "exclusive", "failover", "key_shared"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -195,6 +195,19 @@ class ConsumerBusyError(TopicsError):
         self.subscription = subscription
 
 
+class ConsumerIdRequiredError(InvalidArgumentError):
+    title = "Consumer id required"
+    code = "consumer-id-required"
+
+    def __init__(self, topic: str, subscription: str, kind: str) -> None:
+        super().__init__(
+            f"subscription {subscription} of topic {topic} is {kind}: it hands messages to consumers "
+            "by id, so pass consumer_id"
+        )
+        self.topic = topic
+        self.subscription = subscription
+
+
 class CompactionConflictError(TopicsError):
     title = "Compaction already running"
     code = "compaction-running"

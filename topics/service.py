@@ -216,6 +216,7 @@ class TopicService(AdminPlane):
             redelivery_ms = sub.next_redelivery_ms()
             if redelivery_ms is not None:
                 remaining = min(remaining, redelivery_ms / 1000 + 0.001)
+            sub.heard(consumer_id, self._clock.now_ms() + int(remaining * 1000))
             await Notifier.wait(woken, remaining)
             if t.moved:
                 return []  # the topic left this broker: the client's next request finds its owner

@@ -18,6 +18,19 @@ are delivered again from the cursors, as in Pulsar):
 - `counts`, per partition: the redelivery count of the last delivery of each message delivered
   and not acked.
 
+Types (Pulsar's): **shared** hands each message to whichever consumer asks. **exclusive** serves
+one consumer (`_claim`). **failover** has one active consumer, the first by sorted id among the
+live ones; the others get nothing until it goes silent, and a change of active consumer hands
+the old one's unacked messages to the new one. **key_shared** sends each key to one consumer,
+in order: a consistent-hash ring of the live consumers (100 points each, as Pulsar's) picks it,
+and a key stays with the consumer holding its unacked messages until they are acked or that
+consumer leaves, so keys move only when consumers come or go, never under a message still out.
+A message without a key has the empty key (Pulsar's rule: they go to one consumer, in order).
+A consumer is live while it asks for messages (a long poll counts until it ends) and leaves
+once silent for the consumer idle time (`exclusive_idle_ms`); what it held unacked is then
+redelivered, in id order, to the consumers that own it now. Every type but shared needs a
+`consumer_id`.
+
 The delivery state is stored with the cursor's batched flush, not per message: a change only
 tells the cursor (`delivery_state_changed`), and the flush asks `_delivery_state` for the JSON
 once. It is taken in the same synchronous step as the cursor's acks, so the two always agree;
@@ -29,9 +42,11 @@ state before the cursor's reset, whose flush stores the cleared state.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import functools
+import hashlib
 import heapq
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -44,12 +59,17 @@ from managed_ledger.position import MessageId, Position
 from topics import delivery_state
 from topics.api import Delivery, SubscriptionOptions, SubscriptionType
 from topics.delivery_state import EntryAcks
-from topics.errors import ConsumerBusyError
+from topics.errors import ConsumerBusyError, ConsumerIdRequiredError
 from topics.readers import CompactedSource, after, decode_entry, entries_wanted
 
 # Resolves the partition of a message id the subscription has no state for (ledger ids are
 # unique across the cluster, so an id names its managed ledger); None when no partition has it.
 PartitionLookup = Callable[[MessageId], Awaitable[int | None]]
+SUBSCRIPTION_TYPES: tuple[SubscriptionType, ...] = ("shared", "exclusive", "failover", "key_shared")
+RING_POINTS = 100  # points per consumer on the key_shared hash ring (Pulsar's default)
+# key_shared: messages read ahead for consumers that have not asked yet, at most; past it a
+# consumer gets nothing new until the others take theirs (Pulsar's dispatcher stalls the same way).
+KEY_SHARED_READ_AHEAD = 10_000
 
 
 @dataclass(slots=True)
@@ -57,6 +77,11 @@ class _Pending:
     message: StoredMessage
     partition: int
     deadline_ms: int
+    consumer: str | None = None
+
+
+def _hash(data: str) -> int:
+    return int.from_bytes(hashlib.blake2b(data.encode(), digest_size=8).digest(), "big")
 
 
 def options_to_properties(options: SubscriptionOptions) -> dict[str, object]:
@@ -69,7 +94,8 @@ def options_to_properties(options: SubscriptionOptions) -> dict[str, object]:
 
 
 def options_from_properties(props: dict[str, object]) -> SubscriptionOptions:
-    sub_type: SubscriptionType = "exclusive" if props.get("type") == "exclusive" else "shared"
+    stored = props.get("type")
+    sub_type: SubscriptionType = next((t for t in SUBSCRIPTION_TYPES if t == stored), "shared")
     initial: InitialPosition = "earliest" if props.get("initial_position") == "earliest" else "latest"
     timeout = props.get("ack_timeout_ms")
     return SubscriptionOptions(
@@ -121,8 +147,12 @@ class Subscription:
         # what compaction removed is never delivered, so nobody would ack it one by one.
         self._compacted_unacked: list[set[MessageId]] = [set() for _ in cursors]
         self._compacted_end: list[Position | None] = [None] * len(cursors)
-        self._owner: str | None = None
+        self._owner: str | None = None  # exclusive: the consumer; failover: the active one
         self._owner_seen_ms = 0
+        self._consumers: dict[str, int] = {}  # failover, key_shared: live consumer -> heard until (ms)
+        self._ring: list[tuple[int, str]] = []  # key_shared: (point, consumer), sorted
+        self._key_holder: dict[str, str] = {}  # key_shared: key -> consumer of its latest delivery
+        self._key_out: Counter[str] = Counter()  # key_shared: messages of a key pending or to redeliver
         self._rr = 0
         self._entries_read = 0  # with _messages_read: the batch size seen, to size reads
         self._messages_read = 0
@@ -155,39 +185,117 @@ class Subscription:
         """Hand out up to max_messages: redeliveries first, then new messages. Caller holds the
         subscription's lock, so concurrent consumers never get the same message."""
         now = self._clock.now_ms()
-        if self.options.type == "exclusive":
-            self._claim(consumer_id or "", now)
+        kind = self.options.type
+        if kind != "shared" and not consumer_id:
+            raise ConsumerIdRequiredError(self.topic, self.name, kind)
+        consumer = consumer_id or ""
+        if kind == "exclusive":
+            self._claim(consumer, now)
+        elif kind in ("failover", "key_shared"):
+            self._join(consumer, now)
         self._expire(now)
+        if kind == "failover" and consumer != self._owner:
+            return []  # a standby: it takes over when the active consumer goes silent
+        keyed = kind == "key_shared"
         out: list[Delivery] = []
         touched: set[int] = set()  # partitions whose delivery state changed (their counts)
+        skipped: list[MessageId] = []  # key_shared: redeliveries for other consumers
+        held: deque[tuple[int, StoredMessage]] = deque()  # key_shared: read ahead for others
         try:
             while self._redeliver and len(out) < max_messages:
                 mid = heapq.heappop(self._redeliver)
-                item = self._redeliver_msgs.pop(mid, None)
-                if item is not None and not self._is_acked(item[0], mid):
-                    touched.add(item[0])
-                    out.append(self._deliver(item[0], item[1], now))
+                item = self._redeliver_msgs.get(mid)
+                if item is None or self._is_acked(item[0], mid):
+                    self._redeliver_msgs.pop(mid, None)
+                    continue
+                if keyed and self._consumer_of(item[1]) != consumer:
+                    skipped.append(mid)
+                    continue
+                del self._redeliver_msgs[mid]
+                touched.add(item[0])
+                out.append(self._deliver(item[0], item[1], now, consumer))
             while len(out) < max_messages and len(self.pending) < self._max_unacked:
                 if not self._ready:
+                    if len(held) >= KEY_SHARED_READ_AHEAD:
+                        break  # the read-ahead is full of other consumers' keys
                     if not await self._read_more(max_messages - len(out)):
                         break
                     continue
                 partition, message = self._ready.popleft()
-                if not self._is_acked(partition, message.message_id):
-                    touched.add(partition)
-                    out.append(self._deliver(partition, message, now))
+                if self._is_acked(partition, message.message_id):
+                    continue
+                if keyed:
+                    if self._consumer_of(message) != consumer:
+                        held.append((partition, message))
+                        continue
+                    self._key_out[message.key or ""] += 1
+                touched.add(partition)
+                out.append(self._deliver(partition, message, now, consumer))
         finally:
+            for mid in skipped:
+                heapq.heappush(self._redeliver, mid)
+            if held:  # what other consumers' keys hold back stays first, in order
+                held.extend(self._ready)
+                self._ready = held
             self._changed(touched)
         return out
 
-    def _deliver(self, partition: int, message: StoredMessage, now: int) -> Delivery:
+    def _deliver(self, partition: int, message: StoredMessage, now: int, consumer: str) -> Delivery:
         mid = message.message_id
         counts = self._counts[partition]
         previous = counts.get(mid)
         count = 0 if previous is None else previous + 1
         counts[mid] = count
-        self.pending[mid] = _Pending(message, partition, now + self.ack_timeout_ms)
+        self.pending[mid] = _Pending(message, partition, now + self.ack_timeout_ms, consumer)
+        if self.options.type == "key_shared":
+            self._key_holder[message.key or ""] = consumer
         return Delivery(message, count)
+
+    # --- consumers (failover, key_shared) -------------------------------------------------------
+    def heard(self, consumer_id: str | None, until_ms: int) -> None:
+        """A consumer is waiting in a long poll until `until_ms`: it stays live that long."""
+        if consumer_id in self._consumers:
+            self._consumers[consumer_id] = max(self._consumers[consumer_id], until_ms)
+
+    def _join(self, consumer: str, now: int) -> None:
+        """Note `consumer` as live; consumers silent for the idle time leave, and what they held
+        unacked is redelivered. Failover's active consumer follows the live set."""
+        joined = consumer not in self._consumers
+        self._consumers[consumer] = max(self._consumers.get(consumer, 0), now)
+        gone = [c for c, heard in self._consumers.items() if now - heard > self._exclusive_idle_ms]
+        for c in gone:
+            del self._consumers[c]
+        if gone:
+            for mid in [m for m, p in self.pending.items() if p.consumer in gone]:
+                self._to_redeliver(mid)
+        if self.options.type == "failover":
+            active = min(self._consumers)
+            if active != self._owner:
+                # The previous active consumer's unacked messages go to the new one, in order.
+                for mid in list(self.pending):
+                    self._to_redeliver(mid)
+                self._owner = active
+        elif joined or gone:
+            self._ring = sorted((_hash(f"{c}#{i}"), c) for c in self._consumers for i in range(RING_POINTS))
+
+    def _consumer_of(self, message: StoredMessage) -> str:
+        """key_shared: the consumer a message's key goes to now."""
+        key = message.key or ""
+        holder = self._key_holder.get(key)
+        if holder is not None and self._key_out[key] > 0 and holder in self._consumers:
+            return holder  # its earlier messages are still out with this consumer
+        i = bisect.bisect_left(self._ring, (_hash(key), ""))
+        return self._ring[i % len(self._ring)][1]
+
+    def _key_settled(self, message: StoredMessage) -> None:
+        """key_shared: one of a key's messages is acked (no longer pending or to redeliver)."""
+        key = message.key or ""
+        left = self._key_out[key] - 1
+        if left > 0:
+            self._key_out[key] = left
+        else:
+            self._key_out.pop(key, None)
+            self._key_holder.pop(key, None)
 
     def _claim(self, consumer: str, now: int) -> None:
         owner = self._owner
@@ -214,13 +322,15 @@ class Subscription:
             self._redeliver_msgs[mid] = (pending.partition, pending.message)
 
     def next_redelivery_ms(self) -> int | None:
-        """Milliseconds until the earliest ack timeout; 0 when redeliveries wait now."""
+        """Milliseconds until something may be handed out without a new message: the earliest
+        ack timeout, or a consumer leaving (failover, key_shared); 0 when redeliveries wait now."""
         if self._redeliver_msgs:
             return 0
-        if not self.pending:
-            return None
-        first = next(iter(self.pending.values()))
-        return max(0, first.deadline_ms - self._clock.now_ms())
+        now = self._clock.now_ms()
+        times = [heard + self._exclusive_idle_ms + 1 for heard in self._consumers.values()]
+        if self.pending:
+            times.append(next(iter(self.pending.values())).deadline_ms)
+        return max(0, min(times) - now) if times else None
 
     def _is_acked(self, partition: int, mid: MessageId) -> bool:
         state = self._entries.get(mid.position)
@@ -334,8 +444,12 @@ class Subscription:
         partition: int | None = None
         if (pending := self.pending.pop(mid, None)) is not None:
             partition = pending.partition
+            if self._key_out:
+                self._key_settled(pending.message)
         elif (item := self._redeliver_msgs.pop(mid, None)) is not None:
             partition = item[0]
+            if self._key_out:
+                self._key_settled(item[1])
         elif (state := self._entries.get(mid.position)) is not None:
             partition = state.partition  # a count restored from the delivery state, maybe
         if partition is not None:
@@ -414,6 +528,8 @@ class Subscription:
         self._compacted_next = [None] * len(self.cursors)
         self._compacted_unacked = [set() for _ in self.cursors]
         self._compacted_end = [None] * len(self.cursors)
+        self._key_holder.clear()
+        self._key_out.clear()
         self._changed(range(len(self.cursors)))
 
     async def seek_to_message(self, partition: int, mid: MessageId) -> None:

@@ -30,7 +30,9 @@ class SubscriptionRequest:
             initial_position (SubscriptionRequestInitialPosition | Unset):  Default:
                 SubscriptionRequestInitialPosition.LATEST.
             read_compacted (bool | Unset):  Default: False.
-            type_ (SubscriptionRequestType | Unset):  Default: SubscriptionRequestType.SHARED.
+            type_ (SubscriptionRequestType | Unset): shared: any consumer; exclusive: one consumer_id; failover: one active
+                consumer, the next takes over when it goes silent; key_shared: each key to one consumer, in order. All but
+                shared need consumer_id when receiving. Default: SubscriptionRequestType.SHARED.
      """
 
     ack_timeout_ms: int | None | Unset = UNSET

@@ -1,0 +1,173 @@
+"""failover and key_shared subscriptions through the generated client against a real bookie and
+broker on PostgreSQL: three key_shared consumers with one leaving and one joining, per-key order
+checked over every delivery; a failover standby taking over when the active consumer goes
+silent; the consumer id they need; the type and the redelivery counts kept over a broker restart.
+The model-based schedule of consumers coming and going is tests/topics/test_subscription_types.py."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from quire_client import Client
+from quire_client.api.data import ack_messages, create_subscription, produce, receive
+from quire_client.models import (
+    AckRequest,
+    MessageList,
+    MessageOut,
+    Problem,
+    ProduceMessage,
+    ProduceRequest,
+    SubscriptionRequest,
+    SubscriptionRequestInitialPosition,
+    SubscriptionRequestType,
+)
+
+from tests.api.conftest import Stack, start_stack
+from tests.conftest import drop_postgres_schema, fresh_postgres_schema_url
+
+NS = ("public", "default")
+IDLE_MS = 1_500  # QUIRE_EXCLUSIVE_CONSUMER_IDLE_MS of the stack: a consumer silent this long leaves
+BOUND_S = 30.0
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, postgres_url: str) -> Iterator[Stack]:
+    url, schema = fresh_postgres_schema_url(postgres_url)
+    s = start_stack(
+        tmp_path_factory.mktemp("sub-types"),
+        url,
+        QUIRE_EXCLUSIVE_CONSUMER_IDLE_MS=str(IDLE_MS),
+        QUIRE_DEFAULT_ACK_TIMEOUT_MS="60000",
+    )
+    try:
+        yield s
+    finally:
+        s.stop()
+        drop_postgres_schema(postgres_url, schema)
+
+
+@pytest.fixture
+def client(stack: Stack) -> Iterator[Client]:
+    with Client(base_url=stack.base_url, timeout=httpx.Timeout(BOUND_S)) as c:
+        yield c
+
+
+def _topic() -> str:
+    return f"types-{uuid.uuid4().hex[:10]}"
+
+
+def _subscribe(client: Client, topic: str, kind: SubscriptionRequestType) -> None:
+    body = SubscriptionRequest(type_=kind, initial_position=SubscriptionRequestInitialPosition.EARLIEST)
+    done = create_subscription.sync_detailed(*NS, topic, "s", client=client, body=body)
+    assert done.status_code in (200, 201), done.content
+
+
+def _produce(client: Client, topic: str, pairs: list[tuple[str, str]]) -> None:
+    body = ProduceRequest(messages=[ProduceMessage(key=k, value=v) for k, v in pairs])
+    done = produce.sync_detailed(*NS, topic, client=client, body=body)
+    assert done.status_code == 200, done.content
+
+
+def _receive(client: Client, topic: str, consumer: str, n: int = 100) -> list[MessageOut]:
+    got = receive.sync_detailed(*NS, topic, "s", client=client, max_messages=n, consumer_id=consumer)
+    assert got.status_code == 200 and isinstance(got.parsed, MessageList), got.content
+    return list(got.parsed.messages)
+
+
+def _ack(client: Client, topic: str, messages: list[MessageOut]) -> None:
+    body = AckRequest(message_ids=[m.message_id for m in messages])
+    assert ack_messages.sync_detailed(*NS, topic, "s", client=client, body=body).status_code == 204
+
+
+def test_types_but_shared_refuse_a_receive_without_consumer_id(client: Client) -> None:
+    topic = _topic()
+    _produce(client, topic, [("k", "v")])
+    _subscribe(client, topic, SubscriptionRequestType.KEY_SHARED)
+    got = receive.sync_detailed(*NS, topic, "s", client=client)
+    assert got.status_code == 422 and isinstance(got.parsed, Problem), got.content
+    assert got.headers["content-type"] == "application/problem+json"
+    assert "consumer_id" in (got.parsed.detail or "")
+
+
+def test_key_shared_three_consumers_one_leaves_one_joins(client: Client) -> None:
+    topic = _topic()
+    _subscribe(client, topic, SubscriptionRequestType.KEY_SHARED)
+    for c in ("c1", "c2", "c3"):
+        assert _receive(client, topic, c) == []
+    keys = [f"key-{i}" for i in range(24)]
+    _produce(client, topic, [(k, f"{k}/{j}") for j in range(3) for k in keys])
+    owner: dict[str, str] = {}
+    seen: dict[str, list[int]] = {k: [] for k in keys}
+
+    def take(consumer: str, ack: bool = True) -> list[MessageOut]:
+        got = _receive(client, topic, consumer)
+        for m in got:
+            key = str(m.key)
+            assert owner.setdefault(key, consumer) == consumer, (key, owner[key], consumer)
+            seen[key].append(int(str(m.value).rsplit("/", 1)[1]))
+        if ack and got:
+            _ack(client, topic, got)
+        return got
+
+    held = take("c1", ack=False)  # c1 will leave with these unacked
+    take("c2")
+    take("c3")
+    assert held and all(len(seen[k]) == 3 for k in keys)
+    assert len(set(owner.values())) == 3
+    for k in keys:
+        assert seen[k] == [0, 1, 2]
+    # c1 goes silent: after the idle time its keys (and its unacked messages, first) move to the
+    # others; c2 and c3 keep asking meanwhile, so they stay.
+    deadline = time.monotonic() + IDLE_MS / 1000 + BOUND_S
+    moved: list[MessageOut] = []
+    while len(moved) < len(held) and time.monotonic() < deadline:
+        for c in ("c2", "c3"):
+            got = _receive(client, topic, c)
+            moved += got
+            if got:
+                _ack(client, topic, got)
+        time.sleep(0.2)
+    assert sorted(m.message_id for m in moved) == sorted(m.message_id for m in held)
+    assert all(m.redelivery_count == 1 for m in moved)
+    by_key: dict[str, list[int]] = {}
+    for m in moved:
+        by_key.setdefault(str(m.key), []).append(int(str(m.value).rsplit("/", 1)[1]))
+    assert all(v == sorted(v) for v in by_key.values()), by_key
+    # c4 joins: new messages of every key go to one consumer each, in order, c4 among them.
+    assert _receive(client, topic, "c4") == []
+    _produce(client, topic, [(k, f"{k}/{j}") for j in range(3, 6) for k in keys])
+    late: dict[str, list[tuple[str, int]]] = {}
+    for c in ("c2", "c3", "c4"):
+        for m in _receive(client, topic, c):
+            late.setdefault(str(m.key), []).append((c, int(str(m.value).rsplit("/", 1)[1])))
+    assert set(late) == set(keys)
+    assert all(len({c for c, _ in v}) == 1 and [j for _, j in v] == [3, 4, 5] for v in late.values())
+    assert "c4" in {v[0][0] for v in late.values()}
+
+
+def test_failover_standby_takes_over_and_the_type_survives_a_restart(client: Client, stack: Stack) -> None:
+    topic = _topic()
+    _subscribe(client, topic, SubscriptionRequestType.FAILOVER)
+    _produce(client, topic, [(None, f"m{i}") for i in range(5)])  # type: ignore[misc]
+    first = _receive(client, topic, "a-active", 3)
+    assert [m.value for m in first] == ["m0", "m1", "m2"]
+    assert _receive(client, topic, "b-standby") == []
+    _ack(client, topic, first[:1])
+    deadline = time.monotonic() + IDLE_MS / 1000 + BOUND_S
+    taken: list[MessageOut] = []
+    while not taken and time.monotonic() < deadline:
+        time.sleep(0.3)
+        taken = _receive(client, topic, "b-standby")
+    assert [(m.value, m.redelivery_count) for m in taken] == [("m1", 1), ("m2", 1), ("m3", 0), ("m4", 0)]
+    time.sleep(1.5)  # the cursor's batched flush stores the redelivery counts
+    stack.kill_broker()
+    stack.start_broker()
+    # After the restart: still failover (one consumer gets all, the other nothing), with the
+    # counts kept.
+    again = _receive(client, topic, "b-standby")
+    assert [(m.value, m.redelivery_count) for m in again] == [("m1", 2), ("m2", 2), ("m3", 1), ("m4", 1)]
+    assert _receive(client, topic, "c-other") == []
