@@ -12,7 +12,8 @@ are delivered again from the cursors, as in Pulsar):
   expiring is popping from the front.
 - `redeliver`: a heap of ids (nacked or timed out) handed out before new messages, in id order
   (an exclusive subscription's strict order).
-- `ready`: messages read from a cursor, not yet handed out (an entry holds a whole batch).
+- `ready`: messages read from a cursor, not yet handed out (an entry holds a whole batch). On a
+  key_shared subscription they are queued at once per consumer of their key (`queues`).
 - `entries`: per entry read, its batch size and the batch indexes acked so far; the entry is
   acked on its cursor once every message of it is.
 - `counts`, per partition: the redelivery count of the last delivery of each message delivered
@@ -151,6 +152,13 @@ class Subscription:
         self._owner_seen_ms = 0
         self._consumers: dict[str, int] = {}  # failover, key_shared: live consumer -> heard until (ms)
         self._ring: list[tuple[int, str]] = []  # key_shared: (point, consumer), sorted
+        self._routes: dict[str, str] = {}  # key_shared: key -> its consumer on the ring (a cache)
+        # key_shared: messages read, queued per consumer of their key; where each key's queued
+        # messages are, and how many; and how many are queued in all.
+        self._queues: dict[str, deque[tuple[int, StoredMessage]]] = {}
+        self._queued_at: dict[str, str] = {}
+        self._key_queued: Counter[str] = Counter()
+        self._queued = 0
         self._key_holder: dict[str, str] = {}  # key_shared: key -> consumer of its latest delivery
         self._key_out: Counter[str] = Counter()  # key_shared: messages of a key pending or to redeliver
         self._rr = 0
@@ -200,7 +208,6 @@ class Subscription:
         out: list[Delivery] = []
         touched: set[int] = set()  # partitions whose delivery state changed (their counts)
         skipped: list[MessageId] = []  # key_shared: redeliveries for other consumers
-        held: deque[tuple[int, StoredMessage]] = deque()  # key_shared: read ahead for others
         try:
             while self._redeliver and len(out) < max_messages:
                 mid = heapq.heappop(self._redeliver)
@@ -208,37 +215,81 @@ class Subscription:
                 if item is None or self._is_acked(item[0], mid):
                     self._redeliver_msgs.pop(mid, None)
                     continue
-                if keyed and self._consumer_of(item[1]) != consumer:
+                if keyed and self._consumer_of(item[1].key or "") != consumer:
                     skipped.append(mid)
                     continue
                 del self._redeliver_msgs[mid]
                 touched.add(item[0])
                 out.append(self._deliver(item[0], item[1], now, consumer))
+            if keyed:
+                await self._fill_keyed(consumer, max_messages, now, out, touched)
+                return out
             while len(out) < max_messages and len(self.pending) < self._max_unacked:
                 if not self._ready:
-                    if len(held) >= KEY_SHARED_READ_AHEAD:
-                        break  # the read-ahead is full of other consumers' keys
                     if not await self._read_more(max_messages - len(out)):
                         break
                     continue
                 partition, message = self._ready.popleft()
-                if self._is_acked(partition, message.message_id):
-                    continue
-                if keyed:
-                    if self._consumer_of(message) != consumer:
-                        held.append((partition, message))
-                        continue
-                    self._key_out[message.key or ""] += 1
-                touched.add(partition)
-                out.append(self._deliver(partition, message, now, consumer))
+                if not self._is_acked(partition, message.message_id):
+                    touched.add(partition)
+                    out.append(self._deliver(partition, message, now, consumer))
         finally:
             for mid in skipped:
                 heapq.heappush(self._redeliver, mid)
-            if held:  # what other consumers' keys hold back stays first, in order
-                held.extend(self._ready)
-                self._ready = held
             self._changed(touched)
         return out
+
+    async def _fill_keyed(
+        self, consumer: str, max_messages: int, now: int, out: list[Delivery], touched: set[int]
+    ) -> None:
+        """key_shared: new messages from this consumer's queue; messages read from the cursors
+        are queued for the consumer of their key as they are read."""
+        queue = self._queues.setdefault(consumer, deque())
+        key_queued, key_out = self._key_queued, self._key_out
+        while len(out) < max_messages and len(self.pending) < self._max_unacked:
+            if not queue:
+                if self._queued >= KEY_SHARED_READ_AHEAD:
+                    return  # the read-ahead is full of other consumers' keys
+                if not await self._read_more(max_messages - len(out)):
+                    return
+                self._route_ready()
+                continue
+            partition, message = queue.popleft()
+            key = message.key or ""
+            self._queued -= 1
+            left = key_queued[key] - 1
+            if left > 0:
+                key_queued[key] = left
+            else:
+                del key_queued[key]
+                del self._queued_at[key]
+            if self._is_acked(partition, message.message_id):
+                continue
+            key_out[key] += 1
+            touched.add(partition)
+            out.append(self._deliver(partition, message, now, consumer))
+
+    def _route_ready(self) -> None:
+        """key_shared: queue what was read for the consumers of its keys."""
+        while self._ready:
+            item = self._ready.popleft()
+            key = item[1].key or ""
+            target = self._consumer_of(key)
+            self._queues.setdefault(target, deque()).append(item)
+            self._queued_at[key] = target
+            self._key_queued[key] += 1
+            self._queued += 1
+
+    def _requeue(self) -> None:
+        """key_shared: the consumers changed: queue what was read for its keys' consumers now.
+        All queued messages of a key are in one queue, in order, so they stay in order."""
+        for queue in self._queues.values():
+            self._ready.extend(queue)
+        self._queues.clear()
+        self._queued_at.clear()
+        self._key_queued.clear()
+        self._queued = 0
+        self._route_ready()
 
     def _deliver(self, partition: int, message: StoredMessage, now: int, consumer: str) -> Delivery:
         mid = message.message_id
@@ -276,16 +327,26 @@ class Subscription:
                     self._to_redeliver(mid)
                 self._owner = active
         elif joined or gone:
+            self._routes.clear()
             self._ring = sorted((_hash(f"{c}#{i}"), c) for c in self._consumers for i in range(RING_POINTS))
+            self._requeue()
 
-    def _consumer_of(self, message: StoredMessage) -> str:
-        """key_shared: the consumer a message's key goes to now."""
-        key = message.key or ""
+    def _consumer_of(self, key: str) -> str:
+        """key_shared: the consumer a key's next message goes to: the one its earlier messages
+        are out with or queued for, else the ring's choice."""
         holder = self._key_holder.get(key)
         if holder is not None and self._key_out[key] > 0 and holder in self._consumers:
             return holder  # its earlier messages are still out with this consumer
-        i = bisect.bisect_left(self._ring, (_hash(key), ""))
-        return self._ring[i % len(self._ring)][1]
+        queued = self._queued_at.get(key)
+        if queued is not None:
+            return queued
+        if len(self._routes) > KEY_SHARED_READ_AHEAD:
+            self._routes.clear()  # a cache: keep it bounded whatever the key space
+        routed = self._routes.get(key)
+        if routed is None:
+            i = bisect.bisect_left(self._ring, (_hash(key), ""))
+            routed = self._routes[key] = self._ring[i % len(self._ring)][1]
+        return routed
 
     def _key_settled(self, message: StoredMessage) -> None:
         """key_shared: one of a key's messages is acked (no longer pending or to redeliver)."""
@@ -530,6 +591,10 @@ class Subscription:
         self._compacted_end = [None] * len(self.cursors)
         self._key_holder.clear()
         self._key_out.clear()
+        self._queues.clear()
+        self._queued_at.clear()
+        self._key_queued.clear()
+        self._queued = 0
         self._changed(range(len(self.cursors)))
 
     async def seek_to_message(self, partition: int, mid: MessageId) -> None:
