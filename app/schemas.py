@@ -118,6 +118,18 @@ class SubscriptionRequest(BaseModel):
     )
     read_compacted: bool = False
     ack_timeout_ms: int | None = Field(None, gt=0, examples=[30000], description="default: the broker's")
+    max_redeliveries: int = Field(
+        0,
+        ge=0,
+        examples=[3],
+        description="a message is delivered at most max_redeliveries + 1 times, then written to the "
+        "dead-letter topic and acked here; 0: no limit",
+    )
+    dead_letter_topic: str | None = Field(
+        None,
+        examples=["public/default/orders-sub-a-DLQ"],
+        description="tenant/namespace/topic; default: {topic}-{subscription}-DLQ",
+    )
 
 
 class SubscriptionCreated(BaseModel):

@@ -25,6 +25,10 @@ class SubscriptionOptions:
     type: SubscriptionType = "shared"
     read_compacted: bool = False
     ack_timeout_ms: int | None = None  # None: the broker's default
+    # Pulsar's DeadLetterPolicy: at most max_redeliveries + 1 deliveries (0: no limit), then the
+    # message goes to dead_letter_topic (None: "{topic}-{subscription}-DLQ").
+    max_redeliveries: int = 0
+    dead_letter_topic: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from bookie.api import LedgerClient
 from bookie.ledgers import LedgerManager
 from managed_ledger.api import ManagedLedger, ManagedLedgerFactory
 from managed_ledger.clock import Clock, SystemClock
+from managed_ledger.entry_format import Message
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
     MetadataError,
@@ -173,6 +174,10 @@ class TopicsBase:
                 self._topics[name] = open_topic
         return open_topic
 
+    async def _dead_letter(self, topic: str, messages: list[Message]) -> None:
+        """Write dead letters to `topic` (the data plane does, here or at the topic's owner)."""
+        raise NotImplementedError
+
     async def _drop(self, t: OpenTopic, *, release: bool) -> None:
         """Close the topic here and forget it (its waiters answer empty); with `release`, give up
         its ownership afterwards so that another broker may take it at once.
@@ -286,6 +291,7 @@ class TopicsBase:
                     clock=self._clock,
                     compacted=self._compacted,
                     partition_of=functools.partial(self._partition_of, t),
+                    dead_letter=self._dead_letter,
                 )
                 t.subscriptions[name] = sub
         return sub

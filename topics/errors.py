@@ -245,6 +245,15 @@ class BatchTooLargeError(TopicsError):
 
 
 # --- the storage below failed -------------------------------------------------------------------
+class DeadLetterForwardError(TopicsError):
+    """The broker that owns a dead-letter topic did not take the messages (tried again later)."""
+
+    title = "Dead-letter topic unavailable"
+    code = "dead-letter-unavailable"
+    kind = ErrorKind.unavailable
+    retriable = True
+
+
 class StorageUnavailableError(TopicsError):
     title = "Storage unavailable"
     code = "storage-unavailable"

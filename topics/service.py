@@ -14,8 +14,11 @@ partition touched: atomic per partition, not across partitions.
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Sequence
 from typing import Literal
+
+import httpx
 
 from managed_ledger.api import Cursor
 from managed_ledger.entry_format import Message, StoredMessage, encode_batch_raw
@@ -35,9 +38,11 @@ from topics.api import (
 from topics.base import Notifier, OpenTopic
 from topics.errors import (
     BatchTooLargeError,
+    DeadLetterForwardError,
     InvalidArgumentError,
     MessageNotFoundError,
     MessageTooLargeError,
+    NotOwnerError,
     StorageUnavailableError,
     SubscriptionNotFoundError,
     TooManyMessagesRequestedError,
@@ -50,9 +55,19 @@ from topics.readers import EARLIEST, after, decode_entry, latest, read_merged
 from topics.subscriptions import options_to_properties
 
 _DUPLICATE = ProduceResult(None, True)
+FORWARD_TIMEOUT_S = 10.0  # a dead-letter write forwarded to the topic's owner
 
 
 class TopicService(AdminPlane):
+    # --- dead letters --------------------------------------------------------------------------
+    async def _dead_letter(self, topic: str, messages: list[Message]) -> None:
+        """Produce to the dead-letter topic: here when this broker owns it (or takes it), else
+        at its owner over the REST API, as any client would."""
+        try:
+            await self.produce(topic, None, messages)
+        except NotOwnerError as exc:
+            await _forward_produce(exc.owner_url, topic, messages)
+
     # --- produce -------------------------------------------------------------------------------
     async def produce(
         self, topic: str, producer_name: str | None, messages: list[Message]
@@ -173,6 +188,10 @@ class TopicService(AdminPlane):
         names.validate_subscription(subscription)
         if options.ack_timeout_ms is not None and options.ack_timeout_ms <= 0:
             raise InvalidArgumentError(f"ack_timeout_ms must be > 0, got {options.ack_timeout_ms}")
+        if options.max_redeliveries < 0:
+            raise InvalidArgumentError(f"max_redeliveries must be >= 0, got {options.max_redeliveries}")
+        if options.dead_letter_topic is not None:
+            names.validate_topic(options.dead_letter_topic)
         t = await self._topic(topic, create=True)
         async with t.lock:
             if subscription in t.mls[0].cursors:
@@ -354,3 +373,26 @@ class TopicService(AdminPlane):
 def _implements(service: TopicService) -> TopicsApi:
     """Never called: mypy checks here that TopicService implements the TopicsApi protocol."""
     return service
+
+
+async def _forward_produce(owner_url: str, topic: str, messages: list[Message]) -> None:
+    body = {
+        "messages": [
+            {
+                "key": m.key,
+                "value": base64.b64encode(m.value).decode(),
+                "value_encoding": "base64",
+                "properties": dict(m.properties or {}),
+                "event_time": m.event_time,
+            }
+            for m in messages
+        ]
+    }
+    url = f"{owner_url.rstrip('/')}/v1/topics/{topic}/messages"
+    try:
+        async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S, follow_redirects=True) as client:
+            reply = await client.post(url, json=body)
+    except httpx.HTTPError as exc:
+        raise DeadLetterForwardError(f"{url}: {exc}") from exc
+    if reply.status_code != 200:
+        raise DeadLetterForwardError(f"{url}: {reply.status_code} {reply.text[:200]}")

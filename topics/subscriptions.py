@@ -47,14 +47,16 @@ import bisect
 import functools
 import hashlib
 import heapq
+import logging
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from common.errors import QuireError
 from managed_ledger.api import Cursor, InitialPosition, ManagedLedger
 from managed_ledger.clock import Clock
-from managed_ledger.entry_format import StoredMessage
+from managed_ledger.entry_format import Message, StoredMessage
 from managed_ledger.errors import EntryNotFoundError
 from managed_ledger.position import MessageId, Position
 from topics import delivery_state
@@ -65,7 +67,11 @@ from topics.readers import CompactedSource, after, decode_entry, entries_wanted
 
 # Resolves the partition of a message id the subscription has no state for (ledger ids are
 # unique across the cluster, so an id names its managed ledger); None when no partition has it.
+log = logging.getLogger("quire.topics")
 PartitionLookup = Callable[[MessageId], Awaitable[int | None]]
+# Writes messages to a topic (the dead-letter topic), here or at the broker that owns it.
+DeadLetterWriter = Callable[[str, list[Message]], Awaitable[None]]
+DEAD_LETTER_RETRY_MS = 1_000  # a dead letter that could not be written is tried again after this
 SUBSCRIPTION_TYPES: tuple[SubscriptionType, ...] = ("shared", "exclusive", "failover", "key_shared")
 RING_POINTS = 100  # points per consumer on the key_shared hash ring (Pulsar's default)
 # key_shared: messages read ahead for consumers that have not asked yet, at most; past it a
@@ -91,6 +97,8 @@ def options_to_properties(options: SubscriptionOptions) -> dict[str, object]:
         "initial_position": options.initial_position,
         "read_compacted": options.read_compacted,
         "ack_timeout_ms": options.ack_timeout_ms,
+        "max_redeliveries": options.max_redeliveries,
+        "dead_letter_topic": options.dead_letter_topic,
     }
 
 
@@ -99,11 +107,15 @@ def options_from_properties(props: dict[str, object]) -> SubscriptionOptions:
     sub_type: SubscriptionType = next((t for t in SUBSCRIPTION_TYPES if t == stored), "shared")
     initial: InitialPosition = "earliest" if props.get("initial_position") == "earliest" else "latest"
     timeout = props.get("ack_timeout_ms")
+    limit = props.get("max_redeliveries")
+    dlq = props.get("dead_letter_topic")
     return SubscriptionOptions(
         initial_position=initial,
         type=sub_type,
         read_compacted=props.get("read_compacted") is True,
         ack_timeout_ms=timeout if isinstance(timeout, int) and timeout > 0 else None,
+        max_redeliveries=limit if isinstance(limit, int) and limit > 0 else 0,
+        dead_letter_topic=dlq if isinstance(dlq, str) else None,
     )
 
 
@@ -122,6 +134,7 @@ class Subscription:
         clock: Clock,
         compacted: CompactedSource,
         partition_of: PartitionLookup,
+        dead_letter: DeadLetterWriter,
     ) -> None:
         self.name = name
         self.topic = topic
@@ -134,6 +147,11 @@ class Subscription:
         self._clock = clock
         self._compacted = compacted
         self._partition_of = partition_of
+        self._dead_letter = dead_letter
+        self.dead_letter_topic = options.dead_letter_topic or f"{topic}-{name}-DLQ"
+        self.dead_lettered = 0  # messages written to the dead-letter topic (a metric)
+        self._reasons: dict[MessageId, str] = {}  # why a message waits for redelivery
+        self._dead: list[tuple[int, StoredMessage]] = []  # found by this fill, written after it
         self.lock = asyncio.Lock()  # one delivery or ack at a time
         self.pending: dict[MessageId, _Pending] = {}
         # Per partition: the redelivery count of the last delivery of a delivered, unacked message.
@@ -191,7 +209,14 @@ class Subscription:
     # --- delivery ------------------------------------------------------------------------------
     async def fill(self, max_messages: int, consumer_id: str | None) -> list[Delivery]:
         """Hand out up to max_messages: redeliveries first, then new messages. Caller holds the
-        subscription's lock, so concurrent consumers never get the same message."""
+        subscription's lock, so concurrent consumers never get the same message. Messages past
+        their redelivery limit met on the way go to the dead-letter topic instead."""
+        out = await self._fill(max_messages, consumer_id)
+        if self._dead:
+            await self._write_dead_letters()
+        return out
+
+    async def _fill(self, max_messages: int, consumer_id: str | None) -> list[Delivery]:
         now = self._clock.now_ms()
         kind = self.options.type
         if kind != "shared" and not consumer_id:
@@ -220,7 +245,7 @@ class Subscription:
                     continue
                 del self._redeliver_msgs[mid]
                 touched.add(item[0])
-                out.append(self._deliver(item[0], item[1], now, consumer))
+                self._hand_out(out, item[0], item[1], now, consumer)
             if keyed:
                 await self._fill_keyed(consumer, max_messages, now, out, touched)
                 return out
@@ -232,7 +257,7 @@ class Subscription:
                 partition, message = self._ready.popleft()
                 if not self._is_acked(partition, message.message_id):
                     touched.add(partition)
-                    out.append(self._deliver(partition, message, now, consumer))
+                    self._hand_out(out, partition, message, now, consumer)
         finally:
             for mid in skipped:
                 heapq.heappush(self._redeliver, mid)
@@ -267,7 +292,7 @@ class Subscription:
                 continue
             key_out[key] += 1
             touched.add(partition)
-            out.append(self._deliver(partition, message, now, consumer))
+            self._hand_out(out, partition, message, now, consumer)
 
     def _route_ready(self) -> None:
         """key_shared: queue what was read for the consumers of its keys."""
@@ -290,6 +315,52 @@ class Subscription:
         self._key_queued.clear()
         self._queued = 0
         self._route_ready()
+
+    def _hand_out(
+        self, out: list[Delivery], partition: int, message: StoredMessage, now: int, consumer: str
+    ) -> None:
+        """Deliver a message to `consumer`, or, when it was delivered max_redeliveries + 1 times
+        already, set it aside for the dead-letter topic (pending, so nothing else takes it, until
+        it is written and acked, or tried again after DEAD_LETTER_RETRY_MS)."""
+        limit = self.options.max_redeliveries
+        if limit:
+            previous = self._counts[partition].get(message.message_id)
+            if previous is not None and previous >= limit:
+                self.pending[message.message_id] = _Pending(message, partition, now + DEAD_LETTER_RETRY_MS)
+                self._dead.append((partition, message))
+                return
+        out.append(self._deliver(partition, message, now, consumer))
+
+    async def _write_dead_letters(self) -> None:
+        """Write the messages set aside to the dead-letter topic (each with its key, properties
+        and event time, plus where it came from and why), then ack them here. Written first:
+        a crash in between writes one again after the restart, never loses one."""
+        dead, self._dead = self._dead, []
+        letters = [
+            Message(
+                m.value,
+                m.key,
+                {
+                    **(m.properties or {}),
+                    "REAL_TOPIC": self.topic,
+                    "REAL_SUBSCRIPTION": self.name,
+                    "ORIGIN_MESSAGE_ID": str(m.message_id),
+                    "DEAD_LETTER_REASON": self._reasons.get(m.message_id, "redelivery limit"),
+                },
+                m.event_time,
+            )
+            for _, m in dead
+        ]
+        try:
+            await self._dead_letter(self.dead_letter_topic, letters)
+        except (QuireError, OSError) as exc:
+            log.warning(
+                "%s/%s: %d dead letters not written to %s (tried again in %d ms): %s",
+                self.topic, self.name, len(letters), self.dead_letter_topic, DEAD_LETTER_RETRY_MS, exc,
+            )  # fmt: skip
+            return
+        await self.ack([m.message_id for _, m in dead])
+        self.dead_lettered += len(dead)
 
     def _deliver(self, partition: int, message: StoredMessage, now: int, consumer: str) -> Delivery:
         mid = message.message_id
@@ -318,13 +389,13 @@ class Subscription:
             del self._consumers[c]
         if gone:
             for mid in [m for m, p in self.pending.items() if p.consumer in gone]:
-                self._to_redeliver(mid)
+                self._to_redeliver(mid, "consumer left")
         if self.options.type == "failover":
             active = min(self._consumers)
             if active != self._owner:
                 # The previous active consumer's unacked messages go to the new one, in order.
                 for mid in list(self.pending):
-                    self._to_redeliver(mid)
+                    self._to_redeliver(mid, "consumer left")
                 self._owner = active
         elif joined or gone:
             self._routes.clear()
@@ -365,7 +436,7 @@ class Subscription:
         if owner is not None and owner != consumer:
             # The previous consumer is gone: what it held unacked goes to the new one, in order.
             for mid in list(self.pending):
-                self._to_redeliver(mid)
+                self._to_redeliver(mid, "consumer left")
         self._owner = consumer
         self._owner_seen_ms = now
 
@@ -374,11 +445,12 @@ class Subscription:
             mid, pending = next(iter(self.pending.items()))
             if pending.deadline_ms > now:
                 return
-            self._to_redeliver(mid)
+            self._to_redeliver(mid, "ack timeout")
 
-    def _to_redeliver(self, mid: MessageId) -> None:
+    def _to_redeliver(self, mid: MessageId, reason: str) -> None:
         pending = self.pending.pop(mid, None)
         if pending is not None:
+            self._reasons[mid] = reason
             heapq.heappush(self._redeliver, mid)
             self._redeliver_msgs[mid] = (pending.partition, pending.message)
 
@@ -513,6 +585,7 @@ class Subscription:
                 self._key_settled(item[1])
         elif (state := self._entries.get(mid.position)) is not None:
             partition = state.partition  # a count restored from the delivery state, maybe
+        self._reasons.pop(mid, None)
         if partition is not None:
             self._counts[partition].pop(mid, None)
         else:  # a count restored for an entry read through the compacted view: partition unknown
@@ -574,13 +647,15 @@ class Subscription:
 
     def nack(self, ids: list[MessageId]) -> None:
         for mid in ids:
-            self._to_redeliver(mid)
+            self._to_redeliver(mid, "nacked")
 
     # --- seeks ---------------------------------------------------------------------------------
     def clear(self) -> None:
         """Forget all delivery state (a seek is about to move the cursors; their reset's flush
         stores the cleared state)."""
         self.pending.clear()
+        self._reasons.clear()
+        self._dead.clear()
         self._counts = [{} for _ in self.cursors]
         self._redeliver.clear()
         self._redeliver_msgs.clear()

@@ -187,7 +187,14 @@ def _subscription_routes(router: APIRouter, topics: TopicsApi) -> None:
         body: Annotated[schemas.SubscriptionRequest | None, Body()] = None,
     ) -> Response:
         b = body or schemas.SubscriptionRequest()
-        options = SubscriptionOptions(b.initial_position, b.type, b.read_compacted, b.ack_timeout_ms)
+        options = SubscriptionOptions(
+            b.initial_position,
+            b.type,
+            b.read_compacted,
+            b.ack_timeout_ms,
+            b.max_redeliveries,
+            b.dead_letter_topic,
+        )
         created = await topics.create_subscription(full_name(tenant, namespace, topic), subscription, options)
         return json_response({"subscription": subscription, "created": created}, 201 if created else 200)
 
