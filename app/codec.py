@@ -176,7 +176,7 @@ def parse_start(text: str) -> StartPosition:
     try:
         return names.parse_start(text)
     except InvalidArgumentError as exc:
-        raise invalid(f"start: {exc} (expected earliest, latest, an id or after:<id>)") from exc
+        raise invalid(f"start: {exc} (expected earliest, latest, an id, after:<id> or time:<ms>)") from exc
 
 
 def parse_seek(body: Any) -> SeekTarget:

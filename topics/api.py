@@ -49,6 +49,7 @@ class ReadPage:
 StartPosition = (
     Literal["earliest", "latest"]
     | MessageId
+    | tuple[Literal["time"], int]  # the first message published at or after this time (ms)
     | tuple[Literal["after"], MessageId]
     | tuple[Literal["after"], tuple[MessageId | None, ...]]
 )

@@ -117,10 +117,16 @@ def parse_message_id(text: str) -> MessageId:
 
 
 def parse_start(text: str) -> StartPosition:
-    """A reader's start: `earliest`, `latest`, `L:E:B` (inclusive), `after:L:E:B` (exclusive), or
-    a partitioned reader's token `after:L:E:B,,L:E:B` (see the module docstring)."""
+    """A reader's start: `earliest`, `latest`, `L:E:B` (inclusive), `after:L:E:B` (exclusive),
+    `time:<ms>` (the first message published at or after it), or a partitioned reader's token
+    `after:L:E:B,,L:E:B` (see the module docstring)."""
     if text in ("earliest", "latest"):
         return cast(Literal["earliest", "latest"], text)
+    if text.startswith("time:"):
+        ms = text[len("time:") :]
+        if not ms.isascii() or not ms.isdigit() or len(ms) > 18:
+            raise InvalidMessageIdError(f"time:<ms> needs milliseconds since the epoch, got {ms!r}")
+        return ("time", int(ms))
     if not text.startswith("after:"):
         return parse_message_id(text)
     rest = text[len("after:") :]

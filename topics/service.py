@@ -287,9 +287,15 @@ class TopicService(AdminPlane):
                 await cursor.reset(position)
 
     # --- readers -------------------------------------------------------------------------------
-    def _starts(self, t: OpenTopic, start: StartPosition) -> list[MessageId]:
+    async def _starts(self, t: OpenTopic, start: StartPosition) -> list[MessageId]:
         """The inclusive start id of each managed ledger (see topics.readers)."""
         n = len(t.mls)
+        if isinstance(start, tuple) and start[0] == "time":
+            found = [await ml.find_position_by_publish_time(start[1]) for ml in t.mls]
+            return [
+                latest(ml) if p is None else MessageId(p.ledger_id, p.entry_id, 0)
+                for ml, p in zip(t.mls, found, strict=True)
+            ]
         if start == "earliest":
             return [EARLIEST] * n
         if start == "latest":
@@ -311,7 +317,7 @@ class TopicService(AdminPlane):
         deadline = self._check_wait(wait_ms)
         max_messages = self._check_max(max_messages)
         t = await self._topic(topic)
-        starts = self._starts(t, start)
+        starts = await self._starts(t, start)
         loop = asyncio.get_running_loop()
         while True:
             woken = t.notifier.arm()

@@ -118,7 +118,8 @@ START = QueryParam(
     "start",
     str,
     "earliest",
-    description="earliest, latest, an id (inclusive) or after:<id>",
+    description="earliest, latest, an id (inclusive), after:<id>, or time:<ms> (the first message "
+    "published at or after it)",
     examples=["earliest"],
 )
 READ_COMPACTED = QueryParam("read_compacted", bool, False)

@@ -8,7 +8,9 @@ import pytest
 
 from managed_ledger.entry_format import Message
 from managed_ledger.position import MessageId
+from tests.topics.conftest import Env
 from topics.errors import (
+    InvalidArgumentError,
     MessageNotFoundError,
     TooManyMessagesRequestedError,
     TopicNotFoundError,
@@ -100,3 +102,23 @@ async def test_read_compacted_without_a_compaction_reads_the_topic(svc: TopicSer
     await produce(svc, "a", "b")
     page = await svc.read(T, "earliest", 10, True, 0)
     assert [m.value for m in page.messages] == [b"a", b"b"]
+
+
+async def test_a_reader_starts_at_a_publish_time(svc: TopicService, env: Env) -> None:
+    start_ms = env.clock.now_ms()
+    await produce(svc, "a", "b")
+    env.clock.advance(1_000)
+    await produce(svc, "c")
+    env.clock.advance(1_000)
+    await produce(svc, "d", "e")
+    assert await read_all(svc, f"time:{start_ms}", 10) == ["a", "b", "c", "d", "e"]
+    assert await read_all(svc, f"time:{start_ms + 1}", 10) == ["c", "d", "e"]
+    assert await read_all(svc, f"time:{start_ms + 1_000}", 2) == ["c", "d", "e"]
+    assert await read_all(svc, f"time:{start_ms + 2_001}", 10) == []  # after the last: the end
+    env.clock.advance(1_000)
+    await produce(svc, "f")
+    page = await svc.read(T, parse_start(f"time:{start_ms + 2_001}"), 10, False, 0)
+    assert [m.value for m in page.messages] == [b"f"]
+    for bad in ("time:", "time:-5", "time:soon", "time:1e3"):
+        with pytest.raises(InvalidArgumentError):
+            parse_start(bad)

@@ -140,8 +140,8 @@ def sync_detailed(
         tenant (str): tenant
         namespace (str): namespace
         topic (str): topic
-        start (str | Unset): earliest, latest, an id (inclusive) or after:<id> Default:
-            'earliest'.
+        start (str | Unset): earliest, latest, an id (inclusive), after:<id>, or time:<ms> (the
+            first message published at or after it) Default: 'earliest'.
         max_messages (int | Unset): at most this many messages (capped by a setting) Default: 100.
         read_compacted (bool | Unset):  Default: False.
         wait_ms (int | Unset): long-poll up to this long for the first message (capped) Default:
@@ -195,8 +195,8 @@ def sync(
         tenant (str): tenant
         namespace (str): namespace
         topic (str): topic
-        start (str | Unset): earliest, latest, an id (inclusive) or after:<id> Default:
-            'earliest'.
+        start (str | Unset): earliest, latest, an id (inclusive), after:<id>, or time:<ms> (the
+            first message published at or after it) Default: 'earliest'.
         max_messages (int | Unset): at most this many messages (capped by a setting) Default: 100.
         read_compacted (bool | Unset):  Default: False.
         wait_ms (int | Unset): long-poll up to this long for the first message (capped) Default:
@@ -245,8 +245,8 @@ async def asyncio_detailed(
         tenant (str): tenant
         namespace (str): namespace
         topic (str): topic
-        start (str | Unset): earliest, latest, an id (inclusive) or after:<id> Default:
-            'earliest'.
+        start (str | Unset): earliest, latest, an id (inclusive), after:<id>, or time:<ms> (the
+            first message published at or after it) Default: 'earliest'.
         max_messages (int | Unset): at most this many messages (capped by a setting) Default: 100.
         read_compacted (bool | Unset):  Default: False.
         wait_ms (int | Unset): long-poll up to this long for the first message (capped) Default:
@@ -300,8 +300,8 @@ async def asyncio(
         tenant (str): tenant
         namespace (str): namespace
         topic (str): topic
-        start (str | Unset): earliest, latest, an id (inclusive) or after:<id> Default:
-            'earliest'.
+        start (str | Unset): earliest, latest, an id (inclusive), after:<id>, or time:<ms> (the
+            first message published at or after it) Default: 'earliest'.
         max_messages (int | Unset): at most this many messages (capped by a setting) Default: 100.
         read_compacted (bool | Unset):  Default: False.
         wait_ms (int | Unset): long-poll up to this long for the first message (capped) Default:
