@@ -287,3 +287,9 @@ class Health(BaseModel):
 class Readiness(BaseModel):
     ready: bool
     checks: dict[str, bool] = Field(examples=[{"metadata": True, "bookies": True}])
+
+
+class MessageIdBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    messageId: str = Field(examples=["12:40:0"], description="ledger:entry:batch_index")

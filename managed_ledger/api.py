@@ -178,6 +178,11 @@ class ManagedLedger(Protocol):
         """The position right after `position` (where an 'after:' read starts)."""
         ...
 
+    def position_at(self, index: int) -> Position | None:
+        """The stored entry with ordinal `index` (0 = the oldest; -1 = the newest); None when there
+        is no such entry."""
+        ...
+
     async def find_position_by_publish_time(self, timestamp_ms: int) -> Position | None:
         """The first entry whose publish time >= timestamp_ms (None if none)."""
         ...

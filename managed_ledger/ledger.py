@@ -223,6 +223,12 @@ class ManagedLedger:
             raise EntryNotFoundError(f"{self._name}: no entry {position}")
         return entries[0][1]
 
+    def position_at(self, index: int) -> Position | None:
+        total = self._ledgers.total_entries()
+        if index < 0:
+            index += total
+        return self._ledgers.position_at(index) if 0 <= index < total else None
+
     async def find_position_by_publish_time(self, timestamp_ms: int) -> Position | None:
         """Binary search over the stored entries (publish times grow with positions)."""
         total = self._ledgers.total_entries()

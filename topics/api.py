@@ -165,6 +165,31 @@ class TopicsApi(Protocol):
 
     async def reset_cursor(self, topic: str, subscription: str, timestamp_ms: int) -> None: ...
 
+    # --- a subscription's backlog (Pulsar's peek, skip, clear-backlog, expire) ---------------------
+    async def peek(self, topic: str, subscription: str, n: int) -> StoredMessage:
+        """The n-th (1-based) message the subscription has not acked, delivered or not;
+        MessageNotFoundError when the backlog is shorter."""
+        ...
+
+    async def examine_message(
+        self, topic: str, initial_position: Literal["earliest", "latest"], n: int
+    ) -> StoredMessage:
+        """The first message of the n-th (1-based) entry from the oldest stored or the newest."""
+        ...
+
+    async def skip(self, topic: str, subscription: str, n: int) -> None:
+        """Ack the next n messages the subscription has not acked (each partition's n)."""
+        ...
+
+    async def skip_all(self, topic: str, subscription: str) -> None:
+        """Ack everything stored so far (Pulsar's clear-backlog)."""
+        ...
+
+    async def expire_messages(self, topic: str, subscription: str | None, seconds: int) -> None:
+        """Ack every message published more than `seconds` ago, on one subscription or (None)
+        on all of them."""
+        ...
+
     async def trigger_compaction(self, topic: str) -> None:
         """Ask for a run; raises CompactionConflictError while one is running."""
         ...

@@ -155,6 +155,17 @@ class TopicExistsError(TopicsError):
         self.topic = topic
 
 
+class SubscriptionExistsError(TopicsError):
+    title = "Subscription already exists"
+    code = "subscription-exists"
+    kind = ErrorKind.conflict
+
+    def __init__(self, topic: str, subscription: str) -> None:
+        super().__init__(f"subscription {subscription} of topic {topic} already exists")
+        self.topic = topic
+        self.subscription = subscription
+
+
 class TenantNotEmptyError(TopicsError):
     title = "Tenant not empty"
     code = "tenant-not-empty"

@@ -63,7 +63,7 @@ from topics import delivery_state
 from topics.api import Delivery, SubscriptionOptions, SubscriptionType
 from topics.delivery_state import EntryAcks
 from topics.errors import ConsumerBusyError, ConsumerIdRequiredError
-from topics.readers import CompactedSource, after, decode_entry, entries_wanted
+from topics.readers import BEYOND, CompactedSource, after, decode_entry, entries_wanted
 
 # Resolves the partition of a message id the subscription has no state for (ledger ids are
 # unique across the cluster, so an id names its managed ledger); None when no partition has it.
@@ -631,6 +631,11 @@ class Subscription:
         else:
             # Entry E-1 of the same ledger (or L:-1, "before entry 0 of L") and all before it.
             cursor.ack_cumulative(Position(pos.ledger_id, pos.entry_id - 1))
+        self._forget_through(partition, mid, pos)
+
+    def _forget_through(self, partition: int, mid: MessageId, pos: Position) -> None:
+        """The cursor of `partition` acked everything up to `mid`: forget those messages, and the
+        batch states of the entries before `pos`."""
         for other in [m for m, p in self.pending.items() if p.partition == partition and m <= mid]:
             self._forget(other)
         for other in [m for m, (p, _) in self._redeliver_msgs.items() if p == partition and m <= mid]:
@@ -644,6 +649,38 @@ class Subscription:
         unacked.difference_update([m for m in unacked if m <= mid])
         self._finish_compacted(partition)
         self._changed([partition])
+
+    def ack_before(self, partition: int, pos: Position) -> None:
+        """Ack every message of `partition` stored before entry `pos` (expiry: the cursor moves
+        there cumulatively; a mark-delete already past it stays)."""
+        self.cursors[partition].ack_cumulative(Position(pos.ledger_id, pos.entry_id - 1))
+        self._forget_through(partition, MessageId(pos.ledger_id, pos.entry_id - 1, BEYOND), pos)
+
+    def ack_all(self, partition: int) -> None:
+        """Ack every message of `partition` stored so far."""
+        last = self.mls[partition].last_confirmed_position
+        if last is not None:
+            self.ack_before(partition, self.mls[partition].next_position(last))
+
+    async def unacked_messages(self, partition: int, limit: int) -> list[StoredMessage]:
+        """The first `limit` messages of `partition` this subscription has not acked, in order
+        from its mark-delete position (delivered and pending ones included, as Pulsar's peek)."""
+        ml, cursor = self.mls[partition], self.cursors[partition]
+        out: list[StoredMessage] = []
+        start = ml.next_position(cursor.mark_delete_position)
+        while len(out) < limit:
+            entries = await ml.read_entries(start, 64)
+            if not entries:
+                break
+            for pos, payload in entries:
+                if cursor.is_acked(pos):
+                    continue
+                state = self._entries.get(pos)
+                for m in decode_entry(self.topic, pos.ledger_id, pos.entry_id, payload):
+                    if state is None or m.message_id.batch_index not in state.acked:
+                        out.append(m)
+            start = ml.next_position(entries[-1][0])
+        return out[:limit]
 
     def nack(self, ids: list[MessageId]) -> None:
         for mid in ids:

@@ -13,12 +13,14 @@ from .compaction_status_status import CompactionStatusStatus
 from .cursor_stats import CursorStats
 from .cursors import Cursors
 from .ensembles import Ensembles
+from .examine_message_initialposition import ExamineMessageInitialposition
 from .health import Health
 from .internal_stats import InternalStats
 from .internal_stats_by_partition import InternalStatsByPartition
 from .last_message_id import LastMessageId
 from .ledger_info import LedgerInfo
 from .lookup_result import LookupResult
+from .message_id_body import MessageIdBody
 from .message_list import MessageList
 from .message_out import MessageOut
 from .nack_request import NackRequest
@@ -64,12 +66,14 @@ __all__ = (
     "Cursors",
     "CursorStats",
     "Ensembles",
+    "ExamineMessageInitialposition",
     "Health",
     "InternalStats",
     "InternalStatsByPartition",
     "LastMessageId",
     "LedgerInfo",
     "LookupResult",
+    "MessageIdBody",
     "MessageList",
     "MessageOut",
     "NackRequest",

@@ -1,0 +1,296 @@
+from http import HTTPStatus
+from typing import Any, cast
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...types import Response, UNSET
+from ... import errors
+
+from ...models.examine_message_initialposition import ExamineMessageInitialposition
+from ...models.message_out import MessageOut
+from ...models.problem import Problem
+from ...models.value_encoding import ValueEncoding
+from ...types import UNSET, Unset
+from typing import cast
+
+
+
+def _get_kwargs(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    *,
+    initial_position: ExamineMessageInitialposition | Unset = ExamineMessageInitialposition.LATEST,
+    message_position: int | Unset = 1,
+    value_encoding: ValueEncoding | Unset = UNSET,
+
+) -> dict[str, Any]:
+    
+
+    
+
+    params: dict[str, Any] = {}
+
+    json_initial_position: str | Unset = UNSET
+    if not isinstance(initial_position, Unset):
+        json_initial_position = initial_position.value
+
+    params["initialPosition"] = json_initial_position
+
+    params["messagePosition"] = message_position
+
+    json_value_encoding: str | Unset = UNSET
+    if not isinstance(value_encoding, Unset):
+        json_value_encoding = value_encoding.value
+
+    params["value_encoding"] = json_value_encoding
+
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/admin/v2/persistent/{tenant}/{namespace}/{topic}/examinemessage".format(tenant=quote(str(tenant), safe=""),namespace=quote(str(namespace), safe=""),topic=quote(str(topic), safe=""),),
+        "params": params,
+    }
+
+
+    return _kwargs
+
+
+
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> MessageOut | Problem | None:
+    if response.status_code == 200:
+        response_200 = MessageOut.from_dict(response.json())
+
+
+
+        return response_200
+
+    if response.status_code == 307:
+        response_307 = Problem.from_dict(response.json())
+
+
+
+        return response_307
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[MessageOut | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    *,
+    client: AuthenticatedClient | Client,
+    initial_position: ExamineMessageInitialposition | Unset = ExamineMessageInitialposition.LATEST,
+    message_position: int | Unset = 1,
+    value_encoding: ValueEncoding | Unset = UNSET,
+
+) -> Response[MessageOut | Problem]:
+    """ The first message of the n-th entry from the oldest or the newest
+
+    Args:
+        tenant (str): tenant
+        namespace (str): namespace
+        topic (str): topic
+        initial_position (ExamineMessageInitialposition | Unset):  Default:
+            ExamineMessageInitialposition.LATEST.
+        message_position (int | Unset):  Default: 1.
+        value_encoding (ValueEncoding | Unset): How a value is written in JSON. On reads, `text`
+            means: text when the payload is UTF-8.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[MessageOut | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        tenant=tenant,
+namespace=namespace,
+topic=topic,
+initial_position=initial_position,
+message_position=message_position,
+value_encoding=value_encoding,
+
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+def sync(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    *,
+    client: AuthenticatedClient | Client,
+    initial_position: ExamineMessageInitialposition | Unset = ExamineMessageInitialposition.LATEST,
+    message_position: int | Unset = 1,
+    value_encoding: ValueEncoding | Unset = UNSET,
+
+) -> MessageOut | Problem | None:
+    """ The first message of the n-th entry from the oldest or the newest
+
+    Args:
+        tenant (str): tenant
+        namespace (str): namespace
+        topic (str): topic
+        initial_position (ExamineMessageInitialposition | Unset):  Default:
+            ExamineMessageInitialposition.LATEST.
+        message_position (int | Unset):  Default: 1.
+        value_encoding (ValueEncoding | Unset): How a value is written in JSON. On reads, `text`
+            means: text when the payload is UTF-8.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        MessageOut | Problem
+     """
+
+
+    return sync_detailed(
+        tenant=tenant,
+namespace=namespace,
+topic=topic,
+client=client,
+initial_position=initial_position,
+message_position=message_position,
+value_encoding=value_encoding,
+
+    ).parsed
+
+async def asyncio_detailed(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    *,
+    client: AuthenticatedClient | Client,
+    initial_position: ExamineMessageInitialposition | Unset = ExamineMessageInitialposition.LATEST,
+    message_position: int | Unset = 1,
+    value_encoding: ValueEncoding | Unset = UNSET,
+
+) -> Response[MessageOut | Problem]:
+    """ The first message of the n-th entry from the oldest or the newest
+
+    Args:
+        tenant (str): tenant
+        namespace (str): namespace
+        topic (str): topic
+        initial_position (ExamineMessageInitialposition | Unset):  Default:
+            ExamineMessageInitialposition.LATEST.
+        message_position (int | Unset):  Default: 1.
+        value_encoding (ValueEncoding | Unset): How a value is written in JSON. On reads, `text`
+            means: text when the payload is UTF-8.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[MessageOut | Problem]
+     """
+
+
+    kwargs = _get_kwargs(
+        tenant=tenant,
+namespace=namespace,
+topic=topic,
+initial_position=initial_position,
+message_position=message_position,
+value_encoding=value_encoding,
+
+    )
+
+    response = await client.get_async_httpx_client().request(
+        **kwargs
+    )
+
+    return _build_response(client=client, response=response)
+
+async def asyncio(
+    tenant: str,
+    namespace: str,
+    topic: str,
+    *,
+    client: AuthenticatedClient | Client,
+    initial_position: ExamineMessageInitialposition | Unset = ExamineMessageInitialposition.LATEST,
+    message_position: int | Unset = 1,
+    value_encoding: ValueEncoding | Unset = UNSET,
+
+) -> MessageOut | Problem | None:
+    """ The first message of the n-th entry from the oldest or the newest
+
+    Args:
+        tenant (str): tenant
+        namespace (str): namespace
+        topic (str): topic
+        initial_position (ExamineMessageInitialposition | Unset):  Default:
+            ExamineMessageInitialposition.LATEST.
+        message_position (int | Unset):  Default: 1.
+        value_encoding (ValueEncoding | Unset): How a value is written in JSON. On reads, `text`
+            means: text when the payload is UTF-8.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        MessageOut | Problem
+     """
+
+
+    return (await asyncio_detailed(
+        tenant=tenant,
+namespace=namespace,
+topic=topic,
+client=client,
+initial_position=initial_position,
+message_position=message_position,
+value_encoding=value_encoding,
+
+    )).parsed
