@@ -45,7 +45,7 @@ async def test_peek_skip_expire_and_clear_against_a_model(svc: TopicService, env
     backlog = list(ids)  # the model
     delivered = await svc.receive(T, "s", 6, 0, None)  # delivered and pending: still in the backlog
     assert [d.message.message_id for d in delivered] == ids[:6]
-    acked = rng.sample(ids[:6], 3) + [ids[8]]  # ids[8] was never delivered
+    acked = [*rng.sample(ids[:6], 3), ids[8]]  # ids[8] was never delivered
     await svc.ack(T, "s", acked)
     backlog = [m for m in backlog if m not in acked]
     assert await peek_all(svc, "s") == backlog
