@@ -1,8 +1,10 @@
-"""failover and key_shared subscriptions through the generated client against a real bookie and
-broker on PostgreSQL: three key_shared consumers with one leaving and one joining, per-key order
-checked over every delivery; a failover standby taking over when the active consumer goes
-silent; the consumer id they need; the type and the redelivery counts kept over a broker restart.
-The model-based schedule of consumers coming and going is tests/topics/test_subscription_types.py."""
+"""Subscriptions through the generated client against a real bookie and broker on PostgreSQL:
+three key_shared consumers with one leaving and one joining, per-key order checked over every
+delivery; a failover standby taking over when the active consumer goes silent; the consumer id
+they need; the type and the redelivery counts kept over a broker restart; a poison message
+reaching the dead-letter topic after exactly max_redeliveries + 1 deliveries; the backlog
+admin (create at an id, peek, skip, expire, examine). The model-based checks are
+tests/topics/test_subscription_types.py, test_dead_letters.py and test_backlog_ops.py."""
 
 from __future__ import annotations
 
@@ -13,14 +15,32 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from quire_client import Client
-from quire_client.api.data import ack_messages, create_subscription, produce, receive
+from quire_client.api.admin import (
+    admin_create_subscription,
+    examine_message,
+    expire_messages,
+    get_topic_stats,
+    peek_message,
+    skip_messages,
+)
+from quire_client.api.data import (
+    ack_messages,
+    create_subscription,
+    nack_messages,
+    produce,
+    read_messages,
+    receive,
+)
 from quire_client.models import (
     AckRequest,
+    ExamineMessageInitialposition,
     MessageList,
     MessageOut,
+    NackRequest,
     Problem,
     ProduceMessage,
     ProduceRequest,
+    ReadPage,
     SubscriptionRequest,
     SubscriptionRequestInitialPosition,
     SubscriptionRequestType,
@@ -60,8 +80,10 @@ def _topic() -> str:
     return f"types-{uuid.uuid4().hex[:10]}"
 
 
-def _subscribe(client: Client, topic: str, kind: SubscriptionRequestType) -> None:
-    body = SubscriptionRequest(type_=kind, initial_position=SubscriptionRequestInitialPosition.EARLIEST)
+def _subscribe(client: Client, topic: str, kind: SubscriptionRequestType, **options: object) -> None:
+    body = SubscriptionRequest(
+        type_=kind, initial_position=SubscriptionRequestInitialPosition.EARLIEST, **options
+    )
     done = create_subscription.sync_detailed(*NS, topic, "s", client=client, body=body)
     assert done.status_code in (200, 201), done.content
 
@@ -171,3 +193,66 @@ def test_failover_standby_takes_over_and_the_type_survives_a_restart(client: Cli
     again = _receive(client, topic, "b-standby")
     assert [(m.value, m.redelivery_count) for m in again] == [("m1", 2), ("m2", 2), ("m3", 1), ("m4", 1)]
     assert _receive(client, topic, "c-other") == []
+
+
+def test_a_poison_message_reaches_the_dead_letter_topic_after_exactly_n_deliveries(client: Client) -> None:
+    topic = _topic()
+    _subscribe(client, topic, SubscriptionRequestType.SHARED, max_redeliveries=2)
+    _produce(client, topic, [("k", "poison"), ("k", "fine")])
+    counts = []
+    for _ in range(4):
+        got = _receive(client, topic, "c1")
+        counts += [m.redelivery_count for m in got if m.value == "poison"]
+        fine = [m for m in got if m.value != "poison"]
+        if fine:
+            _ack(client, topic, fine)
+        poison = [m.message_id for m in got if m.value == "poison"]
+        if poison:
+            body = NackRequest(message_ids=poison)
+            assert nack_messages.sync_detailed(*NS, topic, "s", client=client, body=body).status_code == 204
+    assert counts == [0, 1, 2]  # max_redeliveries + 1 deliveries, then no more
+    page = read_messages.sync_detailed(*NS, f"{topic}-s-DLQ", client=client, start="earliest")
+    assert page.status_code == 200 and isinstance(page.parsed, ReadPage), page.content
+    letters = page.parsed.messages
+    assert [(m.value, m.key) for m in letters] == [("poison", "k")]
+    props = letters[0].properties.to_dict()
+    assert props["REAL_TOPIC"] == f"public/default/{topic}" and props["DEAD_LETTER_REASON"] == "nacked"
+    stats = get_topic_stats.sync_detailed(*NS, topic, client=client)
+    assert stats.status_code == 200 and stats.parsed is not None
+    assert stats.parsed.to_dict()["subscriptions"]["s"]["msgBacklog"] == 0  # acked on the original
+
+
+def test_backlog_admin_create_at_an_id_peek_skip_expire_examine(client: Client) -> None:
+    topic = _topic()
+    _produce(client, topic, [("k", f"m{i}") for i in range(6)])
+    first = _receive_reader(client, topic)
+    at = admin_create_subscription.sync_detailed(*NS, topic, "s", client=client, message_id=first[2])
+    assert at.status_code == 204, at.content
+    again = admin_create_subscription.sync_detailed(*NS, topic, "s", client=client)
+    assert again.status_code == 409 and isinstance(again.parsed, Problem)
+
+    def peek(n: int) -> str | None:
+        r = peek_message.sync_detailed(*NS, topic, "s", n, client=client)
+        if r.status_code == 404:
+            return None
+        assert r.status_code == 200 and isinstance(r.parsed, MessageOut), r.content
+        return str(r.parsed.value)
+
+    assert [peek(n) for n in (1, 2, 4, 5)] == ["m2", "m3", "m5", None]
+    assert skip_messages.sync_detailed(*NS, topic, "s", 2, client=client).status_code == 204
+    assert peek(1) == "m4"
+    assert expire_messages.sync_detailed(*NS, topic, "s", 0, client=client).status_code == 204
+    assert peek(1) is None
+    latest = examine_message.sync_detailed(
+        *NS, topic, client=client, initial_position=ExamineMessageInitialposition.LATEST, message_position=1
+    )
+    assert latest.status_code == 200 and isinstance(latest.parsed, MessageOut) and latest.parsed.value == "m0"
+    bad = admin_create_subscription.sync_detailed(*NS, topic, "t", client=client, message_id="12:x")
+    assert bad.status_code == 422 and isinstance(bad.parsed, Problem)  # and nothing was created:
+    assert admin_create_subscription.sync_detailed(*NS, topic, "t", client=client).status_code == 204
+
+
+def _receive_reader(client: Client, topic: str) -> list[str]:
+    page = read_messages.sync_detailed(*NS, topic, client=client, start="earliest")
+    assert page.status_code == 200 and isinstance(page.parsed, ReadPage), page.content
+    return [m.message_id for m in page.parsed.messages]
