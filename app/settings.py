@@ -98,6 +98,8 @@ class Settings(BaseSettings):
     max_unacked_messages_per_subscription: int = Field(200_000, gt=0)
     exclusive_consumer_idle_ms: int = Field(60_000, gt=0)
     compaction_check_interval_ms: int = Field(5_000, gt=0)
+    message_ttl_seconds: int = Field(0, ge=0)
+    message_ttl_check_interval_ms: int = Field(5_000, gt=0)
 
     # --- compactor ---------------------------------------------------------------------------
     spark_master: str = "local[*]"

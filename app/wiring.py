@@ -39,6 +39,8 @@ def topics_config(settings: Settings) -> TopicsConfig:
         max_unacked_messages_per_subscription=settings.max_unacked_messages_per_subscription,
         exclusive_consumer_idle_ms=settings.exclusive_consumer_idle_ms,
         compaction_check_interval_ms=settings.compaction_check_interval_ms,
+        message_ttl_seconds=settings.message_ttl_seconds,
+        message_ttl_check_interval_ms=settings.message_ttl_check_interval_ms,
         compaction_lease_ms=settings.compaction_lease_ms,
     )
 

@@ -41,23 +41,29 @@ log = logging.getLogger("quire.topics")
 
 class AdminPlane(TopicsBase):
     _compaction_task: asyncio.Task[None] | None = None
+    _ttl_task: asyncio.Task[None] | None = None
 
     # --- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
-        """Start background work: the compaction-threshold check (Pulsar's auto-compaction)."""
+        """Start background work: the compaction-threshold check (Pulsar's auto-compaction) and
+        the message TTL check."""
         if self._ownership is not None:
             await self._ownership.start()
         if self._compaction_task is None:
             self._compaction_task = asyncio.create_task(self._compaction_loop(), name="quire-auto-compaction")
+        if self._ttl_task is None:
+            self._ttl_task = asyncio.create_task(self._ttl_loop(), name="quire-message-ttl")
 
     async def close(self) -> None:
         """Close every topic, then give up its ownership (a handover: the next owner finds
         closed ledgers and flushed cursors), then leave the cluster."""
-        task, self._compaction_task = self._compaction_task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        tasks = [self._compaction_task, self._ttl_task]
+        self._compaction_task = self._ttl_task = None
+        for task in tasks:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await self.handover()
         if self._ownership is not None:
             await self._ownership.close()
@@ -360,6 +366,43 @@ class AdminPlane(TopicsBase):
         if t.partitions:
             out["partitions"] = {s.topic: _status_dict(s) for s in states}
         return out
+
+    async def expire_messages(self, topic: str, subscription: str | None, seconds: int) -> None:
+        if seconds < 0:
+            raise InvalidArgumentError(f"expiry time must be >= 0 seconds, got {seconds}")
+        t = await self._topic(topic)
+        names_ = [subscription] if subscription is not None else sorted(t.mls[0].cursors)
+        cutoff = self._clock.now_ms() - seconds * 1000
+        # The first entry young enough to stay, per partition (None: every entry is older).
+        keep = [await ml.find_position_by_publish_time(cutoff) for ml in t.mls]
+        for name in names_:
+            sub = await self._subscription(t, name)
+            async with sub.lock:
+                for partition, first_kept in enumerate(keep):
+                    if first_kept is None:
+                        sub.ack_all(partition)
+                    else:
+                        sub.ack_before(partition, first_kept)
+
+    async def expire_by_ttl(self) -> list[str]:
+        """Apply each open topic's message TTL (0 = off) on all its subscriptions; returns the
+        topics it was applied to."""
+        applied = []
+        for t in list(self._topics.values()):
+            ttl = t.policies.message_ttl_seconds
+            if ttl > 0 and t.mls[0].cursors:
+                await self.expire_messages(t.name, None, ttl)
+                applied.append(t.name)
+        return applied
+
+    async def _ttl_loop(self) -> None:
+        interval_s = self._config.message_ttl_check_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self.expire_by_ttl()
+            except Exception:  # the loop must outlive one bad topic; the next tick retries
+                log.exception("message TTL check failed")
 
     async def _compaction_loop(self) -> None:
         interval_s = self._config.compaction_check_interval_ms / 1000

@@ -75,10 +75,13 @@ class TopicPolicies:
     min_rollover_time_ms: int
     max_rollover_time_ms: int
     keyless_compaction_policy: Literal["drop", "keep"] = "drop"
+    message_ttl_seconds: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
-PolicyName = Literal["retention", "compactionThreshold", "deduplicationEnabled", "rolloverPolicy"]
+PolicyName = Literal[
+    "retention", "compactionThreshold", "deduplicationEnabled", "rolloverPolicy", "messageTTL"
+]
 
 
 class TopicsApi(Protocol):

@@ -41,6 +41,7 @@ class TopicsConfig:
     min_rollover_time_ms: int = 10 * 60_000
     max_rollover_time_ms: int = 240 * 60_000
     keyless_compaction_policy: Literal["drop", "keep"] = "drop"
+    message_ttl_seconds: int = 0  # Pulsar's message TTL: unacked messages older than it are acked
     # --- managed ledger placement (not policies) ----------------------------------------------
     ensemble_size: int = 1
     write_quorum: int = 1
@@ -48,5 +49,6 @@ class TopicsConfig:
     cursor_flush_interval_ms: int = 1_000
     # --- background work ----------------------------------------------------------------------
     compaction_check_interval_ms: int = 5_000
+    message_ttl_check_interval_ms: int = 5_000
     # How long a requested compaction may wait for a compactor to take it before it is ERROR.
     compaction_lease_ms: int = 30_000

@@ -9,7 +9,8 @@ are the admin API's policy names and whose values are the API's bodies:
      "deduplicationEnabled": bool,
      "rolloverPolicy": {"maxEntriesPerLedger": int, "maxSizePerLedgerBytes": int,
                         "minRolloverTimeMs": int, "maxRolloverTimeMs": int},
-     "keylessCompactionPolicy": "drop" | "keep"}
+     "keylessCompactionPolicy": "drop" | "keep",
+     "messageTTL": int seconds (0 = off)}
 
 A dict value may hold only some fields; the others fall back to the next level.
 """
@@ -31,6 +32,7 @@ POLICY_NAMES = (
     "deduplicationEnabled",
     "rolloverPolicy",
     "keylessCompactionPolicy",
+    "messageTTL",
 )
 
 # field in the API body -> (TopicPolicies attribute, smallest allowed value)
@@ -58,6 +60,7 @@ def defaults(config: TopicsConfig) -> TopicPolicies:
         min_rollover_time_ms=config.min_rollover_time_ms,
         max_rollover_time_ms=config.max_rollover_time_ms,
         keyless_compaction_policy=config.keyless_compaction_policy,
+        message_ttl_seconds=config.message_ttl_seconds,
     )
 
 
@@ -98,6 +101,10 @@ def validate(name: str, value: Any) -> Any:
         if type(value) is not bool:
             raise InvalidPolicyError(name, f"expected true or false, got {value!r}")
         return value
+    if name == "messageTTL":
+        if not _is_int(value) or value < 0:
+            raise InvalidPolicyError(name, f"expected an integer number of seconds >= 0, got {value!r}")
+        return value
     if name == "keylessCompactionPolicy":
         if value not in ("drop", "keep"):
             raise InvalidPolicyError(name, f"expected 'drop' or 'keep', got {value!r}")
@@ -124,6 +131,9 @@ def _apply(base: TopicPolicies, stored: Mapping[str, Any]) -> TopicPolicies:
     keyless = stored.get("keylessCompactionPolicy")
     if keyless in ("drop", "keep"):
         changes["keyless_compaction_policy"] = keyless
+    ttl = stored.get("messageTTL")
+    if _is_int(ttl) and ttl >= 0:
+        changes["message_ttl_seconds"] = ttl
     return replace(base, **changes) if changes else base
 
 
@@ -166,4 +176,6 @@ def api_value(policies: TopicPolicies, name: str) -> Any:
         return policies.deduplication_enabled
     if name == "keylessCompactionPolicy":
         return policies.keyless_compaction_policy
+    if name == "messageTTL":
+        return policies.message_ttl_seconds
     raise InvalidPolicyError(name, f"unknown policy; known: {list(POLICY_NAMES)}")

@@ -419,23 +419,6 @@ class TopicService(AdminPlane):
             for partition in range(len(t.mls)):
                 sub.ack_all(partition)
 
-    async def expire_messages(self, topic: str, subscription: str | None, seconds: int) -> None:
-        if seconds < 0:
-            raise InvalidArgumentError(f"expiry time must be >= 0 seconds, got {seconds}")
-        t = await self._topic(topic)
-        names_ = [subscription] if subscription is not None else sorted(t.mls[0].cursors)
-        cutoff = self._clock.now_ms() - seconds * 1000
-        # The first entry young enough to stay, per partition (None: every entry is older).
-        keep = [await ml.find_position_by_publish_time(cutoff) for ml in t.mls]
-        for name in names_:
-            sub = await self._subscription(t, name)
-            async with sub.lock:
-                for partition, first_kept in enumerate(keep):
-                    if first_kept is None:
-                        sub.ack_all(partition)
-                    else:
-                        sub.ack_before(partition, first_kept)
-
     @staticmethod
     def _check_position(n: int) -> None:
         if n < 1:

@@ -36,6 +36,7 @@ def admin_router(topics: TopicsApi) -> APIRouter:
     _unload_route(router, topics)
     _stats_routes(router, topics)
     _policy_routes(router, topics)
+    _message_ttl_routes(router, topics)
     _subscription_routes(router, topics)
     _backlog_routes(router, topics)
     _tenant_routes(router, topics)
@@ -207,6 +208,50 @@ def _policy_routes(router: APIRouter, topics: TopicsApi) -> None:
         lambda p: p.deduplication_enabled,
         "DeduplicationEnabled",
     )
+
+
+def _message_ttl_routes(router: APIRouter, topics: TopicsApi) -> None:
+    """Pulsar's messageTTL: the value goes in the query (`?messageTTL=seconds`), not a body."""
+    path = PERSISTENT + "/{topic}/messageTTL"
+
+    @router.get(
+        path,
+        operation_id="getMessageTTL",
+        summary="Effective message TTL in seconds (0 = off)",
+        response_model=int,
+        responses=problems(404, 422),
+    )
+    async def get_ttl(tenant: Tenant, namespace: Namespace, topic: Topic) -> int:
+        return (await topics.get_policies(full_name(tenant, namespace, topic))).message_ttl_seconds
+
+    @router.post(
+        path,
+        operation_id="setMessageTTL",
+        summary="Set the topic's message TTL: unacked messages older than it are acked on every subscription",
+        status_code=204,
+        response_model=None,
+        responses=problems(404, 422),
+    )
+    async def set_ttl(
+        tenant: Tenant,
+        namespace: Namespace,
+        topic: Topic,
+        messageTTL: int = Query(ge=0, le=10**10, examples=[3600], description="seconds; 0 = off"),
+    ) -> Response:
+        await topics.set_policy(full_name(tenant, namespace, topic), "messageTTL", messageTTL)
+        return empty()
+
+    @router.delete(
+        path,
+        operation_id="removeMessageTTL",
+        summary="Remove the topic's message TTL (fall back to the namespace or the default)",
+        status_code=204,
+        response_model=None,
+        responses=problems(404, 422),
+    )
+    async def delete_ttl(tenant: Tenant, namespace: Namespace, topic: Topic) -> Response:
+        await topics.delete_policy(full_name(tenant, namespace, topic), "messageTTL")
+        return empty()
 
 
 def _policy(

@@ -19,8 +19,10 @@ from quire_client.api.admin import (
     admin_create_subscription,
     examine_message,
     expire_messages,
+    get_message_ttl,
     get_topic_stats,
     peek_message,
+    set_message_ttl,
     skip_messages,
 )
 from quire_client.api.data import (
@@ -62,6 +64,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, postgres_url: str) -> Iterat
         url,
         QUIRE_EXCLUSIVE_CONSUMER_IDLE_MS=str(IDLE_MS),
         QUIRE_DEFAULT_ACK_TIMEOUT_MS="60000",
+        QUIRE_MESSAGE_TTL_CHECK_INTERVAL_MS="300",
     )
     try:
         yield s
@@ -256,3 +259,21 @@ def _receive_reader(client: Client, topic: str) -> list[str]:
     page = read_messages.sync_detailed(*NS, topic, client=client, start="earliest")
     assert page.status_code == 200 and isinstance(page.parsed, ReadPage), page.content
     return [m.message_id for m in page.parsed.messages]
+
+
+def test_message_ttl_expires_old_messages_in_the_broker(client: Client) -> None:
+    topic = _topic()
+    _subscribe(client, topic, SubscriptionRequestType.SHARED)
+    _produce(client, topic, [("k", "old")])
+    assert set_message_ttl.sync_detailed(*NS, topic, client=client, message_ttl=1).status_code == 204
+    ttl = get_message_ttl.sync_detailed(*NS, topic, client=client)
+    assert ttl.status_code == 200 and ttl.parsed == 1
+    deadline = time.monotonic() + BOUND_S
+    while time.monotonic() < deadline:  # the broker's check runs every 300 ms; the TTL is 1 s
+        if peek_message.sync_detailed(*NS, topic, "s", 1, client=client).status_code == 404:
+            break
+        time.sleep(0.2)
+    assert peek_message.sync_detailed(*NS, topic, "s", 1, client=client).status_code == 404
+    assert _receive(client, topic, "c1") == []
+    bad = set_message_ttl.sync_detailed(*NS, topic, client=client, message_ttl=-1)
+    assert bad.status_code == 422 and isinstance(bad.parsed, Problem)

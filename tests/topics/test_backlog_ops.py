@@ -12,7 +12,7 @@ from managed_ledger.entry_format import Message
 from managed_ledger.position import MessageId
 from tests.topics.conftest import Env
 from topics.api import SubscriptionOptions
-from topics.errors import InvalidArgumentError, MessageNotFoundError
+from topics.errors import InvalidArgumentError, InvalidPolicyError, MessageNotFoundError
 from topics.service import TopicService
 
 T = "public/default/backlog"
@@ -91,3 +91,22 @@ async def test_expire_on_every_subscription_and_examine(svc: TopicService, env: 
         await svc.examine_message(T, "latest", 4)
     with pytest.raises(InvalidArgumentError):
         await svc.expire_messages(T, "a", -1)
+
+
+async def test_message_ttl_acks_old_messages_on_every_subscription(svc: TopicService, env: Env) -> None:
+    ids = await produce_batches(svc, env, [2, 1, 1])  # at +0, +1, +2 s; now +3 s
+    for sub in ("a", "b"):
+        await svc.create_subscription(T, sub, SubscriptionOptions("earliest"))
+    assert await svc.expire_by_ttl() == []  # no TTL anywhere: nothing happens
+    await svc.set_policy(T, "messageTTL", 2)
+    assert (await svc.get_policies(T)).message_ttl_seconds == 2
+    assert await svc.expire_by_ttl() == [T]
+    for sub in ("a", "b"):
+        assert await peek_all(svc, sub) == ids[2:]  # +0 s is older than 2 s; +1 s is not
+    env.clock.advance(10_000)
+    await svc.expire_by_ttl()
+    assert await peek_all(svc, "a") == [] and await peek_all(svc, "b") == []
+    await svc.delete_policy(T, "messageTTL")
+    assert (await svc.get_policies(T)).message_ttl_seconds == 0
+    with pytest.raises(InvalidPolicyError):
+        await svc.set_policy(T, "messageTTL", -1)
