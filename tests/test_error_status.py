@@ -93,6 +93,10 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "topics.errors.NamespaceNotEmptyError": (("t/n",), 409, "Namespace not empty"),
     "topics.errors.TopicBusyError": (("t/n/x", ["s"]), 409, "Topic has subscriptions"),
     "topics.errors.ConsumerBusyError": (("t/n/x", "s", "c1"), 409, "Exclusive subscription busy"),
+    "topics.errors.ConsumerIdRequiredError": (("t/n/x", "s", "failover"), 422, "Consumer id required"),
+    "topics.errors.SubscriptionExistsError": (("t/n/x", "s"), 409, "Subscription already exists"),
+    "topics.errors.PartitionCountError": (("t/n/x has 4",), 409, "Partition count cannot change so"),
+    "topics.errors.DeadLetterForwardError": (("down",), 503, "Dead-letter topic unavailable"),
     "topics.errors.CompactionConflictError": (("t/n/x",), 409, "Compaction already running"),
     "topics.errors.MessageTooLargeError": ((0, 2_000, 1_000), 413, "Message too large"),
     "topics.errors.BatchTooLargeError": (

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import replace
 from typing import Any
 
 from managed_ledger.metadata.api import (
@@ -27,6 +28,7 @@ from topics.errors import (
     NamespaceExistsError,
     NamespaceNotEmptyError,
     NamespaceNotFoundError,
+    PartitionCountError,
     TenantExistsError,
     TenantNotEmptyError,
     TenantNotFoundError,
@@ -169,6 +171,37 @@ class AdminPlane(TopicsBase):
             await self._create_topic_record(name, partitions, exist_ok=False)
         except AlreadyExistsError as exc:
             raise TopicExistsError(name) from exc
+
+    async def update_partitions(self, topic: str, partitions: int) -> None:
+        """Grow a partitioned topic to `partitions`. The new partitions get every subscription's
+        cursor (at their start) before the count is raised, so no subscription misses what is
+        produced there; then the topic is reopened here with all of them (its subscriptions'
+        in-memory delivery state goes: unacked messages come again, as after a restart)."""
+        t = await self._topic(topic)
+        if not t.partitions:
+            raise PartitionCountError(f"topic {t.name} is not partitioned")
+        if partitions <= t.partitions:
+            raise PartitionCountError(
+                f"topic {t.name} has {t.partitions} partitions: the count can only grow"
+            )
+        if partitions > self._config.max_partitions:
+            raise InvalidArgumentError(
+                f"partitions must be at most {self._config.max_partitions} (max_partitions)"
+            )
+        async with t.lock:
+            meta = await self._call(self._store.get_topic, t.name)
+            if meta is None:
+                raise TopicNotFoundError(t.name)
+            config = policies.ledger_config(t.policies, self._config)
+            subscriptions = {name: c.properties for name, c in t.mls[0].cursors.items()}
+            for index in range(t.partitions, partitions):
+                ml = await self._factory.open(names.partition_name(t.name, index), config)
+                for name, properties in subscriptions.items():
+                    cursor = await ml.open_cursor(name, "earliest")
+                    await cursor.set_properties(dict(properties))
+                    await cursor.flush()
+            await self._call(self._store.update_topic, replace(meta, partitions=partitions))
+        await self._drop(t, release=False)
 
     async def get_partitions(self, topic: str) -> int:
         meta = await self._call(self._store.get_topic, names.validate_topic(topic))

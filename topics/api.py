@@ -168,6 +168,10 @@ class TopicsApi(Protocol):
 
     async def reset_cursor(self, topic: str, subscription: str, timestamp_ms: int) -> None: ...
 
+    async def update_partitions(self, topic: str, partitions: int) -> None:
+        """Grow a partitioned topic (PartitionCountError when not partitioned or not more)."""
+        ...
+
     # --- a subscription's backlog (Pulsar's peek, skip, clear-backlog, expire) ---------------------
     async def peek(self, topic: str, subscription: str, n: int) -> StoredMessage:
         """The n-th (1-based) message the subscription has not acked, delivered or not;

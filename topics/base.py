@@ -37,7 +37,8 @@ from topics.errors import (
 from topics.ownership import Ownership
 from topics.partitions import Router
 from topics.readers import CompactedSource
-from topics.subscriptions import Subscription, options_from_properties
+from topics.subscription_options import options_from_properties
+from topics.subscriptions import Subscription
 
 T = TypeVar("T")
 log = logging.getLogger("quire.topics")

@@ -155,6 +155,15 @@ class TopicExistsError(TopicsError):
         self.topic = topic
 
 
+class PartitionCountError(TopicsError):
+    """A partition count that cannot be set: the topic is not partitioned, or the count would
+    not grow (partitions are never removed, as in Pulsar)."""
+
+    title = "Partition count cannot change so"
+    code = "partitions-not-increased"
+    kind = ErrorKind.conflict
+
+
 class SubscriptionExistsError(TopicsError):
     title = "Subscription already exists"
     code = "subscription-exists"

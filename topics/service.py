@@ -52,7 +52,7 @@ from topics.errors import (
     WriteInFlightError,
 )
 from topics.readers import EARLIEST, after, decode_entry, latest, read_merged
-from topics.subscriptions import options_to_properties
+from topics.subscription_options import options_to_properties
 
 _DUPLICATE = ProduceResult(None, True)
 FORWARD_TIMEOUT_S = 10.0  # a dead-letter write forwarded to the topic's owner

@@ -12,8 +12,7 @@ are delivered again from the cursors, as in Pulsar):
   expiring is popping from the front.
 - `redeliver`: a heap of ids (nacked or timed out) handed out before new messages, in id order
   (an exclusive subscription's strict order).
-- `ready`: messages read from a cursor, not yet handed out (an entry holds a whole batch). On a
-  key_shared subscription they are queued at once per consumer of their key (`queues`).
+- `ready`: messages read from a cursor, not yet handed out (key_shared queues them per key).
 - `entries`: per entry read, its batch size and the batch indexes acked so far; the entry is
   acked on its cursor once every message of it is.
 - `counts`, per partition: the redelivery count of the last delivery of each message delivered
@@ -23,14 +22,11 @@ Types (Pulsar's): **shared** hands each message to whichever consumer asks. **ex
 one consumer (`_claim`). **failover** has one active consumer, the first by sorted id among the
 live ones; the others get nothing until it goes silent, and a change of active consumer hands
 the old one's unacked messages to the new one. **key_shared** sends each key to one consumer,
-in order: a consistent-hash ring of the live consumers (100 points each, as Pulsar's) picks it,
-and a key stays with the consumer holding its unacked messages until they are acked or that
-consumer leaves, so keys move only when consumers come or go, never under a message still out.
-A message without a key has the empty key (Pulsar's rule: they go to one consumer, in order).
-A consumer is live while it asks for messages (a long poll counts until it ends) and leaves
-once silent for the consumer idle time (`exclusive_idle_ms`); what it held unacked is then
-redelivered, in id order, to the consumers that own it now. Every type but shared needs a
-`consumer_id`.
+in order (`topics.key_shared`). A consumer is live while it asks for messages (a long poll
+counts until it ends) and leaves once silent for the consumer idle time (`exclusive_idle_ms`);
+what it held unacked is then redelivered, in id order, to the consumers that own it now. Every
+type but shared needs a `consumer_id`. Past `max_redeliveries` a message goes to the dead-letter
+topic (`topics.dead_letters`).
 
 The delivery state is stored with the cursor's batched flush, not per message: a change only
 tells the cursor (`delivery_state_changed`), and the flush asks `_delivery_state` for the JSON
@@ -43,40 +39,32 @@ state before the cursor's reset, whose flush stores the cleared state.
 from __future__ import annotations
 
 import asyncio
-import bisect
 import functools
-import hashlib
 import heapq
 import logging
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from common.errors import QuireError
-from managed_ledger.api import Cursor, InitialPosition, ManagedLedger
+from managed_ledger.api import Cursor, ManagedLedger
 from managed_ledger.clock import Clock
-from managed_ledger.entry_format import Message, StoredMessage
+from managed_ledger.entry_format import StoredMessage
 from managed_ledger.errors import EntryNotFoundError
 from managed_ledger.position import MessageId, Position
-from topics import delivery_state
-from topics.api import Delivery, SubscriptionOptions, SubscriptionType
+from topics import dead_letters, delivery_state, key_shared
+from topics.api import Delivery, SubscriptionOptions
+from topics.dead_letters import DEAD_LETTER_RETRY_MS, DeadLetterWriter
 from topics.delivery_state import EntryAcks
 from topics.errors import ConsumerBusyError, ConsumerIdRequiredError
+from topics.key_shared import KeyRouter
 from topics.readers import BEYOND, CompactedSource, after, decode_entry, entries_wanted
 
 # Resolves the partition of a message id the subscription has no state for (ledger ids are
 # unique across the cluster, so an id names its managed ledger); None when no partition has it.
 log = logging.getLogger("quire.topics")
 PartitionLookup = Callable[[MessageId], Awaitable[int | None]]
-# Writes messages to a topic (the dead-letter topic), here or at the broker that owns it.
-DeadLetterWriter = Callable[[str, list[Message]], Awaitable[None]]
-DEAD_LETTER_RETRY_MS = 1_000  # a dead letter that could not be written is tried again after this
-SUBSCRIPTION_TYPES: tuple[SubscriptionType, ...] = ("shared", "exclusive", "failover", "key_shared")
-RING_POINTS = 100  # points per consumer on the key_shared hash ring (Pulsar's default)
-# key_shared: messages read ahead for consumers that have not asked yet, at most; past it a
-# consumer gets nothing new until the others take theirs (Pulsar's dispatcher stalls the same way).
-KEY_SHARED_READ_AHEAD = 10_000
 
 
 @dataclass(slots=True)
@@ -85,38 +73,6 @@ class _Pending:
     partition: int
     deadline_ms: int
     consumer: str | None = None
-
-
-def _hash(data: str) -> int:
-    return int.from_bytes(hashlib.blake2b(data.encode(), digest_size=8).digest(), "big")
-
-
-def options_to_properties(options: SubscriptionOptions) -> dict[str, object]:
-    return {
-        "type": options.type,
-        "initial_position": options.initial_position,
-        "read_compacted": options.read_compacted,
-        "ack_timeout_ms": options.ack_timeout_ms,
-        "max_redeliveries": options.max_redeliveries,
-        "dead_letter_topic": options.dead_letter_topic,
-    }
-
-
-def options_from_properties(props: dict[str, object]) -> SubscriptionOptions:
-    stored = props.get("type")
-    sub_type: SubscriptionType = next((t for t in SUBSCRIPTION_TYPES if t == stored), "shared")
-    initial: InitialPosition = "earliest" if props.get("initial_position") == "earliest" else "latest"
-    timeout = props.get("ack_timeout_ms")
-    limit = props.get("max_redeliveries")
-    dlq = props.get("dead_letter_topic")
-    return SubscriptionOptions(
-        initial_position=initial,
-        type=sub_type,
-        read_compacted=props.get("read_compacted") is True,
-        ack_timeout_ms=timeout if isinstance(timeout, int) and timeout > 0 else None,
-        max_redeliveries=limit if isinstance(limit, int) and limit > 0 else 0,
-        dead_letter_topic=dlq if isinstance(dlq, str) else None,
-    )
 
 
 class Subscription:
@@ -169,16 +125,7 @@ class Subscription:
         self._owner: str | None = None  # exclusive: the consumer; failover: the active one
         self._owner_seen_ms = 0
         self._consumers: dict[str, int] = {}  # failover, key_shared: live consumer -> heard until (ms)
-        self._ring: list[tuple[int, str]] = []  # key_shared: (point, consumer), sorted
-        self._routes: dict[str, str] = {}  # key_shared: key -> its consumer on the ring (a cache)
-        # key_shared: messages read, queued per consumer of their key; where each key's queued
-        # messages are, and how many; and how many are queued in all.
-        self._queues: dict[str, deque[tuple[int, StoredMessage]]] = {}
-        self._queued_at: dict[str, str] = {}
-        self._key_queued: Counter[str] = Counter()
-        self._queued = 0
-        self._key_holder: dict[str, str] = {}  # key_shared: key -> consumer of its latest delivery
-        self._key_out: Counter[str] = Counter()  # key_shared: messages of a key pending or to redeliver
+        self._keys = KeyRouter()  # key_shared
         self._rr = 0
         self._entries_read = 0  # with _messages_read: the batch size seen, to size reads
         self._messages_read = 0
@@ -240,7 +187,7 @@ class Subscription:
                 if item is None or self._is_acked(item[0], mid):
                     self._redeliver_msgs.pop(mid, None)
                     continue
-                if keyed and self._consumer_of(item[1].key or "") != consumer:
+                if keyed and self._keys.consumer_of(item[1].key or "", self._consumers) != consumer:
                     skipped.append(mid)
                     continue
                 del self._redeliver_msgs[mid]
@@ -269,52 +216,22 @@ class Subscription:
     ) -> None:
         """key_shared: new messages from this consumer's queue; messages read from the cursors
         are queued for the consumer of their key as they are read."""
-        queue = self._queues.setdefault(consumer, deque())
-        key_queued, key_out = self._key_queued, self._key_out
+        keys = self._keys
         while len(out) < max_messages and len(self.pending) < self._max_unacked:
-            if not queue:
-                if self._queued >= KEY_SHARED_READ_AHEAD:
+            item = keys.take(consumer)
+            if item is None:
+                if keys.queued >= key_shared.READ_AHEAD:
                     return  # the read-ahead is full of other consumers' keys
                 if not await self._read_more(max_messages - len(out)):
                     return
-                self._route_ready()
+                keys.route(self._ready, self._consumers)
                 continue
-            partition, message = queue.popleft()
-            key = message.key or ""
-            self._queued -= 1
-            left = key_queued[key] - 1
-            if left > 0:
-                key_queued[key] = left
-            else:
-                del key_queued[key]
-                del self._queued_at[key]
+            partition, message = item
             if self._is_acked(partition, message.message_id):
+                keys.settled(message)
                 continue
-            key_out[key] += 1
             touched.add(partition)
             self._hand_out(out, partition, message, now, consumer)
-
-    def _route_ready(self) -> None:
-        """key_shared: queue what was read for the consumers of its keys."""
-        while self._ready:
-            item = self._ready.popleft()
-            key = item[1].key or ""
-            target = self._consumer_of(key)
-            self._queues.setdefault(target, deque()).append(item)
-            self._queued_at[key] = target
-            self._key_queued[key] += 1
-            self._queued += 1
-
-    def _requeue(self) -> None:
-        """key_shared: the consumers changed: queue what was read for its keys' consumers now.
-        All queued messages of a key are in one queue, in order, so they stay in order."""
-        for queue in self._queues.values():
-            self._ready.extend(queue)
-        self._queues.clear()
-        self._queued_at.clear()
-        self._key_queued.clear()
-        self._queued = 0
-        self._route_ready()
 
     def _hand_out(
         self, out: list[Delivery], partition: int, message: StoredMessage, now: int, consumer: str
@@ -337,18 +254,7 @@ class Subscription:
         a crash in between writes one again after the restart, never loses one."""
         dead, self._dead = self._dead, []
         letters = [
-            Message(
-                m.value,
-                m.key,
-                {
-                    **(m.properties or {}),
-                    "REAL_TOPIC": self.topic,
-                    "REAL_SUBSCRIPTION": self.name,
-                    "ORIGIN_MESSAGE_ID": str(m.message_id),
-                    "DEAD_LETTER_REASON": self._reasons.get(m.message_id, "redelivery limit"),
-                },
-                m.event_time,
-            )
+            dead_letters.letter(m, self.topic, self.name, self._reasons.get(m.message_id, "redelivery limit"))
             for _, m in dead
         ]
         try:
@@ -370,7 +276,7 @@ class Subscription:
         counts[mid] = count
         self.pending[mid] = _Pending(message, partition, now + self.ack_timeout_ms, consumer)
         if self.options.type == "key_shared":
-            self._key_holder[message.key or ""] = consumer
+            self._keys.holder[message.key or ""] = consumer
         return Delivery(message, count)
 
     # --- consumers (failover, key_shared) -------------------------------------------------------
@@ -398,36 +304,7 @@ class Subscription:
                     self._to_redeliver(mid, "consumer left")
                 self._owner = active
         elif joined or gone:
-            self._routes.clear()
-            self._ring = sorted((_hash(f"{c}#{i}"), c) for c in self._consumers for i in range(RING_POINTS))
-            self._requeue()
-
-    def _consumer_of(self, key: str) -> str:
-        """key_shared: the consumer a key's next message goes to: the one its earlier messages
-        are out with or queued for, else the ring's choice."""
-        holder = self._key_holder.get(key)
-        if holder is not None and self._key_out[key] > 0 and holder in self._consumers:
-            return holder  # its earlier messages are still out with this consumer
-        queued = self._queued_at.get(key)
-        if queued is not None:
-            return queued
-        if len(self._routes) > KEY_SHARED_READ_AHEAD:
-            self._routes.clear()  # a cache: keep it bounded whatever the key space
-        routed = self._routes.get(key)
-        if routed is None:
-            i = bisect.bisect_left(self._ring, (_hash(key), ""))
-            routed = self._routes[key] = self._ring[i % len(self._ring)][1]
-        return routed
-
-    def _key_settled(self, message: StoredMessage) -> None:
-        """key_shared: one of a key's messages is acked (no longer pending or to redeliver)."""
-        key = message.key or ""
-        left = self._key_out[key] - 1
-        if left > 0:
-            self._key_out[key] = left
-        else:
-            self._key_out.pop(key, None)
-            self._key_holder.pop(key, None)
+            self._keys.set_consumers(self._consumers, self._consumers)
 
     def _claim(self, consumer: str, now: int) -> None:
         owner = self._owner
@@ -577,12 +454,12 @@ class Subscription:
         partition: int | None = None
         if (pending := self.pending.pop(mid, None)) is not None:
             partition = pending.partition
-            if self._key_out:
-                self._key_settled(pending.message)
+            if self._keys.out:
+                self._keys.settled(pending.message)
         elif (item := self._redeliver_msgs.pop(mid, None)) is not None:
             partition = item[0]
-            if self._key_out:
-                self._key_settled(item[1])
+            if self._keys.out:
+                self._keys.settled(item[1])
         elif (state := self._entries.get(mid.position)) is not None:
             partition = state.partition  # a count restored from the delivery state, maybe
         self._reasons.pop(mid, None)
@@ -651,8 +528,7 @@ class Subscription:
         self._changed([partition])
 
     def ack_before(self, partition: int, pos: Position) -> None:
-        """Ack every message of `partition` stored before entry `pos` (expiry: the cursor moves
-        there cumulatively; a mark-delete already past it stays)."""
+        """Ack every message of `partition` stored before entry `pos` (a mark-delete past it stays)."""
         self.cursors[partition].ack_cumulative(Position(pos.ledger_id, pos.entry_id - 1))
         self._forget_through(partition, MessageId(pos.ledger_id, pos.entry_id - 1, BEYOND), pos)
 
@@ -701,12 +577,7 @@ class Subscription:
         self._compacted_next = [None] * len(self.cursors)
         self._compacted_unacked = [set() for _ in self.cursors]
         self._compacted_end = [None] * len(self.cursors)
-        self._key_holder.clear()
-        self._key_out.clear()
-        self._queues.clear()
-        self._queued_at.clear()
-        self._key_queued.clear()
-        self._queued = 0
+        self._keys.clear()
         self._changed(range(len(self.cursors)))
 
     async def seek_to_message(self, partition: int, mid: MessageId) -> None:

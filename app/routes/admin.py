@@ -5,13 +5,13 @@ No `from __future__ import annotations` here: the policy routes are built in a l
 must see their body types as objects, not as names it cannot resolve at module level.
 """
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query
 from starlette.responses import Response
 
 from app import schemas
-from app.codec import message_dict, parse_message_id
+from app.routes import subscription_admin
 from app.routes.common import (
     Namespace,
     Subscription,
@@ -19,11 +19,9 @@ from app.routes.common import (
     Topic,
     empty,
     full_name,
-    json_response,
     problems,
 )
-from topics.api import PolicyName, SubscriptionOptions, TopicPolicies, TopicsApi
-from topics.errors import MessageNotFoundError, SubscriptionExistsError
+from topics.api import PolicyName, TopicPolicies, TopicsApi
 from topics.names import NAME_PATTERN
 
 PERSISTENT = "/admin/v2/persistent/{tenant}/{namespace}"
@@ -38,7 +36,9 @@ def admin_router(topics: TopicsApi) -> APIRouter:
     _policy_routes(router, topics)
     _message_ttl_routes(router, topics)
     _subscription_routes(router, topics)
-    _backlog_routes(router, topics)
+    subscription_admin.position_routes(router, topics, PERSISTENT)
+    subscription_admin.backlog_routes(router, topics, PERSISTENT)
+    subscription_admin.expire_routes(router, topics, PERSISTENT)
     _tenant_routes(router, topics)
     _namespace_routes(router, topics)
     return router
@@ -94,6 +94,23 @@ def _partition_routes(router: APIRouter, topics: TopicsApi) -> None:
         partitions: Annotated[int, Body(ge=1, le=10_000, examples=[4])],
     ) -> Response:
         await topics.create_topic(full_name(tenant, namespace, topic), partitions)
+        return empty()
+
+    @router.post(
+        PERSISTENT + "/{topic}/partitions",
+        operation_id="updatePartitionedTopic",
+        summary="Grow a partitioned topic to N partitions (409 when not partitioned or not more)",
+        status_code=204,
+        response_model=None,
+        responses=problems(404, 409, 422),
+    )
+    async def update_partitions(
+        tenant: Tenant,
+        namespace: Namespace,
+        topic: Topic,
+        partitions: Annotated[int, Body(ge=1, le=10_000, examples=[8])],
+    ) -> Response:
+        await topics.update_partitions(full_name(tenant, namespace, topic), partitions)
         return empty()
 
     @router.get(
@@ -336,158 +353,6 @@ def _subscription_routes(router: APIRouter, topics: TopicsApi) -> None:
         timestamp: Annotated[int, Path(ge=0, le=2**63 - 1, examples=[1763700000000])],
     ) -> Response:
         await topics.reset_cursor(full_name(tenant, namespace, topic), subscription, timestamp)
-        return empty()
-
-
-MessagePosition = Annotated[int, Path(ge=1, le=2**31 - 1, examples=[1], description="1-based")]
-Seconds = Annotated[int, Path(ge=0, le=10**10, examples=[3600])]
-SUBSCRIPTION = PERSISTENT + "/{topic}/subscription/{subscription}"
-
-
-def _message(m: Any, value_encoding: schemas.ValueEncoding) -> Response:
-    return json_response(message_dict(m, 0, value_encoding is schemas.ValueEncoding.base64))
-
-
-def _backlog_routes(router: APIRouter, topics: TopicsApi) -> None:
-    """Pulsar's subscription admin: create at a position, reset to an id, peek, examine, skip,
-    clear the backlog, expire."""
-
-    @router.put(
-        SUBSCRIPTION,
-        operation_id="adminCreateSubscription",
-        summary="Create a subscription at earliest, latest or a message id (409 when it exists)",
-        status_code=204,
-        response_model=None,
-        responses=problems(404, 409, 422),
-    )
-    async def create_subscription(
-        tenant: Tenant,
-        namespace: Namespace,
-        topic: Topic,
-        subscription: Subscription,
-        messageId: str = Query("latest", examples=["earliest"], description="earliest, latest or L:E:B"),
-    ) -> Response:
-        name = full_name(tenant, namespace, topic)
-        at = None if messageId in ("earliest", "latest") else parse_message_id(messageId, "messageId")
-        options = SubscriptionOptions("latest" if messageId == "latest" else "earliest")
-        if not await topics.create_subscription(name, subscription, options):
-            raise SubscriptionExistsError(name, subscription)
-        if at is not None:
-            try:
-                await topics.seek(name, subscription, at)
-            except MessageNotFoundError:
-                await topics.delete_subscription(name, subscription)  # an id not in the topic: no change
-                raise
-        return empty()
-
-    @router.post(
-        SUBSCRIPTION + "/resetcursor",
-        operation_id="resetCursorToMessageId",
-        summary="Reset the subscription to a message id (the id is the next delivered)",
-        status_code=204,
-        response_model=None,
-        responses=problems(404, 422),
-    )
-    async def reset_cursor_to_id(
-        tenant: Tenant,
-        namespace: Namespace,
-        topic: Topic,
-        subscription: Subscription,
-        body: schemas.MessageIdBody,
-    ) -> Response:
-        target = parse_message_id(body.messageId, "messageId")
-        await topics.seek(full_name(tenant, namespace, topic), subscription, target)
-        return empty()
-
-    @router.get(
-        SUBSCRIPTION + "/position/{n}",
-        operation_id="peekMessage",
-        summary="The n-th message the subscription has not acked (delivered or not)",
-        response_model=schemas.MessageOut,
-        responses=problems(404, 422),
-    )
-    async def peek(
-        tenant: Tenant,
-        namespace: Namespace,
-        topic: Topic,
-        subscription: Subscription,
-        n: MessagePosition,
-        value_encoding: schemas.ValueEncoding = schemas.ValueEncoding.text,
-    ) -> Response:
-        return _message(
-            await topics.peek(full_name(tenant, namespace, topic), subscription, n), value_encoding
-        )
-
-    @router.get(
-        PERSISTENT + "/{topic}/examinemessage",
-        operation_id="examineMessage",
-        summary="The first message of the n-th entry from the oldest or the newest",
-        response_model=schemas.MessageOut,
-        responses=problems(404, 422),
-    )
-    async def examine(
-        tenant: Tenant,
-        namespace: Namespace,
-        topic: Topic,
-        initialPosition: Literal["earliest", "latest"] = "latest",
-        messagePosition: int = Query(1, ge=1, le=2**31 - 1),
-        value_encoding: schemas.ValueEncoding = schemas.ValueEncoding.text,
-    ) -> Response:
-        name = full_name(tenant, namespace, topic)
-        return _message(await topics.examine_message(name, initialPosition, messagePosition), value_encoding)
-
-    @router.post(
-        SUBSCRIPTION + "/skip/{n}",
-        operation_id="skipMessages",
-        summary="Ack the next n messages the subscription has not acked",
-        status_code=204,
-        response_model=None,
-        responses=problems(404, 422),
-    )
-    async def skip(
-        tenant: Tenant, namespace: Namespace, topic: Topic, subscription: Subscription, n: MessagePosition
-    ) -> Response:
-        await topics.skip(full_name(tenant, namespace, topic), subscription, n)
-        return empty()
-
-    @router.post(
-        SUBSCRIPTION + "/skip_all",
-        operation_id="skipAllMessages",
-        summary="Ack everything stored so far (clear the backlog)",
-        status_code=204,
-        response_model=None,
-        responses=problems(404, 422),
-    )
-    async def skip_all(
-        tenant: Tenant, namespace: Namespace, topic: Topic, subscription: Subscription
-    ) -> Response:
-        await topics.skip_all(full_name(tenant, namespace, topic), subscription)
-        return empty()
-
-    @router.post(
-        SUBSCRIPTION + "/expireMessages/{seconds}",
-        operation_id="expireMessages",
-        summary="Ack the subscription's messages published more than `seconds` ago",
-        status_code=204,
-        response_model=None,
-        responses=problems(404, 422),
-    )
-    async def expire(
-        tenant: Tenant, namespace: Namespace, topic: Topic, subscription: Subscription, seconds: Seconds
-    ) -> Response:
-        await topics.expire_messages(full_name(tenant, namespace, topic), subscription, seconds)
-        return empty()
-
-    @router.post(
-        PERSISTENT + "/{topic}/all_subscription/expireMessages/{seconds}",
-        operation_id="expireMessagesAllSubscriptions",
-        summary="Ack, on every subscription, the messages published more than `seconds` ago",
-        status_code=204,
-        response_model=None,
-        responses=problems(404, 422),
-    )
-    async def expire_all(tenant: Tenant, namespace: Namespace, topic: Topic, seconds: Seconds) -> Response:
-        await topics.expire_messages(full_name(tenant, namespace, topic), None, seconds)
         return empty()
 
 

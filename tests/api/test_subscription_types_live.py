@@ -8,6 +8,7 @@ tests/topics/test_subscription_types.py, test_dead_letters.py and test_backlog_o
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -17,13 +18,16 @@ import pytest
 from quire_client import Client
 from quire_client.api.admin import (
     admin_create_subscription,
+    create_partitioned_topic,
     examine_message,
     expire_messages,
     get_message_ttl,
+    get_partitions,
     get_topic_stats,
     peek_message,
     set_message_ttl,
     skip_messages,
+    update_partitioned_topic,
 )
 from quire_client.api.data import (
     ack_messages,
@@ -277,3 +281,44 @@ def test_message_ttl_expires_old_messages_in_the_broker(client: Client) -> None:
     assert _receive(client, topic, "c1") == []
     bad = set_message_ttl.sync_detailed(*NS, topic, client=client, message_ttl=-1)
     assert bad.status_code == 422 and isinstance(bad.parsed, Problem)
+
+
+def test_partitions_grow_while_producers_run_and_no_message_is_missed(client: Client, stack: Stack) -> None:
+    topic = _topic()
+    assert create_partitioned_topic.sync_detailed(*NS, topic, client=client, body=2).status_code == 204
+    _subscribe(client, topic, SubscriptionRequestType.SHARED)
+    acked: list[str] = []
+    stop = threading.Event()
+
+    def producer() -> None:
+        with Client(base_url=stack.base_url, timeout=httpx.Timeout(BOUND_S)) as own:
+            i = 0
+            while not stop.is_set() and i < 2_000:
+                batch = [(f"k{(i + j) % 50}", f"v{i + j}") for j in range(10)]
+                body = ProduceRequest(messages=[ProduceMessage(key=k, value=v) for k, v in batch])
+                done = produce.sync_detailed(*NS, topic, client=own, body=body)
+                if done.status_code == 200:
+                    acked.extend(v for _, v in batch)
+                i += 10
+
+    thread = threading.Thread(target=producer, name="producer")
+    thread.start()
+    try:
+        time.sleep(0.5)
+        grown = update_partitioned_topic.sync_detailed(*NS, topic, client=client, body=4)
+        assert grown.status_code == 204, grown.content
+        time.sleep(0.5)
+    finally:
+        stop.set()
+        thread.join(timeout=BOUND_S)
+    assert get_partitions.sync_detailed(*NS, topic, client=client).parsed.partitions == 4  # type: ignore[union-attr]
+    got: set[str] = set()
+    deadline = time.monotonic() + BOUND_S
+    while len(got) < len(set(acked)) and time.monotonic() < deadline:
+        batch = _receive(client, topic, "c1", 1_000)
+        got |= {str(m.value) for m in batch}
+        if batch:
+            _ack(client, topic, batch)
+    assert acked and set(acked) <= got
+    fewer = update_partitioned_topic.sync_detailed(*NS, topic, client=client, body=3)
+    assert fewer.status_code == 409 and isinstance(fewer.parsed, Problem)

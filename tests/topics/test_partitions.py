@@ -9,7 +9,7 @@ import pytest
 from managed_ledger.entry_format import Message
 from tests.topics.conftest import Env
 from topics.api import SubscriptionOptions
-from topics.errors import InvalidNameError, TopicExistsError
+from topics.errors import InvalidNameError, PartitionCountError, TopicExistsError
 from topics.names import parse_start
 from topics.partitions import Router, partition_for_key
 from topics.service import TopicService
@@ -119,3 +119,38 @@ async def test_acks_after_restart_find_their_partition(env: Env) -> None:
     await svc.ack(P, "s", ids)
     assert await svc.receive(P, "s", 100, 0, None) == []
     assert (await svc.stats(P))["subscriptions"]["s"]["msgBacklog"] == 0
+
+
+async def test_partitions_grow_and_every_subscription_gets_every_message(svc: TopicService, env: Env) -> None:
+    await svc.create_topic(P, 2)
+    await svc.create_subscription(P, "s", SubscriptionOptions(initial_position="earliest"))
+    await svc.create_subscription(P, "t", SubscriptionOptions(initial_position="latest", type="exclusive"))
+    # (created before any message: "latest" still sees them all)
+    await svc.produce(P, None, [Message(f"a{i}".encode(), f"k{i}") for i in range(20)])
+    first = await svc.receive(P, "s", 5, 0, None)
+    await svc.ack(P, "s", [d.message.message_id for d in first])
+    await svc.update_partitions(P, 5)
+    assert await svc.get_partitions(P) == 5
+    await svc.produce(P, None, [Message(f"b{i}".encode(), f"k{i}") for i in range(40)])
+    stats = await svc.internal_stats(P)
+    assert sorted(stats["partitions"]) == [f"{P}-partition-{i}" for i in range(5)]
+    landed = [stats["partitions"][f"{P}-partition-{i}"]["numberOfEntries"] for i in range(5)]
+    assert all(n > 0 for n in landed[2:]), landed  # keys now spread over the new partitions too
+    got = []
+    for _ in range(20):
+        got += [d.message.value.decode() for d in await svc.receive(P, "s", 100, 0, None)]
+    acked = {d.message.value.decode() for d in first}
+    expected = [f"a{i}" for i in range(20) if f"a{i}" not in acked] + [f"b{i}" for i in range(40)]
+    assert len(acked) == 5 and sorted(got) == sorted(expected)  # acked before the growth: not again
+    exclusive = await svc.receive(P, "t", 100, 0, "c1")
+    everything = [f"a{i}" for i in range(20)] + [f"b{i}" for i in range(40)]
+    assert sorted(d.message.value.decode() for d in exclusive) == sorted(everything)
+    assert (await svc.get_policies(P)) is not None
+    options = (await svc.stats(P))["subscriptions"]["t"]["type"]
+    assert options == "exclusive"  # the new partitions' cursors carry the subscription's options
+    for bad in (5, 3):
+        with pytest.raises(PartitionCountError):
+            await svc.update_partitions(P, bad)
+    await svc.produce("public/default/plain", None, [Message(b"x")])
+    with pytest.raises(PartitionCountError):
+        await svc.update_partitions("public/default/plain", 4)
