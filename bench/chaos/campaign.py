@@ -32,7 +32,7 @@ from bench.chaos.faults import FaultConfig, Faults
 from bench.chaos.finale import Finale, lease_losses
 from bench.chaos.history import History, dump
 from bench.chaos.known import known_topics
-from bench.chaos.load import SKIPPED_SUBSCRIPTION_TYPES, Load, LoadConfig
+from bench.chaos.load import Load, LoadConfig
 from bench.chaos.postgres import PrivatePostgres, SharedPostgres
 from bench.chaos.report import Summary, figures, table
 
@@ -80,7 +80,6 @@ async def run_campaign(config: CampaignConfig) -> Outcome:
     print(f"chaos: seed {seed} (again with CHAOS_SEED={seed}), {config.seconds:g} s of load", flush=True)
     root = Path(tempfile.mkdtemp(prefix="quire-chaos-"))
     history = History()
-    history.skipped.append(SKIPPED_SUBSCRIPTION_TYPES)
     database: PrivatePostgres | SharedPostgres | None = None
     cluster: Cluster | None = None
     client: CarefulClient | None = None
