@@ -29,7 +29,7 @@ from bench.chaos.checker import Verdict, check
 from bench.chaos.client import CarefulClient
 from bench.chaos.cluster import Cluster, ClusterConfig
 from bench.chaos.faults import FaultConfig, Faults
-from bench.chaos.finale import Finale, lease_losses
+from bench.chaos.finale import Finale, lease_losses, topic_fences
 from bench.chaos.history import History, dump
 from bench.chaos.known import known_topics
 from bench.chaos.load import Load, LoadConfig
@@ -171,7 +171,8 @@ async def _finish(
     faults = [*history.faults, *lease_losses(cluster, cluster.config.setting("QUIRE_BROKER_LEASE_MS"))]
     settle = cluster.config.cursor_flush_ms / 1000 + config.ack_settle_margin_s
     known = known_topics(history, cluster.root)
-    verdict = check(history, logs, views, load.delivered, faults, settle, known)
+    moves = topic_fences(cluster, load.topics)
+    verdict = check(history, logs, views, load.delivered, faults, settle, known, moves)
     if undrained:
         history.note(f"draining stopped after {config.finish_timeout_s:g} s with {undrained} undelivered")
     for line in client.unexpected[:20]:
