@@ -29,10 +29,10 @@ from bench.chaos.checker import Verdict, check
 from bench.chaos.client import CarefulClient
 from bench.chaos.cluster import Cluster, ClusterConfig
 from bench.chaos.faults import FaultConfig, Faults
-from bench.chaos.finale import Finale, lease_losses
+from bench.chaos.finale import Finale, lease_losses, topic_fences
 from bench.chaos.history import History, dump
 from bench.chaos.known import known_topics
-from bench.chaos.load import SKIPPED_SUBSCRIPTION_TYPES, Load, LoadConfig
+from bench.chaos.load import Load, LoadConfig
 from bench.chaos.postgres import PrivatePostgres, SharedPostgres
 from bench.chaos.report import Summary, figures, table
 
@@ -80,7 +80,6 @@ async def run_campaign(config: CampaignConfig) -> Outcome:
     print(f"chaos: seed {seed} (again with CHAOS_SEED={seed}), {config.seconds:g} s of load", flush=True)
     root = Path(tempfile.mkdtemp(prefix="quire-chaos-"))
     history = History()
-    history.skipped.append(SKIPPED_SUBSCRIPTION_TYPES)
     database: PrivatePostgres | SharedPostgres | None = None
     cluster: Cluster | None = None
     client: CarefulClient | None = None
@@ -172,7 +171,8 @@ async def _finish(
     faults = [*history.faults, *lease_losses(cluster, cluster.config.setting("QUIRE_BROKER_LEASE_MS"))]
     settle = cluster.config.cursor_flush_ms / 1000 + config.ack_settle_margin_s
     known = known_topics(history, cluster.root)
-    verdict = check(history, logs, views, load.delivered, faults, settle, known)
+    moves = topic_fences(cluster, load.topics)
+    verdict = check(history, logs, views, load.delivered, faults, settle, known, moves)
     if undrained:
         history.note(f"draining stopped after {config.finish_timeout_s:g} s with {undrained} undelivered")
     for line in client.unexpected[:20]:

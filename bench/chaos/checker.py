@@ -22,7 +22,11 @@ Violations (each must be 0):
   produce) never delivered, after the consumers drained it;
 - **not readable to its end**: reading a topic (or its compacted view) from `earliest` failed
   with a definite error, or stopped before the last message id; every acknowledged message past
-  that point then counts as missing too.
+  that point then counts as missing too;
+- **key_shared per-key order**: see `check_key_order`.
+
+The checks that are per subscription (never delivered, redelivered after a durable ack) cover
+every subscription the load made: shared, exclusive, failover and key_shared alike.
 """
 
 from __future__ import annotations
@@ -47,7 +51,11 @@ VIOLATIONS = (
     "read during the run, then gone",
     "stored, never delivered to a subscription",
     "topic not readable to its end",
+    "key_shared per-key order violation",
 )
+# check_key_order: a fault or a fenced topic this close to a span counts as in it (log times are
+# to the millisecond and the client's times are its own, so a little slack on both sides).
+ORDER_MARGIN_S = 1.0
 
 
 @dataclass
@@ -63,6 +71,7 @@ class Verdict:
     # (entry, subscription) pairs acked, and those whose acks became durable by the rule
     acked_entries: int = 0
     durable_entries: int = 0
+    order_compared: int = 0  # key_shared deliveries compared by check_key_order
 
     def add(self, kind: str, topic: str, example: str, n: int = 1) -> None:
         self.counts[kind] += n
@@ -275,6 +284,91 @@ def check_redelivery(
             )
 
 
+def check_key_order(
+    history: History,
+    logs: dict[str, list[Message]],
+    faults: list[Fault],
+    moves: list[Fault],
+    verdict: Verdict,
+    margin_s: float = ORDER_MARGIN_S,
+) -> int:
+    """On key_shared subscriptions, within one consumer's stream, a key's messages must not go
+    backwards (in the topic's order, as read back) between two events that may reorder them;
+    how many deliveries were checked (pairs with an earlier delivery of the key to the consumer).
+
+    Per (topic, subscription, consumer, key), in the order the consumer received them, each
+    delivery is compared with the furthest message of the key that consumer got so far:
+
+    - **a fault or a move of the topic** anywhere from the moment the previous delivery of the
+      key to this consumer was asked for to the moment this one arrived (`faults`: every injected
+      fault of any kind and every lease a broker lost on its own; `moves`: a managed ledger of the
+      topic fenced, in a broker's log, e.g. by auto-recovery, which makes the broker reopen the
+      topic): the subscription may have been built afresh from its durable cursor (consumers
+      start afresh, unacked and not-yet-flushed acked messages come again, possibly with a
+      lower redelivery count, since the counts are flushed with the cursor, maybe to other
+      consumers), so the delivery starts the key's stream anew and is not compared;
+    - **a redelivery** (`redelivery_count` > 0: an ack timeout, a consumer that left, or a key
+      that moved with its unacked messages): it may go back, and is not compared, but it does
+      not lower the furthest message either;
+    - **any other delivery** is the first delivery of that message by the subscription as it is
+      now built, and those are handed out in the topic's order per key, so one before the
+      furthest message of its key is a violation.
+
+    What this does not claim, because it would not be sound: order across consumers (a key's
+    messages redelivered to the consumer it moved to may be older than what the previous one
+    got), order across a fault (a broker restart or failover rebuilds the subscription from
+    its cursor), and that a redelivery comes in order. Deliveries the read-back does not hold
+    are left to `check_sightings`. A key move itself is not a reset: the messages that move
+    with a key are redelivered (count > 0), and new messages after it are still in order."""
+    windows = FaultWindows(faults, until=float("inf"))
+    topic_moves: dict[str, list[Fault]] = defaultdict(list)
+    for move in moves:
+        topic_moves[move.target].append(move)
+    moved = {topic: FaultWindows(ms, until=float("inf")) for topic, ms in topic_moves.items()}
+    order = {
+        topic: {m["message_id"]: (i, m.get("key") or "") for i, m in enumerate(log)}
+        for topic, log in logs.items()
+    }
+    # (topic, sub, consumer, key) -> (furthest position so far, its message id, when the last
+    # delivery of the key to the consumer was asked for)
+    furthest: dict[tuple[str, str, str, str], tuple[int, str, float]] = {}
+    compared = 0
+    for d in history.deliveries:
+        if history.subscription_types.get(d.subscription) != "key_shared":
+            continue
+        found = order.get(d.topic, {}).get(d.message_id)
+        if found is None:
+            continue
+        position, key = found
+        k = (d.topic, d.subscription, d.consumer, key)
+        before = furthest.get(k)
+        lo, hi = (before[2] if before else d.sent_at) - margin_s, d.received_at + margin_s
+        topic_windows = moved.get(d.topic)
+        if (
+            before is None
+            or windows.any_in(lo, hi)
+            or (topic_windows is not None and topic_windows.any_in(lo, hi))
+        ):
+            furthest[k] = (position, d.message_id, d.sent_at)
+            continue
+        if d.redelivery_count == 0:
+            compared += 1
+            if position < before[0]:
+                verdict.add(
+                    VIOLATIONS[9],
+                    d.topic,
+                    f"{d.topic}/{d.subscription}: {d.consumer} got {d.message_id} (key {key!r}, "
+                    f"redelivery_count 0, receive sent at {d.sent_at:.3f}) after {before[1]} of the "
+                    f"same key, with no fault or move of the topic in between",
+                )
+        if position > before[0]:
+            furthest[k] = (position, d.message_id, d.sent_at)
+        else:
+            furthest[k] = (before[0], before[1], d.sent_at)
+    verdict.order_compared = compared
+    return compared
+
+
 def check(
     history: History,
     logs: dict[str, list[Message]],
@@ -283,13 +377,17 @@ def check(
     faults: list[Fault],
     settle_s: float,
     known_topics: dict[str, str] | None = None,
+    moves: list[Fault] | None = None,
 ) -> Verdict:
+    """`moves`: per topic (a fault whose target is the topic's name), the times it may have been
+    reopened without a fault of `faults` (a managed ledger of it fenced, from the brokers' logs)."""
     verdict = Verdict(known_topics=known_topics or {})
     check_stored(history, logs, verdict)
     check_redelivery(history, logs, faults, settle_s, verdict)
     check_compacted(history, logs, views, verdict)
     check_sightings(history, logs, verdict)
     check_delivered(logs, delivered, verdict)
+    check_key_order(history, logs, faults, moves or [], verdict)
     for topic, failure in history.unreadable:
         verdict.add(VIOLATIONS[8], topic, failure)
     return verdict

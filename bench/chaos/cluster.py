@@ -4,7 +4,8 @@ session.
 
 Settings are chosen so that faults show within seconds: broker leases of 2 s renewed every
 500 ms, bookie heartbeats every 500 ms that expire after 2.5 s, an add timeout of 3 s, a
-compaction run lease of 6 s, and auto-recovery with short grace periods. Retention is unlimited
+compaction run lease of 6 s, auto-recovery with short grace periods, and a consumer idle time of
+3 s (a failover or key_shared consumer silent that long is gone). Retention is unlimited
 (the checker reads every topic from its first message at the end), ledgers roll every 1,000
 entries, and dedup is on for every topic.
 
@@ -52,6 +53,8 @@ FAST_SETTINGS = {
     "QUIRE_AUTORECOVERY_CLAIM_MS": "10000",
     "QUIRE_AUTORECOVERY_OPEN_LEDGER_GRACE_MS": "2000",
     "QUIRE_AUTORECOVERY_POLL_INTERVAL_MS": "250",
+    # failover and key_shared: a consumer silent this long is gone (the load's silences are longer)
+    "QUIRE_EXCLUSIVE_CONSUMER_IDLE_MS": "3000",
     "PYTHONUNBUFFERED": "1",
 }
 START_TIMEOUT_S = 120.0

@@ -19,6 +19,7 @@ PAGE = 1000
 MAX_SKIPS = 50  # unreadable entries read around per topic, at most
 # The failing read's detail: "L:a..b: NO_SUCH_ENTRY: ledger L entry E" or "L:a..b: NO_SUCH_LEDGER"
 _FAILED_RANGE = re.compile(r"(\d+):(\d+)\.\.(\d+): NO_SUCH_(?:LEDGER|ENTRY)(?:: ledger \d+ entry (\d+))?")
+FENCED = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) WARNING \S+: managed ledger (\S+) fenced")
 LOST_SESSION = re.compile(
     r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) WARNING quire\.ownership: broker \S+ lost session"
 )
@@ -151,8 +152,31 @@ def lease_losses(cluster: Cluster, lease_ms: int) -> list[Fault]:
         for line in broker.log.read_text(errors="replace").splitlines():
             match = LOST_SESSION.match(line)
             if match:
-                at = datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                at = _log_time(match.group(1))
                 found.append(
                     Fault("lease-lost", broker.name, at - lease_ms / 1000 - 1, at + 1, "in its log", False)
                 )
+    return found
+
+
+def _log_time(text: str) -> float:
+    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def topic_fences(cluster: Cluster, topics: list[str]) -> list[Fault]:
+    """Each time a broker logged a managed ledger of one of `topics` fenced (another owner took
+    it, its lease lapsed, or auto-recovery fenced its open ledger), as a fault whose target is the
+    topic: the broker then reopens the topic, and its subscriptions start afresh."""
+    found = []
+    for broker in cluster.brokers:
+        if not broker.log.exists():
+            continue
+        for line in broker.log.read_text(errors="replace").splitlines():
+            match = FENCED.match(line)
+            if match is None:
+                continue
+            topic = match.group(2).rsplit("/", 1)[-1]
+            if topic in topics:
+                at = _log_time(match.group(1))
+                found.append(Fault("ledger-fenced", topic, at, at, f"in the log of {broker.name}", False))
     return found

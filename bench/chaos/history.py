@@ -52,6 +52,18 @@ class Delivery:
     redelivery_count: int
     sent_at: float  # when the receive request that returned it was sent
     received_at: float
+    key: str | None = None
+
+
+@dataclass(slots=True)
+class Silence:
+    """A consumer that asked for nothing from `started` to `ended` (longer than the idle time)."""
+
+    topic: str
+    subscription: str
+    consumer: str
+    started: float
+    ended: float
 
 
 @dataclass(slots=True)
@@ -88,6 +100,8 @@ class History:
     attempts: list[Attempt] = field(default_factory=list)
     deliveries: list[Delivery] = field(default_factory=list)
     acks: list[Ack] = field(default_factory=list)
+    silences: list[Silence] = field(default_factory=list)
+    subscription_types: dict[str, str] = field(default_factory=dict)  # subscription -> its type
     faults: list[Fault] = field(default_factory=list)
     # topic -> message id -> what a reader saw there (the first sighting)
     sightings: dict[str, dict[str, Sighting]] = field(default_factory=dict)
@@ -127,6 +141,7 @@ def dump(history: History, path: Path) -> None:
             ("attempt", history.attempts),
             ("delivery", history.deliveries),
             ("ack", history.acks),
+            ("silence", history.silences),
             ("fault", history.faults),
         ):
             for record in records:

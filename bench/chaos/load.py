@@ -5,15 +5,20 @@ page from earliest, and compactions triggered now and then; everything they see 
 - A producer sends batches of 1..N messages with its own `producer_name` and consecutive
   `sequence_id`s, one batch at a time, and sends the *same* batch (same name, same ids) again
   until it gets a 200: through redirects, 503s, timeouts and dead brokers.
-- Consumers pull from a shared subscription (two consumers) and an exclusive one (one consumer),
-  both created at `earliest` before the first produce, and ack what they receive at once, except
-  a small share they keep back so that the ack timeout redelivers it.
+- Consumers pull from four subscriptions per topic, all created at `earliest` before the first
+  produce: shared (two consumers, c0 and c1), exclusive (x0), failover (f0 and f1) and
+  key_shared (k0, k1 and k2). They ack what they receive at once, except a small share they keep
+  back so that the ack timeout redelivers it. The consumers in `SILENT_CONSUMERS` (f0, k2) go
+  silent now and then for longer than the cluster's consumer idle time
+  (`QUIRE_EXCLUSIVE_CONSUMER_IDLE_MS`, `cluster.FAST_SETTINGS`), having acked what they hold:
+  failover's standby f1 then takes over (and hands back when f0 returns), and key_shared's keys
+  move to the others and back. Each silence is recorded (`History.silences`).
+- Messages on keyed topics have keys (`LoadConfig.keys` of them); on plain topics they have
+  none, which key_shared treats as one key (the empty one), all to one consumer at a time.
 - A reader per topic pages from `earliest` to the end, tails it, and starts again from `earliest`
   every so often.
 - On keyed topics a compaction is requested over the admin API every so often, and one keyed
   topic also has a compaction threshold, so that runs start by themselves too.
-
-Failover and key_shared subscriptions do not exist in Quire yet: `SKIPPED_SUBSCRIPTION_TYPES`.
 """
 
 from __future__ import annotations
@@ -27,14 +32,19 @@ from typing import Any
 import httpx
 
 from bench.chaos.client import CarefulClient, Unavailable
-from bench.chaos.history import Ack, Attempt, Delivery, History, Sent, Sighting
+from bench.chaos.cluster import FAST_SETTINGS
+from bench.chaos.history import Ack, Attempt, Delivery, History, Sent, Sighting, Silence
 
 TENANT_NS = "public/default"
-SKIPPED_SUBSCRIPTION_TYPES = (
-    "failover and key_shared subscriptions: Quire has only shared and exclusive subscription types "
-    "(topics/api.py SubscriptionType), so they are not exercised"
+# (subscription name, type, consumer ids)
+SUBSCRIPTIONS = (
+    ("shared", "shared", ("c0", "c1")),
+    ("exclusive", "exclusive", ("x0",)),
+    ("failover", "failover", ("f0", "f1")),
+    ("key_shared", "key_shared", ("k0", "k1", "k2")),
 )
-SUBSCRIPTIONS = (("shared", "shared", ("c0", "c1")), ("exclusive", "exclusive", ("x0",)))
+SILENT_CONSUMERS = frozenset({"f0", "k2"})  # they go silent for longer than the idle time now and then
+CONSUMER_IDLE_S = int(FAST_SETTINGS["QUIRE_EXCLUSIVE_CONSUMER_IDLE_MS"]) / 1000
 REQUEST_DEADLINE_S = 30.0
 READ_PAGE = 500
 
@@ -53,6 +63,9 @@ class LoadConfig:
     compaction_every_s: tuple[float, float] = (8.0, 20.0)
     threshold_bytes: int = 256 * 1024
     reread_every_s: float = 30.0
+    # SILENT_CONSUMERS: a silence every so often, each 1.5 to 2.5 times the consumer idle time
+    silent_every_s: tuple[float, float] = (10.0, 25.0)
+    silent_s: tuple[float, float] = (1.5 * CONSUMER_IDLE_S, 2.5 * CONSUMER_IDLE_S)
 
 
 def data_path(topic: str) -> str:
@@ -93,6 +106,7 @@ class Load:
             if r.status_code not in (204, 409):
                 raise RuntimeError(f"creating {topic}: {r.status_code} {r.text}")
             for sub, kind, _consumers in SUBSCRIPTIONS:
+                self.history.subscription_types[sub] = kind
                 body = {
                     "initial_position": "earliest",
                     "type": kind,
@@ -197,7 +211,12 @@ class Load:
         path = f"{data_path(topic)}/subscriptions/{sub}"
         params = {"max_messages": 100, "wait_ms": 500, "consumer_id": consumer}
         seen = self.delivered[topic, sub]
+        silent = consumer in SILENT_CONSUMERS
+        next_silence = time.monotonic() + rng.uniform(*self.config.silent_every_s)
         while not self.stop_consuming.is_set():
+            if silent and time.monotonic() >= next_silence:
+                await self._be_silent(topic, sub, consumer, rng)
+                next_silence = time.monotonic() + rng.uniform(*self.config.silent_every_s)
             sent_at = time.time()
             try:
                 r = await self.call("GET", f"{path}/messages", topic, params=params)
@@ -225,6 +244,7 @@ class Load:
                         m.get("redelivery_count", 0),
                         sent_at,
                         received_at,
+                        m.get("key"),
                     )
                 )
                 seen.add(mid)
@@ -232,6 +252,14 @@ class Load:
                     to_ack.append(mid)
             if to_ack:
                 await self._ack(topic, f"{path}/ack", sub, to_ack)
+
+    async def _be_silent(self, topic: str, sub: str, consumer: str, rng: random.Random) -> None:
+        """Ask for nothing for longer than the consumer idle time: the broker counts this
+        consumer gone (its keys or its place as the active consumer go to the others) until it
+        asks again. What it received is acked already (but for the share kept back)."""
+        started = time.time()
+        await asyncio.sleep(rng.uniform(*self.config.silent_s))
+        self.history.silences.append(Silence(topic, sub, consumer, started, time.time()))
 
     async def _ack(self, topic: str, path: str, sub: str, ids: list[str]) -> None:
         while not self.stop_consuming.is_set():

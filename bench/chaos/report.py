@@ -39,6 +39,22 @@ def longest_unavailability(history: History) -> tuple[float, float, float]:
     return best
 
 
+def consumer_changes(history: History, kind: str) -> int:
+    """How often a subscription of type `kind` delivered something (a key's message, on
+    key_shared) to another consumer than the one before: failover's takeovers, key_shared's key
+    moves (broker restarts included, where consumers start afresh)."""
+    last: dict[tuple[str, str, str], str] = {}
+    changes = 0
+    for d in history.deliveries:
+        if history.subscription_types.get(d.subscription) != kind:
+            continue
+        k = (d.topic, d.subscription, (d.key or "") if kind == "key_shared" else "")
+        if last.get(k, d.consumer) != d.consumer:
+            changes += 1
+        last[k] = d.consumer
+    return changes
+
+
 def _faults_between(history: History, lo: float, hi: float) -> str:
     kinds = [f"{f.kind} {f.target}" for f in history.faults if f.started <= hi and (f.ended or hi) >= lo]
     return ", ".join(kinds) or "no fault"
@@ -64,6 +80,13 @@ def _rows(history: History, verdict: Verdict, summary: Summary) -> list[tuple[st
             f"{verdict.acked_entries} ({verdict.durable_entries})",
         ),
         ("compactions requested", str(history.compactions_requested)),
+        ("consumer silences (longer than the idle time)", str(len(history.silences))),
+        (
+            "failover: deliveries from another consumer than the last",
+            str(consumer_changes(history, "failover")),
+        ),
+        ("key_shared: a key's delivery to another consumer", str(consumer_changes(history, "key_shared"))),
+        ("key_shared: deliveries compared for per-key order", str(verdict.order_compared)),
     ]
     rows += [(f"faults: {kind}", str(faults[kind])) for kind in KINDS]
     rows.append(("leases lost without a fault (broker logs)", str(summary.lease_losses)))
