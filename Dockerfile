@@ -24,7 +24,9 @@ COPY topics ./topics
 COPY compactor ./compactor
 COPY common ./common
 COPY migrations ./migrations
-RUN pip install . && useradd --system --create-home quire && mkdir -p /var/lib/quire \
+# the generated client: `quire admin` is built on it
+COPY clients/python ./clients/python
+RUN pip install . ./clients/python && useradd --system --create-home quire && mkdir -p /var/lib/quire \
  && chown quire /var/lib/quire
 
 USER quire

@@ -1,6 +1,7 @@
-"""The `quire` command: `quire standalone|bookie|broker|compactor|autorecovery`.
+"""The `quire` command: `quire standalone|bookie|broker|compactor|autorecovery`, and `quire admin`.
 
-Flags override the matching `QUIRE_*` settings. Each process lives in `app/processes/`.
+Flags override the matching `QUIRE_*` settings. Each process lives in `app/processes/`;
+`quire admin ...` (a client of a running cluster, not a process) is app.admin_cli.
 Bad settings, from the environment or the env file `QUIRE_ENV_FILE` names, stop the process
 before it starts anything: one line on stderr naming each bad variable, exit code 2.
 """
@@ -58,11 +59,16 @@ def _parser() -> argparse.ArgumentParser:
                 help="register this bookie as a new instance: erase its journal and index and "
                 "write a new cookie (after its disk was wiped or replaced)",
             )
+    # Listed for `quire --help`; `quire admin ...` is handed to app.admin_cli before parsing.
+    sub.add_parser("admin", help="administer a running cluster in pulsar-admin's grammar (quire admin -h)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = _parser().parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    if arguments[:1] == ["admin"]:
+        raise SystemExit(_admin(arguments[1:]))
+    args = _parser().parse_args(arguments)
     overrides = {
         "QUIRE_DATA_DIR": args.data_dir,
         "QUIRE_HOST": args.host,
@@ -85,6 +91,20 @@ def main(argv: Sequence[str] | None = None) -> None:
         module.run(settings, bookies=args.bookies)
     else:
         module.run(settings)
+
+
+def _admin(argv: list[str]) -> int:
+    try:
+        from app import admin_cli
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not exc.name.startswith("quire_client"):
+            raise
+        print(
+            "quire admin: needs the generated client, quire_client: pip install clients/python",
+            file=sys.stderr,
+        )
+        return 2
+    return admin_cli.main(argv)
 
 
 # --- settings errors: one line naming the variable, exit code 2, no traceback --------------------

@@ -18,7 +18,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from app import body_cap, errors, schemas
+from app import body_cap, docs_ui, errors, schemas
 from app.fastpath import FastPath, Receive, Scope, Send
 from app.metrics import Metrics
 from app.routes.admin import admin_router
@@ -91,7 +91,10 @@ def create_app(
         openapi_tags=TAGS,
         separate_input_output_schemas=False,
         lifespan=lifespan,
+        docs_url=None,  # docs_ui serves /docs and /redoc with assets of its own, not a CDN's
+        redoc_url=None,
     )
+    docs_ui.install(app)
     app.max_request_body_bytes = max_request_body_bytes
     app.state.topics = topics
     app.state.metrics = metrics

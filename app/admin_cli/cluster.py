@@ -1,0 +1,100 @@
+"""`quire admin tenants|namespaces|brokers|bookies ...`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from quire_client import Client
+from quire_client.api.admin import (
+    create_namespace,
+    create_tenant,
+    decommission_bookie,
+    delete_namespace,
+    delete_tenant,
+    get_tenant,
+    list_bookies,
+    list_brokers,
+    list_namespaces,
+    list_tenants,
+    list_topics,
+    list_under_replicated_ledgers,
+)
+from quire_client.api.ops import readyz
+
+from app.admin_cli.base import Commands, Refused, namespace_arg, problem_line, result, tenant_arg
+
+
+def _on_tenant(operation: Any) -> Any:
+    return lambda client, args: result(operation.sync_detailed(args.tenant, client=client))
+
+
+def _on_namespace(operation: Any) -> Any:
+    return lambda client, args: result(operation.sync_detailed(*args.namespace, client=client))
+
+
+def add_tenants(groups: Any, common: argparse.ArgumentParser) -> None:
+    tenants = Commands(groups, "tenants", "tenants", common)
+    tenants.add("list", lambda c, a: result(list_tenants.sync_detailed(client=c)), "all tenants")
+    for name, operation, help in (
+        ("get", get_tenant, "a tenant and its namespaces"),
+        ("create", create_tenant, "create a tenant"),
+        ("delete", delete_tenant, "delete a tenant that has no namespaces"),
+    ):
+        tenants.add(name, _on_tenant(operation), help).add_argument("tenant", type=tenant_arg)
+
+
+def add_namespaces(groups: Any, common: argparse.ArgumentParser) -> None:
+    namespaces = Commands(groups, "namespaces", "namespaces", common)
+    p = namespaces.add("list", _on_tenant(list_namespaces), "namespaces of a tenant")
+    p.add_argument("tenant", type=tenant_arg)
+    for name, operation, help in (
+        ("topics", list_topics, "topics of a namespace"),
+        ("create", create_namespace, "create a namespace"),
+        ("delete", delete_namespace, "delete a namespace that has no topics"),
+    ):
+        p = namespaces.add(name, _on_namespace(operation), help)
+        p.add_argument("namespace", type=namespace_arg, help="tenant/namespace")
+
+
+def _healthcheck(client: Client, args: argparse.Namespace) -> Any:
+    """`ok` when the broker is ready (/readyz), else Refused naming the checks that fail."""
+    response = readyz.sync_detailed(client=client)
+    if response.status_code == 200:
+        print("ok")
+        return None
+    try:
+        checks = json.loads(response.content)["checks"]
+        failing = ", ".join(name for name, ok in checks.items() if not ok)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise Refused(problem_line(int(response.status_code), response.content)) from None
+    raise Refused(f"{int(response.status_code)} not ready: {failing} unreachable")
+
+
+def add_brokers(groups: Any, common: argparse.ArgumentParser) -> None:
+    brokers = Commands(groups, "brokers", "brokers", common)
+    p = brokers.add("list", lambda c, a: result(list_brokers.sync_detailed(client=c)), "the live brokers")
+    p.add_argument("cluster", nargs="?", help="ignored: a Quire deployment is one cluster")
+    brokers.add("healthcheck", _healthcheck, "whether the broker is ready: prints ok")
+
+
+def add_bookies(groups: Any, common: argparse.ArgumentParser) -> None:
+    bookies = Commands(groups, "bookies", "bookies and auto-recovery", common)
+    bookies.add(
+        "list",
+        lambda c, a: result(list_bookies.sync_detailed(client=c)),
+        "every registered bookie and its state",
+        aliases=["list-bookies"],
+    )
+    p = bookies.add(
+        "decommission",
+        lambda c, a: result(decommission_bookie.sync_detailed(a.bookie_id, client=c)),
+        "move every ledger copy off a bookie, then mark it decommissioned",
+    )
+    p.add_argument("bookie_id", metavar="BOOKIE_ID", help="host:port")
+    bookies.add(
+        "underreplicated",
+        lambda c, a: result(list_under_replicated_ledgers.sync_detailed(client=c)),
+        "ledgers auto-recovery has not re-replicated yet",
+    )

@@ -1,0 +1,292 @@
+"""`quire admin topics ...`: topics, their subscriptions, stats, compaction and policies, each
+command named as in pulsar-admin (Quire's own, such as the rollover policy, named alike)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from quire_client import Client
+from quire_client.api.admin import (
+    admin_delete_subscription,
+    create_partitioned_topic,
+    create_topic,
+    delete_topic,
+    get_compaction_status,
+    get_compaction_threshold,
+    get_deduplication_enabled,
+    get_internal_stats,
+    get_partitions,
+    get_retention,
+    get_rollover_policy,
+    get_topic_stats,
+    list_subscriptions,
+    list_topics,
+    lookup_topic,
+    remove_compaction_threshold,
+    remove_deduplication_enabled,
+    remove_retention,
+    remove_rollover_policy,
+    reset_cursor,
+    set_compaction_threshold,
+    set_deduplication_enabled,
+    set_retention,
+    set_rollover_policy,
+    trigger_compaction,
+    unload_topic,
+)
+from quire_client.api.data import create_subscription, seek_subscription
+from quire_client.models import (
+    RetentionPolicy,
+    RolloverPolicy,
+    SeekRequest,
+    SubscriptionRequest,
+    SubscriptionRequestInitialPosition,
+    SubscriptionRequestType,
+)
+
+from app.admin_cli.base import (
+    Commands,
+    Handler,
+    TopicName,
+    count_arg,
+    duration_arg,
+    namespace_arg,
+    or_unlimited,
+    positive_int,
+    result,
+    size_arg,
+)
+
+
+def _topic(args: argparse.Namespace) -> TopicName:
+    topic: TopicName = args.topic
+    return topic
+
+
+def _topic_call(operation: Any) -> Handler:
+    """A command that is one call on the topic, e.g. get_topic_stats."""
+
+    def run(client: Client, args: argparse.Namespace) -> Any:
+        return result(operation.sync_detailed(*_topic(args), client=client))
+
+    return run
+
+
+def _list(client: Client, args: argparse.Namespace) -> Any:
+    return result(list_topics.sync_detailed(*args.namespace, client=client))
+
+
+def _create(client: Client, args: argparse.Namespace) -> Any:
+    if args.partitions:
+        response = create_partitioned_topic.sync_detailed(*_topic(args), client=client, body=args.partitions)
+        return result(response)
+    return result(create_topic.sync_detailed(*_topic(args), client=client))
+
+
+def _delete(client: Client, args: argparse.Namespace) -> Any:
+    return result(delete_topic.sync_detailed(*_topic(args), client=client, force=args.force))
+
+
+def _partitioned_lookup(client: Client, args: argparse.Namespace) -> Any:
+    """Each partition's owner (pulsar-admin's partitioned-lookup), by one lookup per partition."""
+    tenant, namespace, topic = _topic(args)
+    partitions = result(get_partitions.sync_detailed(tenant, namespace, topic, client=client))["partitions"]
+    names = [f"{topic}-partition-{i}" for i in range(partitions)] if partitions else [topic]
+    owners = {}
+    for name in names:
+        found = result(lookup_topic.sync_detailed(tenant, namespace, name, client=client))
+        owners[f"persistent://{tenant}/{namespace}/{name}"] = found["brokerUrl"]
+    return owners
+
+
+def _lifecycle(topics: Commands) -> None:
+    topics.add("list", _list, "topics of a namespace").add_argument(
+        "namespace", type=namespace_arg, help="tenant/namespace"
+    )
+    p = topics.on_topic("create", _create, "create a topic (partitioned with -p N)")
+    p.add_argument("-p", "--partitions", type=count_arg, default=0, help="partitions (default 0: none)")
+    p = topics.on_topic("create-partitioned-topic", _create, "create a partitioned topic")
+    p.add_argument("-p", "--partitions", type=positive_int, required=True, help="number of partitions")
+    topics.on_topic(
+        "get-partitioned-topic-metadata", _topic_call(get_partitions), "partitions (0: not partitioned)"
+    )
+    p = topics.on_topic("delete", _delete, "delete a topic, its ledgers, cursors and compacted ledger")
+    p.add_argument("-f", "--force", action="store_true", help="even with subscriptions or consumers")
+    topics.on_topic("stats", _topic_call(get_topic_stats), "counters, storage and backlog per subscription")
+    topics.on_topic(
+        "stats-internal",
+        _topic_call(get_internal_stats),
+        "the managed ledger's ledgers, cursors and compacted ledger",
+        aliases=["internal-stats"],
+    )
+    topics.on_topic("compact", _topic_call(trigger_compaction), "start a compaction run")
+    topics.on_topic("compaction-status", _topic_call(get_compaction_status), "the last compaction run")
+    topics.on_topic("unload", _topic_call(unload_topic), "release the topic's ownership")
+    topics.on_topic("lookup", _topic_call(lookup_topic), "the broker that owns the topic")
+    topics.on_topic("partitioned-lookup", _partitioned_lookup, "the broker that owns each partition")
+
+
+# --- subscriptions ---------------------------------------------------------------------------------
+
+
+def _create_subscription(client: Client, args: argparse.Namespace) -> Any:
+    body = SubscriptionRequest(
+        initial_position=SubscriptionRequestInitialPosition(args.message_id),
+        type_=SubscriptionRequestType(args.type),
+        read_compacted=args.read_compacted,
+    )
+    created = create_subscription.sync_detailed(*_topic(args), args.subscription, client=client, body=body)
+    result(created)  # {"created": false} when it was there already: nothing to print, as pulsar-admin
+    return None
+
+
+def _unsubscribe(client: Client, args: argparse.Namespace) -> Any:
+    return result(admin_delete_subscription.sync_detailed(*_topic(args), args.subscription, client=client))
+
+
+def _reset_cursor(client: Client, args: argparse.Namespace) -> Any:
+    """To a time `-t` ago (the admin API's resetcursor), or to a message id (the seek operation)."""
+    if args.time is not None:
+        timestamp = max(0, int(time.time() * 1000) - args.time)
+        response = reset_cursor.sync_detailed(*_topic(args), args.subscription, timestamp, client=client)
+        return result(response)
+    body = SeekRequest(message_id=args.message_id)
+    return result(seek_subscription.sync_detailed(*_topic(args), args.subscription, client=client, body=body))
+
+
+def _subscriptions(topics: Commands) -> None:
+    def with_subscription(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("-s", "--subscription", required=True, help="subscription name")
+        return p
+
+    topics.on_topic("subscriptions", _topic_call(list_subscriptions), "the topic's subscriptions")
+    p = with_subscription(
+        topics.on_topic("create-subscription", _create_subscription, "create a durable subscription")
+    )
+    p.add_argument(
+        "-m",
+        "--messageId",
+        dest="message_id",
+        choices=[p.value for p in SubscriptionRequestInitialPosition],
+        default="latest",
+        help="where it starts (default latest)",
+    )
+    p.add_argument(
+        "--type",
+        choices=[t.value for t in SubscriptionRequestType],
+        default="shared",
+        help="subscription type, fixed at creation (default shared)",
+    )
+    p.add_argument("--read-compacted", action="store_true", help="read the compacted view")
+    with_subscription(topics.on_topic("unsubscribe", _unsubscribe, "delete a subscription"))
+    p = with_subscription(
+        topics.on_topic("reset-cursor", _reset_cursor, "move a subscription to a time or a message id")
+    )
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("-t", "--time", type=duration_arg, help="to this long ago: e.g. 10m, 3h, 2d")
+    where.add_argument("-m", "--messageId", dest="message_id", help="to a message id, earliest or latest")
+
+
+# --- policies: get-X (effective value), set-X (on the topic), remove-X (fall back) -----------------
+
+
+def _set_retention(client: Client, args: argparse.Namespace) -> Any:
+    body = RetentionPolicy(
+        retention_time_in_minutes=-1 if args.time == -1 else args.time // 60_000,
+        retention_size_in_mb=-1 if args.size == -1 else args.size // 1024**2,
+    )
+    return result(set_retention.sync_detailed(*_topic(args), client=client, body=body))
+
+
+def _retention_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-s", "--size", type=or_unlimited(size_arg), required=True, help="e.g. 10M, 3T; -1 no limit"
+    )
+    p.add_argument(
+        "-t", "--time", type=or_unlimited(duration_arg), required=True, help="e.g. 3h, 2d; -1 no limit"
+    )
+
+
+def _set_compaction_threshold(client: Client, args: argparse.Namespace) -> Any:
+    return result(set_compaction_threshold.sync_detailed(*_topic(args), client=client, body=args.threshold))
+
+
+def _compaction_threshold_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-t", "--threshold", type=size_arg, required=True, help="backlog size: e.g. 100M; 0 off")
+
+
+def _set_deduplication(client: Client, args: argparse.Namespace) -> Any:
+    return result(set_deduplication_enabled.sync_detailed(*_topic(args), client=client, body=args.enable))
+
+
+def _deduplication_flags(p: argparse.ArgumentParser) -> None:
+    switch = p.add_mutually_exclusive_group(required=True)
+    switch.add_argument("-e", "--enable", dest="enable", action="store_true", default=None)
+    switch.add_argument("-d", "--disable", dest="enable", action="store_false")
+
+
+def _set_rollover(client: Client, args: argparse.Namespace) -> Any:
+    body = RolloverPolicy(
+        max_entries_per_ledger=args.max_entries,
+        max_size_per_ledger_bytes=args.max_size,
+        min_rollover_time_ms=args.min_time,
+        max_rollover_time_ms=args.max_time,
+    )
+    return result(set_rollover_policy.sync_detailed(*_topic(args), client=client, body=body))
+
+
+def _rollover_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-entries", type=positive_int, required=True, help="entries per ledger")
+    p.add_argument("--max-size", type=size_arg, required=True, help="bytes per ledger: e.g. 2G")
+    p.add_argument("--min-time", type=duration_arg, required=True, help="e.g. 10m")
+    p.add_argument("--max-time", type=duration_arg, required=True, help="e.g. 4h")
+
+
+POLICIES = (
+    # name, what it is, its get, set and remove, the set command's flags
+    ("retention", "retention", get_retention, _set_retention, remove_retention, _retention_flags),
+    (
+        "compaction-threshold",
+        "compaction threshold (backlog bytes)",
+        get_compaction_threshold,
+        _set_compaction_threshold,
+        remove_compaction_threshold,
+        _compaction_threshold_flags,
+    ),
+    (
+        "deduplication",
+        "deduplication",
+        get_deduplication_enabled,
+        _set_deduplication,
+        remove_deduplication_enabled,
+        _deduplication_flags,
+    ),
+    (
+        "rollover-policy",
+        "ledger rollover policy",
+        get_rollover_policy,
+        _set_rollover,
+        remove_rollover_policy,
+        _rollover_flags,
+    ),
+)
+
+
+def _policies(topics: Commands) -> None:
+    for name, what, get, set_, remove, flags in POLICIES:
+        topics.on_topic(f"get-{name}", _topic_call(get), f"the effective {what}")
+        flags(topics.on_topic(f"set-{name}", set_, f"set the topic's {what}"))
+        topics.on_topic(
+            f"remove-{name}",
+            _topic_call(remove),
+            f"drop the topic's {what}: the namespace's or the default applies",
+        )
+
+
+def add_topics(groups: Any, common: argparse.ArgumentParser) -> None:
+    topics = Commands(groups, "topics", "topics, subscriptions, stats, compaction, policies", common)
+    _lifecycle(topics)
+    _subscriptions(topics)
+    _policies(topics)

@@ -1,0 +1,113 @@
+"""`quire admin` as a user runs it: a subprocess against a live bookie + broker (one stack for the
+module), checking its output, its stderr and its exit status (0 done, 1 refused, 2 bad usage)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.api.conftest import Stack
+from tests.support import REPO, free_port
+
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
+
+
+def admin(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", "admin", *args],
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def ok(stack: Stack, *args: str) -> Any:
+    """Run a command that must succeed; its JSON output (None when it printed nothing)."""
+    done = admin("--url", stack.base_url, *args)
+    assert done.returncode == EXIT_OK, done.stderr
+    return json.loads(done.stdout) if done.stdout.strip() else None
+
+
+def test_topic_from_create_to_delete(stack: Stack) -> None:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://public/default/{name}"
+    assert ok(stack, "topics", "create", topic) is None
+    assert ok(stack, "topics", "create", f"public/default/{name}-p", "-p", "2") is None
+    listed = ok(stack, "topics", "list", "public/default")
+    assert topic in listed and f"{topic}-p" in listed
+    assert ok(stack, "topics", "get-partitioned-topic-metadata", f"{name}-p") == {"partitions": 2}
+
+    ok(stack, "topics", "create-subscription", topic, "-s", "sub-a", "-m", "earliest")
+    assert ok(stack, "topics", "subscriptions", topic) == ["sub-a"]
+    stats = ok(stack, "topics", "stats", topic)
+    assert stats["subscriptions"]["sub-a"]["msgBacklog"] == 0
+    assert stats["ownerBroker"] == stack.base_url.removeprefix("http://")
+
+    ok(stack, "topics", "unsubscribe", topic, "-s", "sub-a")
+    assert ok(stack, "topics", "subscriptions", topic) == []
+    ok(stack, "topics", "delete", topic)
+    ok(stack, "topics", "delete", f"{topic}-p")
+    listed = ok(stack, "topics", "list", "public/default")
+    assert topic not in listed and f"{topic}-p" not in listed
+
+
+def test_policy_set_then_get(stack: Stack) -> None:
+    topic = f"public/default/pol-{uuid.uuid4().hex[:8]}"
+    ok(stack, "topics", "create", topic)
+    ok(stack, "topics", "set-retention", topic, "-s", "10M", "-t", "3h")
+    # the URL from the environment, and --url after the command: both as pulsar-admin users expect
+    by_env = admin("topics", "get-retention", topic, env={"QUIRE_ADMIN_URL": stack.base_url})
+    assert by_env.returncode == EXIT_OK, by_env.stderr
+    assert json.loads(by_env.stdout) == {"retentionTimeInMinutes": 180, "retentionSizeInMB": 10}
+    ok(stack, "topics", "set-deduplication", topic, "--enable")
+    trailing = admin("topics", "get-deduplication", topic, "--url", stack.base_url)
+    assert trailing.returncode == EXIT_OK, trailing.stderr
+    assert json.loads(trailing.stdout) is True
+
+
+def test_brokers_list(stack: Stack) -> None:
+    brokers = ok(stack, "brokers", "list")
+    assert [b["httpUrl"] for b in brokers] == [stack.base_url]
+
+
+def test_bookies_list(stack: Stack) -> None:
+    bookies = ok(stack, "bookies", "list")["bookies"]
+    assert [(b["bookieId"], b["state"]) for b in bookies] == [(f"127.0.0.1:{stack.bookie_port}", "writable")]
+
+
+def test_unknown_topic_is_exit_1_with_the_problem_on_one_line(stack: Stack) -> None:
+    done = admin("--url", stack.base_url, "topics", "stats", "public/default/no-such-topic")
+    assert done.returncode == EXIT_REFUSED
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("quire admin: 404 Topic not found: ")
+    assert "public/default/no-such-topic" in done.stderr
+
+
+def test_unreachable_broker_is_exit_1() -> None:
+    done = admin("--url", f"http://127.0.0.1:{free_port()}", "tenants", "list")
+    assert done.returncode == EXIT_REFUSED
+    assert done.stderr.startswith("quire admin: cannot reach ") and done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["topics", "frob", "x"], "invalid choice: 'frob'"),
+        (["topics", "stats", "non-persistent://public/default/x"], "only persistent:// topics"),
+        (["topics", "set-retention", "x", "-s", "10X", "-t", "1h"], "'10X' is not a size"),
+        (["topics", "unsubscribe", "x"], "-s/--subscription"),
+    ],
+)
+def test_bad_usage_is_exit_2(args: list[str], said: str) -> None:
+    done = admin("--url", f"http://127.0.0.1:{free_port()}", *args)  # never reaches a server
+    assert done.returncode == EXIT_USAGE
+    assert "usage: quire admin" in done.stderr and said in done.stderr, done.stderr

@@ -1,0 +1,68 @@
+"""`quire admin`'s arguments, read as pulsar-admin reads them (no server: tests/api has the live test)."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from app.admin_cli import DEFAULT_URL, parser
+from app.admin_cli.base import duration_arg, or_unlimited, size_arg, topic_arg
+from app.cli import main
+
+
+@pytest.mark.parametrize(
+    ("text", "parts"),
+    [
+        ("persistent://acme/ns/prices", ("acme", "ns", "prices")),
+        ("acme/ns/prices", ("acme", "ns", "prices")),
+        ("prices", ("public", "default", "prices")),
+    ],
+)
+def test_topic_names_as_pulsar_admin_takes_them(text: str, parts: tuple[str, str, str]) -> None:
+    assert topic_arg(text) == parts
+
+
+@pytest.mark.parametrize("text", ["non-persistent://a/b/c", "a/b", "a/b/c/d", "a/b/.."])
+def test_bad_topic_names_are_usage_errors(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        topic_arg(text)
+
+
+def test_sizes_and_durations() -> None:
+    assert [size_arg(s) for s in ("4096", "10k", "10M", "16G", "3T")] == [
+        4096,
+        10240,
+        10 << 20,
+        16 << 30,
+        3 << 40,
+    ]
+    assert [duration_arg(s) for s in ("30", "500ms", "100m", "3h", "2d", "1w")] == [
+        30_000,
+        500,
+        6_000_000,
+        10_800_000,
+        172_800_000,
+        604_800_000,
+    ]
+    assert or_unlimited(size_arg)("-1") == -1
+    for bad in ("-1", "ten", "10X", ""):
+        with pytest.raises(argparse.ArgumentTypeError):
+            size_arg(bad)
+
+
+def test_url_comes_from_the_flag_then_the_environment_then_the_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("QUIRE_ADMIN_URL", raising=False)
+    assert parser().parse_args(["tenants", "list"]).url == DEFAULT_URL
+    monkeypatch.setenv("QUIRE_ADMIN_URL", "http://broker-2:8080/")
+    assert parser().parse_args(["tenants", "list"]).url == "http://broker-2:8080"
+    assert parser().parse_args(["tenants", "list", "--url", "http://b3:80"]).url == "http://b3:80"
+
+
+def test_quire_hands_admin_to_the_admin_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["admin", "topics", "list"])
+    assert exit_info.value.code == 2
+    assert "usage: quire admin topics list" in capsys.readouterr().err
