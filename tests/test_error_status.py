@@ -25,7 +25,9 @@ from common.errors import ErrorKind, QuireError
 PACKAGES = ("app", "bookie", "common", "compactor", "managed_ledger", "topics")
 
 # Exceptions used as a signal inside one module, never raised to a caller.
-NOT_ERRORS = {"app.fastpath._FallThrough"}
+# Not errors of the service: the fast path's signal to hand a request to FastAPI, and the command
+# line's report of a refusal the server already answered (its line for stderr).
+NOT_ERRORS = {"app.fastpath._FallThrough", "app.admin_cli.base.Refused"}
 
 _500 = "Internal server error"
 _MISSING = "Message not found"

@@ -284,6 +284,34 @@ def check_redelivery(
             )
 
 
+# check_key_order: on key_shared subscriptions, within one consumer's stream, a key's messages must not go
+# backwards (in the topic's order, as read back) between two events that may reorder them;
+# how many deliveries were checked (pairs with an earlier delivery of the key to the consumer).
+#
+# Per (topic, subscription, consumer, key), in the order the consumer received them, each
+# delivery is compared with the furthest message of the key that consumer got so far:
+#
+# - **a fault or a move of the topic** anywhere from the moment the previous delivery of the
+# key to this consumer was asked for to the moment this one arrived (`faults`: every injected
+# fault of any kind and every lease a broker lost on its own; `moves`: a managed ledger of the
+# topic fenced, in a broker's log, e.g. by auto-recovery, which makes the broker reopen the
+# topic): the subscription may have been built afresh from its durable cursor (consumers
+# start afresh, unacked and not-yet-flushed acked messages come again, possibly with a
+# lower redelivery count, since the counts are flushed with the cursor, maybe to other
+# consumers), so the delivery starts the key's stream anew and is not compared;
+# - **a redelivery** (`redelivery_count` > 0: an ack timeout, a consumer that left, or a key
+# that moved with its unacked messages): it may go back, and is not compared, but it does
+# not lower the furthest message either;
+# - **any other delivery** is the first delivery of that message by the subscription as it is
+# now built, and those are handed out in the topic's order per key, so one before the
+# furthest message of its key is a violation.
+#
+# What this does not claim, because it would not be sound: order across consumers (a key's
+# messages redelivered to the consumer it moved to may be older than what the previous one
+# got), order across a fault (a broker restart or failover rebuilds the subscription from
+# its cursor), and that a redelivery comes in order. Deliveries the read-back does not hold
+# are left to `check_sightings`. A key move itself is not a reset: the messages that move
+# with a key are redelivered (count > 0), and new messages after it are still in order.
 def check_key_order(
     history: History,
     logs: dict[str, list[Message]],
@@ -292,34 +320,8 @@ def check_key_order(
     verdict: Verdict,
     margin_s: float = ORDER_MARGIN_S,
 ) -> int:
-    """On key_shared subscriptions, within one consumer's stream, a key's messages must not go
-    backwards (in the topic's order, as read back) between two events that may reorder them;
-    how many deliveries were checked (pairs with an earlier delivery of the key to the consumer).
-
-    Per (topic, subscription, consumer, key), in the order the consumer received them, each
-    delivery is compared with the furthest message of the key that consumer got so far:
-
-    - **a fault or a move of the topic** anywhere from the moment the previous delivery of the
-      key to this consumer was asked for to the moment this one arrived (`faults`: every injected
-      fault of any kind and every lease a broker lost on its own; `moves`: a managed ledger of the
-      topic fenced, in a broker's log, e.g. by auto-recovery, which makes the broker reopen the
-      topic): the subscription may have been built afresh from its durable cursor (consumers
-      start afresh, unacked and not-yet-flushed acked messages come again, possibly with a
-      lower redelivery count, since the counts are flushed with the cursor, maybe to other
-      consumers), so the delivery starts the key's stream anew and is not compared;
-    - **a redelivery** (`redelivery_count` > 0: an ack timeout, a consumer that left, or a key
-      that moved with its unacked messages): it may go back, and is not compared, but it does
-      not lower the furthest message either;
-    - **any other delivery** is the first delivery of that message by the subscription as it is
-      now built, and those are handed out in the topic's order per key, so one before the
-      furthest message of its key is a violation.
-
-    What this does not claim, because it would not be sound: order across consumers (a key's
-    messages redelivered to the consumer it moved to may be older than what the previous one
-    got), order across a fault (a broker restart or failover rebuilds the subscription from
-    its cursor), and that a redelivery comes in order. Deliveries the read-back does not hold
-    are left to `check_sightings`. A key move itself is not a reset: the messages that move
-    with a key are redelivered (count > 0), and new messages after it are still in order."""
+    """key_shared per-key order within each consumer's stream (see the comment above); returns
+    how many deliveries were compared."""
     windows = FaultWindows(faults, until=float("inf"))
     topic_moves: dict[str, list[Fault]] = defaultdict(list)
     for move in moves:
