@@ -21,7 +21,8 @@ from managed_ledger.metadata.api import (
 from managed_ledger.position import MessageId, Position
 from topics import compaction_lease, names, policies
 from topics.api import PolicyName, TopicPolicies
-from topics.base import OpenTopic, TopicsBase
+from topics.backlog import BacklogOps
+from topics.base import OpenTopic
 from topics.errors import (
     CompactionConflictError,
     InvalidArgumentError,
@@ -41,7 +42,7 @@ from topics.ownership import BrokerInfo
 log = logging.getLogger("quire.topics")
 
 
-class AdminPlane(TopicsBase):
+class AdminPlane(BacklogOps):
     _compaction_task: asyncio.Task[None] | None = None
     _ttl_task: asyncio.Task[None] | None = None
 
@@ -399,34 +400,6 @@ class AdminPlane(TopicsBase):
         if t.partitions:
             out["partitions"] = {s.topic: _status_dict(s) for s in states}
         return out
-
-    async def expire_messages(self, topic: str, subscription: str | None, seconds: int) -> None:
-        if seconds < 0:
-            raise InvalidArgumentError(f"expiry time must be >= 0 seconds, got {seconds}")
-        t = await self._topic(topic)
-        names_ = [subscription] if subscription is not None else sorted(t.mls[0].cursors)
-        cutoff = self._clock.now_ms() - seconds * 1000
-        # The first entry young enough to stay, per partition (None: every entry is older).
-        keep = [await ml.find_position_by_publish_time(cutoff) for ml in t.mls]
-        for name in names_:
-            sub = await self._subscription(t, name)
-            async with sub.lock:
-                for partition, first_kept in enumerate(keep):
-                    if first_kept is None:
-                        sub.ack_all(partition)
-                    else:
-                        sub.ack_before(partition, first_kept)
-
-    async def expire_by_ttl(self) -> list[str]:
-        """Apply each open topic's message TTL (0 = off) on all its subscriptions; returns the
-        topics it was applied to."""
-        applied = []
-        for t in list(self._topics.values()):
-            ttl = t.policies.message_ttl_seconds
-            if ttl > 0 and t.mls[0].cursors:
-                await self.expire_messages(t.name, None, ttl)
-                applied.append(t.name)
-        return applied
 
     async def _ttl_loop(self) -> None:
         interval_s = self._config.message_ttl_check_interval_ms / 1000

@@ -12,7 +12,6 @@ from managed_ledger.entry_format import Message, StoredMessage
 
 # Writes messages to a topic (the dead-letter topic), here or at the broker that owns it.
 DeadLetterWriter = Callable[[str, list[Message]], Awaitable[None]]
-DEAD_LETTER_RETRY_MS = 1_000  # a dead letter that could not be written is tried again after this
 
 
 def letter(m: StoredMessage, topic: str, subscription: str, reason: str) -> Message:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 from collections import Counter, deque
-from collections.abc import Container, Iterable
+from collections.abc import Iterable
 
 from managed_ledger.entry_format import StoredMessage
 
@@ -31,6 +31,7 @@ def _hash(data: str) -> int:
 
 class KeyRouter:
     def __init__(self) -> None:
+        self._live: frozenset[str] = frozenset()  # the consumers on the ring
         self._ring: list[tuple[int, str]] = []  # (point, consumer), sorted
         self._routes: dict[str, str] = {}  # key -> its consumer on the ring (a cache)
         self._queues: dict[str, deque[Queued]] = {}
@@ -40,11 +41,12 @@ class KeyRouter:
         self.holder: dict[str, str] = {}  # key -> consumer of its latest delivery
         self.out: Counter[str] = Counter()  # key -> its messages pending or to redeliver
 
-    def set_consumers(self, consumers: Iterable[str], live: Container[str]) -> None:
+    def set_consumers(self, consumers: Iterable[str]) -> None:
         """The live consumers changed: a new ring, and what is queued goes to its keys' consumers
         now."""
+        self._live = frozenset(consumers)
         self._routes.clear()
-        self._ring = sorted((_hash(f"{c}#{i}"), c) for c in consumers for i in range(RING_POINTS))
+        self._ring = sorted((_hash(f"{c}#{i}"), c) for c in self._live for i in range(RING_POINTS))
         queued: deque[Queued] = deque()
         for queue in self._queues.values():
             queued.extend(queue)
@@ -52,13 +54,13 @@ class KeyRouter:
         self._queued_at.clear()
         self._key_queued.clear()
         self.queued = 0
-        self.route(queued, live)
+        self.route(queued)
 
-    def consumer_of(self, key: str, live: Container[str]) -> str:
+    def consumer_of(self, key: str) -> str:
         """The consumer a key's next message goes to: the one its earlier messages are out with
         or queued for, else the ring's choice."""
         holder = self.holder.get(key)
-        if holder is not None and self.out[key] > 0 and holder in live:
+        if holder is not None and self.out[key] > 0 and holder in self._live:
             return holder
         queued = self._queued_at.get(key)
         if queued is not None:
@@ -71,12 +73,12 @@ class KeyRouter:
             routed = self._routes[key] = self._ring[i % len(self._ring)][1]
         return routed
 
-    def route(self, ready: deque[Queued], live: Container[str]) -> None:
+    def route(self, ready: deque[Queued]) -> None:
         """Queue what was read (`ready`, emptied) for the consumers of its keys."""
         while ready:
             item = ready.popleft()
             key = item[1].key or ""
-            target = self.consumer_of(key, live)
+            target = self.consumer_of(key)
             self._queues.setdefault(target, deque()).append(item)
             self._queued_at[key] = target
             self._key_queued[key] += 1

@@ -375,55 +375,6 @@ class TopicService(AdminPlane):
     async def reset_cursor(self, topic: str, subscription: str, timestamp_ms: int) -> None:
         await self.seek(topic, subscription, timestamp_ms)
 
-    # --- a subscription's backlog ------------------------------------------------------------------
-    async def peek(self, topic: str, subscription: str, n: int) -> StoredMessage:
-        self._check_position(n)
-        t = await self._topic(topic)
-        sub = await self._subscription(t, subscription)
-        async with sub.lock:
-            for partition in range(len(t.mls)):  # partition by partition, in order
-                found = await sub.unacked_messages(partition, n)
-                if len(found) >= n:
-                    return found[n - 1]
-                n -= len(found)
-        raise MessageNotFoundError(t.name, f"position {n} past the backlog of {subscription}")
-
-    async def examine_message(
-        self, topic: str, initial_position: Literal["earliest", "latest"], n: int
-    ) -> StoredMessage:
-        self._check_position(n)
-        t = await self._topic(topic)
-        if t.partitions:  # as Pulsar: its partitions are the topics to examine
-            raise InvalidArgumentError(f"examining messages of partitioned topic {t.name} is not allowed")
-        ml = t.mls[0]
-        position = ml.position_at(n - 1 if initial_position == "earliest" else -n)
-        if position is None:
-            raise MessageNotFoundError(t.name, f"no entry {n} from the {initial_position}")
-        payload = await ml.read_entry(position)
-        return decode_entry(t.name, position.ledger_id, position.entry_id, payload)[0]
-
-    async def skip(self, topic: str, subscription: str, n: int) -> None:
-        self._check_position(n)
-        t = await self._topic(topic)
-        sub = await self._subscription(t, subscription)
-        async with sub.lock:
-            for partition in range(len(t.mls)):
-                found = await sub.unacked_messages(partition, n)
-                await sub.ack([m.message_id for m in found])
-        t.notifier.notify()
-
-    async def skip_all(self, topic: str, subscription: str) -> None:
-        t = await self._topic(topic)
-        sub = await self._subscription(t, subscription)
-        async with sub.lock:
-            for partition in range(len(t.mls)):
-                sub.ack_all(partition)
-
-    @staticmethod
-    def _check_position(n: int) -> None:
-        if n < 1:
-            raise InvalidArgumentError(f"a message position counts from 1, got {n}")
-
 
 def _implements(service: TopicService) -> TopicsApi:
     """Never called: mypy checks here that TopicService implements the TopicsApi protocol."""

@@ -55,7 +55,7 @@ from managed_ledger.errors import EntryNotFoundError
 from managed_ledger.position import MessageId, Position
 from topics import dead_letters, delivery_state, key_shared
 from topics.api import Delivery, SubscriptionOptions
-from topics.dead_letters import DEAD_LETTER_RETRY_MS, DeadLetterWriter
+from topics.dead_letters import DeadLetterWriter
 from topics.delivery_state import EntryAcks
 from topics.errors import ConsumerBusyError, ConsumerIdRequiredError
 from topics.key_shared import KeyRouter
@@ -187,7 +187,7 @@ class Subscription:
                 if item is None or self._is_acked(item[0], mid):
                     self._redeliver_msgs.pop(mid, None)
                     continue
-                if keyed and self._keys.consumer_of(item[1].key or "", self._consumers) != consumer:
+                if keyed and self._keys.consumer_of(item[1].key or "") != consumer:
                     skipped.append(mid)
                     continue
                 del self._redeliver_msgs[mid]
@@ -224,7 +224,7 @@ class Subscription:
                     return  # the read-ahead is full of other consumers' keys
                 if not await self._read_more(max_messages - len(out)):
                     return
-                keys.route(self._ready, self._consumers)
+                keys.route(self._ready)
                 continue
             partition, message = item
             if self._is_acked(partition, message.message_id):
@@ -236,14 +236,14 @@ class Subscription:
     def _hand_out(
         self, out: list[Delivery], partition: int, message: StoredMessage, now: int, consumer: str
     ) -> None:
-        """Deliver a message to `consumer`, or, when it was delivered max_redeliveries + 1 times
-        already, set it aside for the dead-letter topic (pending, so nothing else takes it, until
-        it is written and acked, or tried again after DEAD_LETTER_RETRY_MS)."""
+        """Deliver a message to `consumer`, or, once delivered max_redeliveries + 1 times, set it
+        aside for the dead-letter topic: pending (nothing else takes it) until it is written and
+        acked, or, if the write fails, until its ack timeout sends it round again."""
         limit = self.options.max_redeliveries
         if limit:
             previous = self._counts[partition].get(message.message_id)
             if previous is not None and previous >= limit:
-                self.pending[message.message_id] = _Pending(message, partition, now + DEAD_LETTER_RETRY_MS)
+                self.pending[message.message_id] = _Pending(message, partition, now + self.ack_timeout_ms)
                 self._dead.append((partition, message))
                 return
         out.append(self._deliver(partition, message, now, consumer))
@@ -261,8 +261,8 @@ class Subscription:
             await self._dead_letter(self.dead_letter_topic, letters)
         except (QuireError, OSError) as exc:
             log.warning(
-                "%s/%s: %d dead letters not written to %s (tried again in %d ms): %s",
-                self.topic, self.name, len(letters), self.dead_letter_topic, DEAD_LETTER_RETRY_MS, exc,
+                "%s/%s: %d dead letters not written to %s (tried again after the ack timeout): %s",
+                self.topic, self.name, len(letters), self.dead_letter_topic, exc,
             )  # fmt: skip
             return
         await self.ack([m.message_id for _, m in dead])
@@ -304,7 +304,7 @@ class Subscription:
                     self._to_redeliver(mid, "consumer left")
                 self._owner = active
         elif joined or gone:
-            self._keys.set_consumers(self._consumers, self._consumers)
+            self._keys.set_consumers(self._consumers)
 
     def _claim(self, consumer: str, now: int) -> None:
         owner = self._owner

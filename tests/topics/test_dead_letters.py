@@ -98,27 +98,29 @@ async def test_a_dead_letter_that_cannot_be_written_stays_and_is_tried_again(
     svc: TopicService, env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await svc.produce(T, None, [Message(b"poison")])
-    await svc.create_subscription(T, "s", SubscriptionOptions("earliest", max_redeliveries=1))
+    options = SubscriptionOptions("earliest", ack_timeout_ms=5_000, max_redeliveries=1)
+    await svc.create_subscription(T, "s", options)
     (d,) = await svc.receive(T, "s", 10, 0, None)
     await svc.nack(T, "s", [d.message.message_id])
     (d,) = await svc.receive(T, "s", 10, 0, None)
     await svc.nack(T, "s", [d.message.message_id])
-    real = svc._dead_letter
 
     async def broken(topic: str, messages: list[Message]) -> None:
         raise OSError("the dead-letter topic's broker is down")
 
-    monkeypatch.setattr(svc, "_dead_letter", broken)
-    # The subscription was built with the bound method: swap it there too.
     sub = svc._topics[T].subscriptions["s"]
+    real = sub._dead_letter
     monkeypatch.setattr(sub, "_dead_letter", broken)
     assert await svc.receive(T, "s", 10, 0, None) == []
     with pytest.raises(TopicNotFoundError):
         await read_all(svc, DLQ)  # nothing was written
     monkeypatch.setattr(sub, "_dead_letter", real)
-    assert await svc.receive(T, "s", 10, 0, None) == []  # not yet: it waits out the retry delay
-    env.clock.advance(1_001)
-    assert await svc.receive(T, "s", 10, 0, None) == []
+    env.clock.advance(4_999)
+    assert await svc.receive(T, "s", 10, 0, None) == []  # not yet: it waits out the ack timeout
+    with pytest.raises(TopicNotFoundError):
+        await read_all(svc, DLQ)
+    env.clock.advance(2)
+    assert await svc.receive(T, "s", 10, 0, None) == []  # written now, and acked: not delivered
     assert [v for v, _, _ in await read_all(svc, DLQ)] == ["poison"]
     assert sub.dead_lettered == 1
 

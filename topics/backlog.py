@@ -1,0 +1,91 @@
+"""A subscription's backlog from the admin side, in Pulsar's terms: peek, examinemessage, skip,
+clear-backlog (skip_all), expire by age, and the message TTL that expires by policy. Between
+the shared core (`topics.base`) and the admin plane (`topics.admin`, which runs the TTL loop)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from managed_ledger.entry_format import StoredMessage
+from topics.base import TopicsBase
+from topics.errors import InvalidArgumentError, MessageNotFoundError
+from topics.readers import decode_entry
+
+
+class BacklogOps(TopicsBase):
+    async def peek(self, topic: str, subscription: str, n: int) -> StoredMessage:
+        self._check_position(n)
+        t = await self._topic(topic)
+        sub = await self._subscription(t, subscription)
+        left = n
+        async with sub.lock:
+            for partition in range(len(t.mls)):  # partition by partition, in order
+                found = await sub.unacked_messages(partition, left)
+                if len(found) >= left:
+                    return found[left - 1]
+                left -= len(found)
+        raise MessageNotFoundError(t.name, f"position {n} past the backlog of {subscription}")
+
+    async def examine_message(
+        self, topic: str, initial_position: Literal["earliest", "latest"], n: int
+    ) -> StoredMessage:
+        self._check_position(n)
+        t = await self._topic(topic)
+        if t.partitions:  # as Pulsar: its partitions are the topics to examine
+            raise InvalidArgumentError(f"examining messages of partitioned topic {t.name} is not allowed")
+        ml = t.mls[0]
+        position = ml.position_at(n - 1 if initial_position == "earliest" else -n)
+        if position is None:
+            raise MessageNotFoundError(t.name, f"no entry {n} from the {initial_position}")
+        payload = await ml.read_entry(position)
+        return decode_entry(t.name, position.ledger_id, position.entry_id, payload)[0]
+
+    async def skip(self, topic: str, subscription: str, n: int) -> None:
+        self._check_position(n)
+        t = await self._topic(topic)
+        sub = await self._subscription(t, subscription)
+        async with sub.lock:
+            for partition in range(len(t.mls)):
+                found = await sub.unacked_messages(partition, n)
+                await sub.ack([m.message_id for m in found])
+        t.notifier.notify()
+
+    async def skip_all(self, topic: str, subscription: str) -> None:
+        t = await self._topic(topic)
+        sub = await self._subscription(t, subscription)
+        async with sub.lock:
+            for partition in range(len(t.mls)):
+                sub.ack_all(partition)
+
+    @staticmethod
+    def _check_position(n: int) -> None:
+        if n < 1:
+            raise InvalidArgumentError(f"a message position counts from 1, got {n}")
+
+    async def expire_messages(self, topic: str, subscription: str | None, seconds: int) -> None:
+        if seconds < 0:
+            raise InvalidArgumentError(f"expiry time must be >= 0 seconds, got {seconds}")
+        t = await self._topic(topic)
+        names_ = [subscription] if subscription is not None else sorted(t.mls[0].cursors)
+        cutoff = self._clock.now_ms() - seconds * 1000
+        # The first entry young enough to stay, per partition (None: every entry is older).
+        keep = [await ml.find_position_by_publish_time(cutoff) for ml in t.mls]
+        for name in names_:
+            sub = await self._subscription(t, name)
+            async with sub.lock:
+                for partition, first_kept in enumerate(keep):
+                    if first_kept is None:
+                        sub.ack_all(partition)
+                    else:
+                        sub.ack_before(partition, first_kept)
+
+    async def expire_by_ttl(self) -> list[str]:
+        """Apply each open topic's message TTL (0 = off) on all its subscriptions; returns the
+        topics it was applied to."""
+        applied = []
+        for t in list(self._topics.values()):
+            ttl = t.policies.message_ttl_seconds
+            if ttl > 0 and t.mls[0].cursors:
+                await self.expire_messages(t.name, None, ttl)
+                applied.append(t.name)
+        return applied
