@@ -35,6 +35,7 @@ import orjson
 from fastapi import FastAPI, Request
 from starlette.responses import Response
 
+from bench.common import REPO, free_port, pct
 from bench.http_load import Connection, run_wrk, wrk_path
 
 DURATION_S = float(os.environ.get("QUIRE_BENCH_DURATION_S", "5"))
@@ -45,17 +46,10 @@ RATE = 1_000  # msgs/s for the latency rows
 VALUE = "x" * 100
 HOST = "127.0.0.1"
 TOPIC = "/v1/topics/public/default"
-REPO = Path(__file__).resolve().parent.parent
 
 Row = dict[str, float]
 T = TypeVar("T")
 PHASE_TIMEOUT_S = 300.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 def wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout_s: float = 90) -> None:
@@ -92,13 +86,6 @@ def child(
 
 def batch_body(n: int) -> bytes:
     return orjson.dumps({"messages": [{"value": VALUE}] * n})
-
-
-def pct(xs: list[float], q: float) -> float:
-    if not xs:
-        return float("nan")
-    s = sorted(xs)
-    return s[min(len(s) - 1, int(len(s) * q / 100))]
 
 
 # --- the HTTP ceiling: an empty FastAPI endpoint on one uvicorn worker ----------------------------
@@ -217,63 +204,26 @@ async def quire_latency(port: int) -> Row:
     return await paced(send, recv)
 
 
-# --- Quire consume: pull batches of 1,000 + ack --------------------------------------------------
-async def quire_consume(port: int) -> float:
-    topic = f"{TOPIC}/drain"
-    c = await Connection.open(HOST, port)
-    await c.request("PUT", f"{topic}/subscriptions/d", b'{"initial_position":"earliest"}')
-    body = batch_body(1000)
-    producers = [await Connection.open(HOST, port) for _ in range(4)]
-
-    async def fill(p: Connection, n: int) -> None:
-        for _ in range(n):
-            await p.request("POST", f"{topic}/messages", body)
-
-    await asyncio.gather(*(fill(p, CONSUME_MESSAGES // 4000) for p in producers))
-    # Fresh connections: uvicorn closes one idle past its keep-alive timeout during the fill.
-    c.close()
-    c, acker = await Connection.open(HOST, port), await Connection.open(HOST, port)
-    acking: asyncio.Task[None] | None = None
-
-    async def ack(ids: bytes) -> None:
-        status, _ = await acker.request("POST", f"{topic}/subscriptions/d/ack", ids)
-        assert status == 204, status
-
-    got = 0
-    started = time.perf_counter()
-    while got < CONSUME_MESSAGES:
-        _, raw = await c.request("GET", f"{topic}/subscriptions/d/messages?max_messages=1000&wait_ms=1000")
-        msgs = orjson.loads(raw)["messages"]
-        if not msgs:
-            break
-        got += len(msgs)
-        # The ack of this batch overlaps the pull of the next, as a JetStream pull consumer's acks
-        # do (they are publishes it does not wait on); at most one ack in flight.
-        if acking is not None:
-            await acking
-        acking = asyncio.create_task(ack(orjson.dumps({"message_ids": [m["message_id"] for m in msgs]})))
-    if acking is not None:
-        await acking
-    return got / (time.perf_counter() - started)
-
-
-# --- Quire consume, key_shared: 4 consumers pulling 1,000 + ack, 64 keys ----------------------
-KEY_SHARED_CONSUMERS = 4
-
-
-async def quire_consume_key_shared(port: int) -> float:
-    """The consume row's pulls and acks, on a key_shared subscription of 4 consumers (each with
-    its own pull and ack connections) over messages with 64 keys; msg/s over all of them."""
-    topic = f"{TOPIC}/drain-ks"
+# --- Quire consume: pull batches of 1,000 + ack (shared, 1 consumer; key_shared, 4) ---------------
+async def quire_consume(port: int, name: str = "drain", kind: str = "shared", consumers: int = 1) -> float:
+    """Fill a topic with CONSUME_MESSAGES, then drain it through `consumers` consumers of one
+    subscription of type `kind`, each pulling 1,000 on its own connection and acking on another;
+    msg/s over all of them. The ack of a batch overlaps the pull of the next, as a JetStream pull
+    consumer's acks do (publishes it does not wait on): at most one ack in flight per consumer.
+    key_shared: messages carry 64 keys, and every consumer joins before the first message."""
+    topic = f"{TOPIC}/{name}"
     setup = await Connection.open(HOST, port)
     await setup.request(
-        "PUT", f"{topic}/subscriptions/d", b'{"initial_position":"earliest","type":"key_shared"}'
+        "PUT", f"{topic}/subscriptions/d", orjson.dumps({"initial_position": "earliest", "type": kind})
     )
-    ids = [f"k{i}" for i in range(KEY_SHARED_CONSUMERS)]
-    for name in ids:  # all four join before any message, so the keys are spread from the start
-        status, _ = await setup.request("GET", f"{topic}/subscriptions/d/messages?consumer_id={name}")
+    ids = [f"c{i}" for i in range(consumers)]
+    for consumer_id in ids:
+        status, _ = await setup.request("GET", f"{topic}/subscriptions/d/messages?consumer_id={consumer_id}")
         assert status == 200, status
-    body = orjson.dumps({"messages": [{"key": f"key-{i % 64}", "value": VALUE} for i in range(1000)]})
+    keyed = kind == "key_shared"
+    body = orjson.dumps(
+        {"messages": [{"key": f"key-{i % 64}" if keyed else None, "value": VALUE} for i in range(1000)]}
+    )
     producers = [await Connection.open(HOST, port) for _ in range(4)]
 
     async def fill(p: Connection, n: int) -> None:
@@ -281,12 +231,13 @@ async def quire_consume_key_shared(port: int) -> float:
             await p.request("POST", f"{topic}/messages", body)
 
     await asyncio.gather(*(fill(p, CONSUME_MESSAGES // 4000) for p in producers))
-    setup.close()
+    setup.close()  # fresh connections below: uvicorn closes one idle past its keep-alive timeout
     got = 0
+    progress_at = time.perf_counter()
     done = asyncio.Event()
 
-    async def consumer(consumer_id: str) -> None:
-        nonlocal got
+    async def consume(consumer_id: str) -> None:
+        nonlocal got, progress_at
         c, acker = await Connection.open(HOST, port), await Connection.open(HOST, port)
         acking: asyncio.Task[tuple[int, bytes]] | None = None
         path = f"{topic}/subscriptions/d/messages?max_messages=1000&wait_ms=200&consumer_id={consumer_id}"
@@ -294,19 +245,24 @@ async def quire_consume_key_shared(port: int) -> float:
             _, raw = await c.request("GET", path)
             msgs = orjson.loads(raw)["messages"]
             got += len(msgs)
-            if got >= CONSUME_MESSAGES:
+            now = time.perf_counter()
+            if msgs:
+                progress_at = now
+            if got >= CONSUME_MESSAGES or now - progress_at > 2.0:  # all, or nothing more comes
                 done.set()
             if acking is not None:
-                await acking
+                status, _ = await acking
+                assert status == 204, status
                 acking = None
             if msgs:
                 ack = orjson.dumps({"message_ids": [m["message_id"] for m in msgs]})
                 acking = asyncio.create_task(acker.request("POST", f"{topic}/subscriptions/d/ack", ack))
         if acking is not None:
-            await acking
+            status, _ = await acking
+            assert status == 204, status
 
     started = time.perf_counter()
-    await asyncio.gather(*(consumer(name) for name in ids))
+    await asyncio.gather(*(consume(consumer_id) for consumer_id in ids))
     return got / (time.perf_counter() - started)
 
 
@@ -321,7 +277,8 @@ def measure_quire(port: int) -> Row:
     progress("quire consume")
     out["consume"] = bounded(quire_consume(port), PHASE_TIMEOUT_S, "quire consume")
     progress("quire consume, key_shared")
-    out["consume_ks"] = bounded(quire_consume_key_shared(port), PHASE_TIMEOUT_S, "quire key_shared")
+    ks = quire_consume(port, "drain-ks", "key_shared", consumers=4)
+    out["consume_ks"] = bounded(ks, PHASE_TIMEOUT_S, "quire key_shared")
     return out
 
 

@@ -54,6 +54,7 @@ from app.settings import Settings
 from bench.bench_api import bounded, progress
 from bench.brokers_client import TOPIC_PATH, TRANSIENT, Client, lookup, put
 from bench.brokers_stack import BrokerStack, broker_stack, postgres_problem
+from bench.common import pct
 
 BROKER_COUNTS = (1, 2, 3)
 WORKERS = 6  # producers, and as many consumers: divisible by every broker count
@@ -93,11 +94,6 @@ QUICK = Plan(rounds=1, duration_s=1.0, consume_cap_s=5.0, samples=100, trials=1)
 
 def median(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
-
-
-def pct(xs: list[float], q: float) -> float:
-    s = sorted(xs)
-    return s[min(len(s) - 1, int(len(s) * q / 100))] if s else float("nan")
 
 
 # --- one phase -----------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Helpers the benchmarks share: free ports and a real `quire bookie` process."""
+"""Helpers the benchmarks share: free ports, an open-port probe, a percentile, and a real
+`quire bookie` process."""
 
 from __future__ import annotations
 
@@ -20,6 +21,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def port_open(port: int, timeout_s: float = 0.3) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=timeout_s):
+        return True
+    return False
+
+
+def pct(xs: list[float], q: float) -> float:
+    """The q-th percentile (0..100) of `xs`, nearest rank; NaN for no samples."""
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(len(s) * q / 100))] if s else float("nan")
+
+
 def start_bookie(data_dir: Path, port: int, log_path: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "QUIRE_BOOKIE_HOST": "127.0.0.1"}
     with open(log_path, "ab") as log:
@@ -33,7 +46,7 @@ def start_bookie(data_dir: Path, port: int, log_path: Path) -> subprocess.Popen[
         )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+        if port_open(port, 0.2):
             return proc
         if proc.poll() is not None:
             break

@@ -22,10 +22,9 @@ from typing import Self
 
 import httpx
 
-from bench.common import free_port
+from bench.common import REPO, free_port
 
 HOST = "127.0.0.1"
-REPO = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 15.0
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import httpx
 
-from bench.common import free_port
+from bench.common import free_port, pct
 from bench.replication_stack import HOST, Stack, wait_ready
 
 POSTGRES_URL = os.environ.get("QUIRE_SOAK_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -243,11 +243,6 @@ class Load:
 # --- report ----------------------------------------------------------------------------------------
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def report(tally: Tally, rss: dict[str, dict[str, int | None]]) -> None:
     whens = list(rss)
     print("\nRSS (VmRSS of /proc/<pid>/status, MiB); start = before the load, end = when it stopped")
@@ -271,7 +266,7 @@ def report(tally: Tally, rss: dict[str, dict[str, int | None]]) -> None:
         span = max(1.0, min(60.0, tally.seconds - m * 60))  # the last minute may be short
         errors = sum(tally.errors.get(m, Counter()).values())
         if lat:
-            p50, p99, top = (percentile(lat, 0.5) * 1e3, percentile(lat, 0.99) * 1e3, max(lat) * 1e3)
+            p50, p99, top = (pct(lat, 50) * 1e3, pct(lat, 99) * 1e3, max(lat) * 1e3)
             row = f"{p50:>8.1f} {p99:>8.1f} {top:>8.1f}"
         else:
             row = f"{'-':>8} {'-':>8} {'-':>8}"
@@ -281,10 +276,10 @@ def report(tally: Tally, rss: dict[str, dict[str, int | None]]) -> None:
         )
     full = [m for m in minutes if len(tally.latencies.get(m, [])) >= 100]
     if len(full) >= 2:
-        p99_first, p99_last = (percentile(tally.latencies[m], 0.99) for m in (full[0], full[-1]))
+        p99_first, p99_last = (pct(tally.latencies[m], 99) for m in (full[0], full[-1]))
         which = f"minute {full[-1] + 1} / minute {full[0] + 1}"
         print(f"\np99 last minute / first minute: {p99_last / p99_first:.2f} ({which})")
-        all_p99 = [percentile(tally.latencies[m], 0.99) * 1e3 for m in full]
+        all_p99 = [pct(tally.latencies[m], 99) * 1e3 for m in full]
         print(f"p99 over the minutes: median {statistics.median(all_p99):.1f} ms, max {max(all_p99):.1f} ms")
     produced, consumed = sum(tally.produced.values()), sum(tally.consumed.values())
     print(f"messages acknowledged to producers: {produced}, acked by consumers: {consumed}")

@@ -249,9 +249,8 @@ class Subscription:
         out.append(self._deliver(partition, message, now, consumer))
 
     async def _write_dead_letters(self) -> None:
-        """Write the messages set aside to the dead-letter topic (each with its key, properties
-        and event time, plus where it came from and why), then ack them here. Written first:
-        a crash in between writes one again after the restart, never loses one."""
+        """Write the messages set aside to the dead-letter topic, then ack them here (a crash in
+        between writes one again after the restart, never loses one)."""
         dead, self._dead = self._dead, []
         letters = [
             dead_letters.letter(m, self.topic, self.name, self._reasons.get(m.message_id, "redelivery limit"))
@@ -511,8 +510,7 @@ class Subscription:
         self._forget_through(partition, mid, pos)
 
     def _forget_through(self, partition: int, mid: MessageId, pos: Position) -> None:
-        """The cursor of `partition` acked everything up to `mid`: forget those messages, and the
-        batch states of the entries before `pos`."""
+        """The cursor acked up to `mid`: forget those messages and the entries' states before `pos`."""
         for other in [m for m, p in self.pending.items() if p.partition == partition and m <= mid]:
             self._forget(other)
         for other in [m for m, (p, _) in self._redeliver_msgs.items() if p == partition and m <= mid]:
@@ -529,7 +527,10 @@ class Subscription:
 
     def ack_before(self, partition: int, pos: Position) -> None:
         """Ack every message of `partition` stored before entry `pos` (a mark-delete past it stays)."""
-        self.cursors[partition].ack_cumulative(Position(pos.ledger_id, pos.entry_id - 1))
+        through = Position(pos.ledger_id, pos.entry_id - 1)
+        if through <= self.cursors[partition].mark_delete_position:
+            return  # nothing new (the TTL check's usual case): no scan of the pending
+        self.cursors[partition].ack_cumulative(through)
         self._forget_through(partition, MessageId(pos.ledger_id, pos.entry_id - 1, BEYOND), pos)
 
     def ack_all(self, partition: int) -> None:
@@ -539,8 +540,7 @@ class Subscription:
             self.ack_before(partition, self.mls[partition].next_position(last))
 
     async def unacked_messages(self, partition: int, limit: int) -> list[StoredMessage]:
-        """The first `limit` messages of `partition` this subscription has not acked, in order
-        from its mark-delete position (delivered and pending ones included, as Pulsar's peek)."""
+        """The first `limit` messages of `partition` not acked, delivered or not (Pulsar's peek)."""
         ml, cursor = self.mls[partition], self.cursors[partition]
         out: list[StoredMessage] = []
         start = ml.next_position(cursor.mark_delete_position)

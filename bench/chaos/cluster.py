@@ -27,7 +27,8 @@ from typing import Any
 
 import httpx
 
-from bench.chaos.procs import HOST, Proc, free_port, quire_args
+from bench.chaos.procs import HOST, Proc, quire_args
+from bench.common import free_port
 
 FAST_SETTINGS = {
     "QUIRE_DEDUPLICATION_ENABLED": "true",

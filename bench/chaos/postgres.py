@@ -24,7 +24,8 @@ import time
 import uuid
 from pathlib import Path
 
-from bench.chaos.procs import HOST, Proc, free_port
+from bench.chaos.procs import HOST, Proc
+from bench.common import free_port
 
 SHARED_URL = os.environ.get("QUIRE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 START_TIMEOUT_S = 60.0

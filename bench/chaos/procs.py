@@ -13,28 +13,16 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.common import REPO, port_open
+
 HOST = "127.0.0.1"
-REPO = Path(__file__).resolve().parent.parent.parent
 STOP_WAIT_S = 15.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
-def port_open(port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection((HOST, port), timeout=0.3):
-        return True
-    return False
 
 
 def _die_with_parent() -> None:
