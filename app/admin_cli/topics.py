@@ -4,19 +4,25 @@ command named as in pulsar-admin (Quire's own, such as the rollover policy, name
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any
 
 from quire_client import Client
 from quire_client.api.admin import (
+    admin_create_subscription,
     admin_delete_subscription,
     create_partitioned_topic,
     create_topic,
     delete_topic,
+    examine_message,
+    expire_messages,
+    expire_messages_all_subscriptions,
     get_compaction_status,
     get_compaction_threshold,
     get_deduplication_enabled,
     get_internal_stats,
+    get_message_ttl,
     get_partitions,
     get_retention,
     get_rollover_policy,
@@ -24,20 +30,27 @@ from quire_client.api.admin import (
     list_subscriptions,
     list_topics,
     lookup_topic,
+    peek_message,
     remove_compaction_threshold,
     remove_deduplication_enabled,
+    remove_message_ttl,
     remove_retention,
     remove_rollover_policy,
     reset_cursor,
     set_compaction_threshold,
     set_deduplication_enabled,
+    set_message_ttl,
     set_retention,
     set_rollover_policy,
+    skip_all_messages,
+    skip_messages,
     trigger_compaction,
     unload_topic,
+    update_partitioned_topic,
 )
 from quire_client.api.data import create_subscription, seek_subscription
 from quire_client.models import (
+    ExamineMessageInitialposition,
     RetentionPolicy,
     RolloverPolicy,
     SeekRequest,
@@ -132,6 +145,16 @@ def _lifecycle(topics: Commands) -> None:
 
 
 def _create_subscription(client: Client, args: argparse.Namespace) -> Any:
+    """At earliest or latest with any type (the data plane's PUT), or at a message id (the admin
+    API's, which makes a shared subscription; 409 when it exists, as pulsar-admin)."""
+    if args.message_id not in ("earliest", "latest"):
+        if args.type != "shared" or args.read_compacted:
+            print("quire admin: -m MESSAGE_ID makes a plain shared subscription", file=sys.stderr)
+            raise SystemExit(2)  # bad usage, as argparse's
+        response = admin_create_subscription.sync_detailed(
+            *_topic(args), args.subscription, client=client, message_id=args.message_id
+        )
+        return result(response)
     body = SubscriptionRequest(
         initial_position=SubscriptionRequestInitialPosition(args.message_id),
         type_=SubscriptionRequestType(args.type),
@@ -166,12 +189,7 @@ def _subscriptions(topics: Commands) -> None:
         topics.on_topic("create-subscription", _create_subscription, "create a durable subscription")
     )
     p.add_argument(
-        "-m",
-        "--messageId",
-        dest="message_id",
-        choices=[p.value for p in SubscriptionRequestInitialPosition],
-        default="latest",
-        help="where it starts (default latest)",
+        "-m", "--messageId", dest="message_id", default="latest", help="earliest, latest (default) or an id"
     )
     p.add_argument(
         "--type",
@@ -187,6 +205,72 @@ def _subscriptions(topics: Commands) -> None:
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("-t", "--time", type=duration_arg, help="to this long ago: e.g. 10m, 3h, 2d")
     where.add_argument("-m", "--messageId", dest="message_id", help="to a message id, earliest or latest")
+
+
+# --- a subscription's backlog, and growing partitions ---------------------------------------------
+
+
+def _peek(client: Client, args: argparse.Namespace) -> Any:
+    """The first n messages the subscription has not acked (fewer when the backlog is shorter)."""
+    out: list[Any] = []
+    for n in range(1, args.count + 1):
+        response = peek_message.sync_detailed(*_topic(args), args.subscription, n, client=client)
+        if response.status_code == 404 and out:
+            break
+        out.append(result(response))
+    return out
+
+
+def _examine(client: Client, args: argparse.Namespace) -> Any:
+    position = ExamineMessageInitialposition(args.initial_position)
+    response = examine_message.sync_detailed(
+        *_topic(args), client=client, initial_position=position, message_position=args.message_position
+    )
+    return result(response)
+
+
+def _skip(client: Client, args: argparse.Namespace) -> Any:
+    return result(skip_messages.sync_detailed(*_topic(args), args.subscription, args.count, client=client))
+
+
+def _clear_backlog(client: Client, args: argparse.Namespace) -> Any:
+    return result(skip_all_messages.sync_detailed(*_topic(args), args.subscription, client=client))
+
+
+def _expire(client: Client, args: argparse.Namespace) -> Any:
+    seconds = args.time // 1000
+    if args.subscription is None:
+        response = expire_messages_all_subscriptions.sync_detailed(*_topic(args), seconds, client=client)
+    else:
+        response = expire_messages.sync_detailed(*_topic(args), args.subscription, seconds, client=client)
+    return result(response)
+
+
+def _update_partitions(client: Client, args: argparse.Namespace) -> Any:
+    response = update_partitioned_topic.sync_detailed(*_topic(args), client=client, body=args.partitions)
+    return result(response)
+
+
+def _backlog(topics: Commands) -> None:
+    p = topics.on_topic("peek-messages", _peek, "the first messages a subscription has not acked")
+    p.add_argument("-s", "--subscription", required=True, help="subscription name")
+    p.add_argument("-n", "--count", type=positive_int, default=1, help="how many (default 1)")
+    p = topics.on_topic("examine-message", _examine, "the n-th entry from the oldest or the newest")
+    p.add_argument("-i", "--initialPosition", dest="initial_position", choices=["earliest", "latest"])
+    p.set_defaults(initial_position="latest")
+    p.add_argument("-m", "--messagePosition", dest="message_position", type=positive_int, default=1)
+    p = topics.on_topic("skip", _skip, "ack the next n messages a subscription has not acked")
+    p.add_argument("-s", "--subscription", required=True, help="subscription name")
+    p.add_argument("-n", "--count", type=positive_int, required=True, help="how many")
+    p = topics.on_topic("clear-backlog", _clear_backlog, "ack everything stored so far")
+    p.add_argument("-s", "--subscription", required=True, help="subscription name")
+    p = topics.on_topic(
+        "expire-messages", _expire, "ack messages older than -t (all subscriptions without -s)"
+    )
+    p.add_argument("-s", "--subscription", help="subscription name (default: every subscription)")
+    p.add_argument("-t", "--expireTime", dest="time", type=duration_arg, required=True, help="e.g. 90s, 1h")
+    p = topics.on_topic("update-partitioned-topic", _update_partitions, "grow a partitioned topic")
+    p.add_argument("-p", "--partitions", type=positive_int, required=True, help="the new, larger count")
 
 
 # --- policies: get-X (effective value), set-X (on the topic), remove-X (fall back) -----------------
@@ -227,6 +311,15 @@ def _deduplication_flags(p: argparse.ArgumentParser) -> None:
     switch.add_argument("-d", "--disable", dest="enable", action="store_false")
 
 
+def _set_message_ttl(client: Client, args: argparse.Namespace) -> Any:
+    response = set_message_ttl.sync_detailed(*_topic(args), client=client, message_ttl=args.ttl // 1000)
+    return result(response)
+
+
+def _message_ttl_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-t", "--ttl", type=duration_arg, required=True, help="e.g. 3600s, 1h; 0 off")
+
+
 def _set_rollover(client: Client, args: argparse.Namespace) -> Any:
     body = RolloverPolicy(
         max_entries_per_ledger=args.max_entries,
@@ -264,6 +357,14 @@ POLICIES = (
         _deduplication_flags,
     ),
     (
+        "message-ttl",
+        "message TTL (seconds)",
+        get_message_ttl,
+        _set_message_ttl,
+        remove_message_ttl,
+        _message_ttl_flags,
+    ),
+    (
         "rollover-policy",
         "ledger rollover policy",
         get_rollover_policy,
@@ -289,4 +390,5 @@ def add_topics(groups: Any, common: argparse.ArgumentParser) -> None:
     topics = Commands(groups, "topics", "topics, subscriptions, stats, compaction, policies", common)
     _lifecycle(topics)
     _subscriptions(topics)
+    _backlog(topics)
     _policies(topics)

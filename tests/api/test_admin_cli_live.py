@@ -10,6 +10,7 @@ import sys
 import uuid
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.api.conftest import Stack
@@ -71,6 +72,46 @@ def test_policy_set_then_get(stack: Stack) -> None:
     trailing = admin("topics", "get-deduplication", topic, "--url", stack.base_url)
     assert trailing.returncode == EXIT_OK, trailing.stderr
     assert json.loads(trailing.stdout) is True
+
+
+def test_backlog_commands_message_ttl_and_partition_growth(stack: Stack) -> None:
+    name = f"bk-{uuid.uuid4().hex[:8]}"
+    topic = f"public/default/{name}"
+    produced = httpx.post(
+        f"{stack.base_url}/v1/topics/{topic}/messages",
+        json={"messages": [{"value": f"m{i}"} for i in range(5)]},
+        timeout=30,
+    )
+    assert produced.status_code == 200, produced.text
+    ids = [r["message_id"] for r in produced.json()["results"]]
+    ok(stack, "topics", "create-subscription", topic, "-s", "s", "-m", "earliest")
+    assert [m["value"] for m in ok(stack, "topics", "peek-messages", topic, "-s", "s", "-n", "3")] == [
+        "m0",
+        "m1",
+        "m2",
+    ]
+    ok(stack, "topics", "skip", topic, "-s", "s", "-n", "2")
+    assert [m["value"] for m in ok(stack, "topics", "peek-messages", topic, "-s", "s", "-n", "9")] == [
+        "m2",
+        "m3",
+        "m4",
+    ]
+    # one batch is one entry: the first message of the first entry
+    assert ok(stack, "topics", "examine-message", topic, "-i", "earliest", "-m", "1")["value"] == "m0"
+    ok(stack, "topics", "create-subscription", topic, "-s", "at", "-m", ids[3])
+    assert ok(stack, "topics", "peek-messages", topic, "-s", "at")[0]["value"] == "m3"
+    ok(stack, "topics", "expire-messages", topic, "-t", "0")  # every subscription
+    empty = admin("--url", stack.base_url, "topics", "peek-messages", topic, "-s", "s")
+    assert empty.returncode == EXIT_REFUSED and " 404 " in empty.stderr, empty.stderr
+    ok(stack, "topics", "set-message-ttl", topic, "-t", "1h")
+    assert ok(stack, "topics", "get-message-ttl", topic) == 3600
+    ok(stack, "topics", "remove-message-ttl", topic)
+    assert ok(stack, "topics", "get-message-ttl", topic) == 0
+    ok(stack, "topics", "create", f"{topic}-p", "-p", "2")
+    ok(stack, "topics", "update-partitioned-topic", f"{topic}-p", "-p", "3")
+    assert ok(stack, "topics", "get-partitioned-topic-metadata", f"{topic}-p") == {"partitions": 3}
+    fewer = admin("--url", stack.base_url, "topics", "update-partitioned-topic", f"{topic}-p", "-p", "2")
+    assert fewer.returncode == EXIT_REFUSED and " 409 " in fewer.stderr, fewer.stderr
 
 
 def test_brokers_list(stack: Stack) -> None:

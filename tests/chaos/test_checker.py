@@ -3,7 +3,6 @@ when planted, and a clean history has none (a checker that cannot fail proves no
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from bench.chaos.checker import (
@@ -17,7 +16,6 @@ from bench.chaos.checker import (
 )
 from bench.chaos.finale import FENCED
 from bench.chaos.history import Ack, Delivery, Fault, History, Sent, Sighting, Silence
-from bench.chaos.known import known_topics
 from bench.chaos.report import consumer_changes
 
 T = "plain-0"
@@ -139,14 +137,6 @@ def test_a_topic_not_readable_to_its_end_fails_unless_a_known_bug_explains_it() 
     assert verdict.counts[VIOLATIONS[8]] == 1 and verdict.failed
     verdict = check(history, logs, {}, {}, [], SETTLE, {T: "some-bug"})
     assert verdict.known[VIOLATIONS[8]] == 1 and not verdict.failed
-
-
-def test_with_no_open_bug_known_no_read_back_failure_is_excused(tmp_path: Path) -> None:
-    history, _logs = clean()
-    history.unreadable.append((T, "plain-0 from earliest: 404 2:1..33: NO_SUCH_LEDGER: ledger 2"))
-    history.faults.append(Fault("wipe-bookie", "bookie-1", 1.0, 2.0))
-    (tmp_path / "broker-0.log").write_text("WARNING recovery of ledger 2: entry 33 is on 1 bookies\n")
-    assert known_topics(history, tmp_path) == {}
 
 
 # --- key_shared: per-key order within one consumer's stream ---------------------------------------
