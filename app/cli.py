@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from dotenv import dotenv_values
 from dotenv.parser import parse_stream  # python-dotenv: what pydantic-settings reads env files with
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
@@ -172,9 +173,9 @@ def _raw(field: str, env_file: str | None) -> str:
     if name in os.environ:
         return os.environ[name]
     if env_file:
-        for binding in parse_stream(io.StringIO(Path(env_file).read_text(encoding="utf-8"))):
-            if binding.key is not None and binding.key.upper() == name:
-                return binding.value or ""
+        for key, value in dotenv_values(env_file, encoding="utf-8").items():
+            if key.upper() == name:
+                return value or ""
     return ""
 
 

@@ -16,34 +16,22 @@ import re
 import signal
 import subprocess
 import time
-import uuid
 from pathlib import Path
 
 import httpx
 import orjson
 
-from bench.common import free_port
+from bench.common import create_schema, drop_schema, free_port, postgres_sql
 from bench.replication_stack import HOST, STOP_TIMEOUT_S, Stack, wait_ready
 
 POSTGRES_URL = os.environ.get("QUIRE_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 SETTLE_TIMEOUT_S = 30.0
 
 
-def _dsn(url: str) -> str:
-    return url.replace("postgresql+psycopg://", "postgresql://")
-
-
-def _admin(sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect(_dsn(POSTGRES_URL), autocommit=True, connect_timeout=10) as conn:
-        conn.execute(sql)
-
-
 def postgres_problem() -> str | None:
     """Why the PostgreSQL server cannot be used, or None when it can."""
     try:
-        _admin("SELECT 1")
+        postgres_sql(POSTGRES_URL, "SELECT 1")
     except Exception as exc:  # any failure means: not usable here
         return f"PostgreSQL at {POSTGRES_URL} is not reachable ({exc}); set QUIRE_BENCH_POSTGRES_URL"
     return None
@@ -61,10 +49,7 @@ class BrokerStack(Stack):
 
     def __init__(self, tmp: Path) -> None:
         super().__init__(tmp)
-        self.schema = f"bench_{uuid.uuid4().hex[:12]}"
-        _admin(f'CREATE SCHEMA "{self.schema}"')
-        sep = "&" if "?" in POSTGRES_URL else "?"
-        self.db_url = f"{POSTGRES_URL}{sep}options=-csearch_path%3D{self.schema}"
+        self.db_url, self.schema = create_schema(POSTGRES_URL, "bench")
         self.env["QUIRE_DATABASE_URL"] = self.db_url
         self.brokers: dict[str, subprocess.Popen[bytes]] = {}  # base URL -> process
         self.started = 0
@@ -77,7 +62,7 @@ class BrokerStack(Stack):
     def close(self) -> None:
         super().close()
         with contextlib.suppress(Exception):  # the schema goes last, with the processes gone
-            _admin(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+            drop_schema(POSTGRES_URL, self.schema)
 
     def start_broker(self) -> str:
         """One more broker on a free port; its base URL once /readyz says 200."""

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,6 +32,27 @@ def pct(xs: list[float], q: float) -> float:
     """The q-th percentile (0..100) of `xs`, nearest rank; NaN for no samples."""
     s = sorted(xs)
     return s[min(len(s) - 1, int(len(s) * q / 100))] if s else float("nan")
+
+
+def postgres_sql(base_url: str, sql: str) -> None:
+    """One statement on the PostgreSQL server of a metadata URL (autocommit)."""
+    import psycopg
+
+    dsn = base_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(sql)
+
+
+def create_schema(base_url: str, prefix: str) -> tuple[str, str]:
+    """A new, empty schema; the metadata URL whose connections use it (search_path), and its name."""
+    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    postgres_sql(base_url, f'CREATE SCHEMA "{schema}"')
+    sep = "&" if "?" in base_url else "?"
+    return f"{base_url}{sep}options=-csearch_path%3D{schema}", schema
+
+
+def drop_schema(base_url: str, schema: str) -> None:
+    postgres_sql(base_url, f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def start_bookie(data_dir: Path, port: int, log_path: Path) -> subprocess.Popen[bytes]:

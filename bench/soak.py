@@ -27,14 +27,13 @@ import os
 import statistics
 import tempfile
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
-from bench.common import free_port, pct
+from bench.common import create_schema, drop_schema, free_port, pct
 from bench.replication_stack import HOST, Stack, wait_ready
 
 POSTGRES_URL = os.environ.get("QUIRE_SOAK_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
@@ -45,26 +44,6 @@ SUBSCRIPTION = "soak"
 MAX_IN_FLIGHT = 400  # produce requests; past this the sender waits (and latency shows it)
 HTTP_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 QUORUM = {"QUIRE_ENSEMBLE_SIZE": "2", "QUIRE_WRITE_QUORUM": "2", "QUIRE_ACK_QUORUM": "2"}
-
-
-# --- PostgreSQL: a schema of our own ---------------------------------------------------------------
-
-
-def create_schema(base_url: str) -> tuple[str, str]:
-    import psycopg
-
-    schema = f"soak_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(base_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    sep = "&" if "?" in base_url else "?"
-    return f"{base_url}{sep}options=-csearch_path%3D{schema}", schema
-
-
-def drop_schema(base_url: str, schema: str) -> None:
-    import psycopg
-
-    with psycopg.connect(base_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 # --- the cluster ---------------------------------------------------------------------------------
@@ -298,7 +277,7 @@ def main() -> None:
     parser.add_argument("--bookies", type=int, default=3)
     parser.add_argument("--brokers", type=int, default=2)
     args = parser.parse_args()
-    url, schema = create_schema(POSTGRES_URL)
+    url, schema = create_schema(POSTGRES_URL, "soak")
     tmp = Path(tempfile.mkdtemp(prefix="quire-soak-"))
     cluster = f"{args.bookies} bookies, {args.brokers} brokers, PostgreSQL schema {schema}"
     print(

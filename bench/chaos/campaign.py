@@ -60,7 +60,7 @@ class Outcome:
     figures: dict[str, Any]
 
 
-async def open_database(root: Path, history: History) -> PrivatePostgres | SharedPostgres:
+async def open_database(root: Path) -> PrivatePostgres | SharedPostgres:
     private = PrivatePostgres(root)
     try:
         private.init()
@@ -86,7 +86,7 @@ async def run_campaign(config: CampaignConfig) -> Outcome:
     load: Load | None = None
     outcome: Outcome | None = None
     try:
-        database = await open_database(root, history)
+        database = await open_database(root)
         cluster = Cluster(root, database.url, config.cluster)
         started = time.monotonic()
         await cluster.start()

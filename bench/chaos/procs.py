@@ -52,7 +52,6 @@ class Proc:
         self.port = port
         self.user = user
         self.popen: subprocess.Popen[bytes] | None = None
-        self.starts = 0
         self.stopped = False  # SIGSTOP sent and no SIGCONT yet
 
     def start(self, extra_args: Sequence[str] = ()) -> None:
@@ -70,7 +69,6 @@ class Proc:
                 preexec_fn=_die_with_parent,
                 user=self.user,
             )
-        self.starts += 1
         self.stopped = False
 
     def alive(self) -> bool:
