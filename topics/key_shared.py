@@ -40,6 +40,9 @@ class KeyRouter:
         self.queued = 0  # messages queued in all
         self.holder: dict[str, str] = {}  # key -> consumer of its latest delivery
         self.out: Counter[str] = Counter()  # key -> its messages pending or to redeliver
+        # Set when messages were queued for a consumer other than the one asking, or read-ahead
+        # room freed, or the consumers changed: the others' long polls must look again.
+        self._others_ready = False
 
     def set_consumers(self, consumers: Iterable[str]) -> None:
         """The live consumers changed: a new ring, and what is queued goes to its keys' consumers
@@ -55,6 +58,12 @@ class KeyRouter:
         self._key_queued.clear()
         self.queued = 0
         self.route(queued)
+        self._others_ready = True
+
+    def others_ready(self) -> bool:
+        """Whether other consumers' long polls should look again (once per change)."""
+        ready, self._others_ready = self._others_ready, False
+        return ready
 
     def consumer_of(self, key: str) -> str:
         """The consumer a key's next message goes to: the one its earlier messages are out with
@@ -73,33 +82,49 @@ class KeyRouter:
             routed = self._routes[key] = self._ring[i % len(self._ring)][1]
         return routed
 
-    def route(self, ready: deque[Queued]) -> None:
-        """Queue what was read (`ready`, emptied) for the consumers of its keys."""
-        while ready:
-            item = ready.popleft()
+    def route(self, ready: deque[Queued], asking: str = "") -> None:
+        """Queue what was read (`ready`, emptied) for the consumers of its keys; `asking` is the
+        consumer whose fill read it. A key with messages queued already goes to the same queue
+        (all its queued messages are in one queue, in order)."""
+        queues, queued_at, key_queued = self._queues, self._queued_at, self._key_queued
+        for item in ready:
             key = item[1].key or ""
-            target = self.consumer_of(key)
-            self._queues.setdefault(target, deque()).append(item)
-            self._queued_at[key] = target
-            self._key_queued[key] += 1
-            self.queued += 1
+            target = queued_at.get(key)
+            if target is None:
+                target = queued_at[key] = self.consumer_of(key)
+                key_queued[key] = 1
+            else:
+                key_queued[key] += 1
+            if target != asking:
+                self._others_ready = True
+            queue = queues.get(target)
+            if queue is None:
+                queue = queues[target] = deque()
+            queue.append(item)
+        self.queued += len(ready)
+        ready.clear()
 
-    def take(self, consumer: str) -> Queued | None:
-        """The next message queued for `consumer`, now counted out with it; None when none."""
+    def take(self, consumer: str, n: int) -> list[Queued]:
+        """Up to `n` messages queued for `consumer`, in order, now counted out with it."""
         queue = self._queues.get(consumer)
-        if not queue:
-            return None
-        item = queue.popleft()
-        key = item[1].key or ""
-        self.queued -= 1
-        left = self._key_queued[key] - 1
-        if left > 0:
-            self._key_queued[key] = left
-        else:
-            del self._key_queued[key]
-            del self._queued_at[key]
-        self.out[key] += 1
-        return item
+        if not queue or n <= 0:
+            return []
+        items = [queue.popleft() for _ in range(min(n, len(queue)))]
+        before = self.queued
+        self.queued -= len(items)
+        if before >= READ_AHEAD > self.queued:
+            self._others_ready = True  # consumers stalled by a full read-ahead may read again
+        key_queued, queued_at, out = self._key_queued, self._queued_at, self.out
+        for item in items:
+            key = item[1].key or ""
+            left = key_queued[key] - 1
+            if left > 0:
+                key_queued[key] = left
+            else:
+                del key_queued[key]
+                del queued_at[key]
+            out[key] += 1
+        return items
 
     def settled(self, message: StoredMessage) -> None:
         """One of a key's messages is acked (no longer pending or to redeliver)."""

@@ -229,6 +229,8 @@ class TopicService(AdminPlane):
             woken = t.notifier.arm()
             async with sub.lock:
                 out = await sub.fill(max_messages, consumer_id)
+            if sub.keys.others_ready():
+                t.notifier.notify()
             remaining = deadline - loop.time()
             if out or remaining <= 0:
                 return out

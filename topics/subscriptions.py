@@ -125,7 +125,7 @@ class Subscription:
         self._owner: str | None = None  # exclusive: the consumer; failover: the active one
         self._owner_seen_ms = 0
         self._consumers: dict[str, int] = {}  # failover, key_shared: live consumer -> heard until (ms)
-        self._keys = KeyRouter()  # key_shared
+        self.keys = KeyRouter()  # key_shared
         self._rr = 0
         self._entries_read = 0  # with _messages_read: the batch size seen, to size reads
         self._messages_read = 0
@@ -187,7 +187,7 @@ class Subscription:
                 if item is None or self._is_acked(item[0], mid):
                     self._redeliver_msgs.pop(mid, None)
                     continue
-                if keyed and self._keys.consumer_of(item[1].key or "") != consumer:
+                if keyed and self.keys.consumer_of(item[1].key or "") != consumer:
                     skipped.append(mid)
                     continue
                 del self._redeliver_msgs[mid]
@@ -216,22 +216,22 @@ class Subscription:
     ) -> None:
         """key_shared: new messages from this consumer's queue; messages read from the cursors
         are queued for the consumer of their key as they are read."""
-        keys = self._keys
+        keys = self.keys
         while len(out) < max_messages and len(self.pending) < self._max_unacked:
-            item = keys.take(consumer)
-            if item is None:
+            items = keys.take(consumer, min(max_messages - len(out), self._max_unacked - len(self.pending)))
+            if not items:
                 if keys.queued >= key_shared.READ_AHEAD:
                     return  # the read-ahead is full of other consumers' keys
                 if not await self._read_more(max_messages - len(out)):
                     return
-                keys.route(self._ready)
+                keys.route(self._ready, consumer)
                 continue
-            partition, message = item
-            if self._is_acked(partition, message.message_id):
-                keys.settled(message)
-                continue
-            touched.add(partition)
-            self._hand_out(out, partition, message, now, consumer)
+            for partition, message in items:
+                if self._is_acked(partition, message.message_id):
+                    keys.settled(message)
+                    continue
+                touched.add(partition)
+                self._hand_out(out, partition, message, now, consumer)
 
     def _hand_out(
         self, out: list[Delivery], partition: int, message: StoredMessage, now: int, consumer: str
@@ -275,7 +275,7 @@ class Subscription:
         counts[mid] = count
         self.pending[mid] = _Pending(message, partition, now + self.ack_timeout_ms, consumer)
         if self.options.type == "key_shared":
-            self._keys.holder[message.key or ""] = consumer
+            self.keys.holder[message.key or ""] = consumer
         return Delivery(message, count)
 
     # --- consumers (failover, key_shared) -------------------------------------------------------
@@ -303,7 +303,7 @@ class Subscription:
                     self._to_redeliver(mid, "consumer left")
                 self._owner = active
         elif joined or gone:
-            self._keys.set_consumers(self._consumers)
+            self.keys.set_consumers(self._consumers)
 
     def _claim(self, consumer: str, now: int) -> None:
         owner = self._owner
@@ -453,12 +453,12 @@ class Subscription:
         partition: int | None = None
         if (pending := self.pending.pop(mid, None)) is not None:
             partition = pending.partition
-            if self._keys.out:
-                self._keys.settled(pending.message)
+            if self.keys.out:
+                self.keys.settled(pending.message)
         elif (item := self._redeliver_msgs.pop(mid, None)) is not None:
             partition = item[0]
-            if self._keys.out:
-                self._keys.settled(item[1])
+            if self.keys.out:
+                self.keys.settled(item[1])
         elif (state := self._entries.get(mid.position)) is not None:
             partition = state.partition  # a count restored from the delivery state, maybe
         self._reasons.pop(mid, None)
@@ -577,7 +577,7 @@ class Subscription:
         self._compacted_next = [None] * len(self.cursors)
         self._compacted_unacked = [set() for _ in self.cursors]
         self._compacted_end = [None] * len(self.cursors)
-        self._keys.clear()
+        self.keys.clear()
         self._changed(range(len(self.cursors)))
 
     async def seek_to_message(self, partition: int, mid: MessageId) -> None:

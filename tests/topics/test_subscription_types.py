@@ -4,6 +4,7 @@ model over a seeded random schedule of three consumers coming and going."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from dataclasses import dataclass, field
 
@@ -13,7 +14,9 @@ from managed_ledger.entry_format import Message
 from managed_ledger.position import MessageId
 from tests.topics.conftest import Env
 from topics.api import Delivery, SubscriptionOptions
+from topics import key_shared
 from topics.errors import ConsumerIdRequiredError
+from topics.key_shared import KeyRouter
 from topics.service import TopicService
 
 T = "public/default/orders"
@@ -96,6 +99,28 @@ async def test_key_shared_sends_each_key_to_one_consumer_and_spreads_keys(svc: T
         for k in owners:
             mine = [v for v in vs if v.rsplit("-", 1)[0] == k]
             assert mine == sorted(mine)
+
+
+async def test_a_key_shared_long_poll_wakes_when_the_read_ahead_frees_up(
+    svc: TopicService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # c2 waits because the read-ahead is full of c1's keys; c1 taking them must wake c2 (no new
+    # message arrives to do it), not leave it asleep until its wait runs out.
+    monkeypatch.setattr(key_shared, "READ_AHEAD", 3)
+    ring = KeyRouter()
+    ring.set_consumers(["c1", "c2"])
+    key1 = next(k for k in (f"k{i}" for i in range(100)) if ring.consumer_of(k) == "c1")
+    key2 = next(k for k in (f"k{i}" for i in range(100)) if ring.consumer_of(k) == "c2")
+    await svc.create_subscription(T, "k", SubscriptionOptions("earliest", "key_shared"))
+    for c in ("c1", "c2"):
+        assert await svc.receive(T, "k", 10, 0, c) == []
+    await produce(svc, "a0", "a1", "a2", key=key1)
+    await produce(svc, "b0", key=key2)
+    waiting = asyncio.create_task(svc.receive(T, "k", 1, 30_000, "c2"))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()  # it read c1's entry: the read-ahead is full, nothing for c2 yet
+    assert values(await svc.receive(T, "k", 10, 0, "c1")) == ["a0", "a1", "a2"]
+    assert values(await asyncio.wait_for(waiting, 5)) == ["b0"]
 
 
 @dataclass
