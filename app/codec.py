@@ -235,6 +235,6 @@ def message_dicts(items: Iterable[tuple[StoredMessage, int]], force_base64: bool
     return out
 
 
-def deliveries_json(deliveries: list[Delivery], force_base64: bool) -> bytes:
+def deliveries_json(deliveries: list[Delivery], force_base64: bool, end_of_topic: bool = False) -> bytes:
     items = [(d.message, d.redelivery_count) for d in deliveries]
-    return orjson.dumps({"messages": message_dicts(items, force_base64)})
+    return orjson.dumps({"messages": message_dicts(items, force_base64), "end_of_topic": end_of_topic})

@@ -93,13 +93,18 @@ class MessageOut(BaseModel):
     redelivery_count: int = 0
 
 
+END_OF_TOPIC = "the topic is terminated and nothing of it is left to receive (or to read)"
+
+
 class MessageList(BaseModel):
     messages: list[MessageOut]
+    end_of_topic: bool = Field(False, description=END_OF_TOPIC)
 
 
 class ReadPage(BaseModel):
     messages: list[MessageOut]
     next: str | None = Field(examples=["after:12:40:0"], description="pass back as `start`; null at the end")
+    end_of_topic: bool = Field(False, description=END_OF_TOPIC)
 
 
 class LastMessageId(BaseModel):
@@ -293,3 +298,14 @@ class MessageIdBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     messageId: str = Field(examples=["12:40:0"], description="ledger:entry:batch_index")
+
+
+class TerminateResult(BaseModel):
+    messageId: str | None = Field(
+        examples=["12:40:0"], description="the last message's id; null when the topic held none"
+    )
+    partitions: dict[str, str] = Field(
+        default_factory=dict,
+        title="PartitionLastMessageIds",
+        description="a partitioned topic: each partition's last message id (an empty one is left out)",
+    )

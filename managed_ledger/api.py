@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from managed_ledger.position import Position
+from managed_ledger.position import MessageId, Position
 
 GIB = 1024**3
 
@@ -206,6 +206,35 @@ class ManagedLedger(Protocol):
 
     async def trim(self) -> None:
         """Apply retention now (it also runs on a timer)."""
+        ...
+
+    @property
+    def is_terminated(self) -> bool:
+        """Terminated: every append raises ManagedLedgerTerminatedError, for good."""
+        ...
+
+    @property
+    def terminated_at(self) -> MessageId | None:
+        """The last message id stored by terminate (None: not terminated, or it was empty)."""
+        ...
+
+    @property
+    def log_start(self) -> MessageId | None:
+        """The first readable message id set by truncate_before (None: never set). Reads,
+        `first_position` and new cursors at earliest skip the entries before its entry."""
+        ...
+
+    async def terminate(self) -> MessageId | None:
+        """Pulsar's terminate: no append from now on (durably); returns the last message id,
+        None when it held no entry. Idempotent: the same id again."""
+        ...
+
+    async def truncate(self) -> None:
+        """Roll over, move every cursor past the closed ledgers, delete them all."""
+        ...
+
+    async def truncate_before(self, start: MessageId) -> bool:
+        """Move the log start forward to `start` (False: it was there or past it already)."""
         ...
 
     def internal_stats(self) -> dict[str, object]:

@@ -74,6 +74,14 @@ class ManagedLedgerMetadataError(ManagedLedgerError):
     title = "Metadata store unavailable"
 
 
+class ManagedLedgerTerminatedError(ManagedLedgerError):
+    """The managed ledger was terminated: it takes no append again (Pulsar's
+    ManagedLedgerTerminatedException)."""
+
+    kind = ErrorKind.conflict
+    title = "Topic terminated"
+
+
 class CursorNotFoundError(ManagedLedgerError):
     """No cursor of that name exists on the managed ledger."""
 

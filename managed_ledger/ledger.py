@@ -24,19 +24,20 @@ from typing import Any
 from bookie.api import LedgerClient
 from bookie.errors import BookieError, NoSuchEntryError, NoSuchLedgerError
 from bookie.ledgers import LedgerManager
-from managed_ledger import dedup, retention
+from managed_ledger import dedup, log_bounds, retention
 from managed_ledger.api import InitialPosition, ManagedLedgerConfig
 from managed_ledger.appender import LedgerAppender
 from managed_ledger.clock import Clock
 from managed_ledger.cursor import ManagedCursor
 from managed_ledger.dedup import Deduplication
-from managed_ledger.entry_format import batch_publish_time
+from managed_ledger.entry_format import EntryFormatError, batch_publish_time, decode_batch_header
 from managed_ledger.errors import (
     CursorNotFoundError,
     EntryNotFoundError,
     ManagedLedgerClosedError,
     ManagedLedgerFencedError,
     ManagedLedgerReadError,
+    ManagedLedgerTerminatedError,
     SequenceInFlightError,
 )
 from managed_ledger.fencing import Fence
@@ -48,7 +49,7 @@ from managed_ledger.metadata.api import (
     MetadataStore,
     NotFoundError,
 )
-from managed_ledger.position import Position
+from managed_ledger.position import MessageId, Position
 from managed_ledger.ranges import LedgerList
 from managed_ledger.record import ManagedLedgerRecord
 
@@ -95,6 +96,7 @@ class ManagedLedger:
         self._cursors: dict[str, ManagedCursor] = {}
         self._dedup = Deduplication()
         self._closing = False
+        self._terminating = False  # set by terminate before its record says so
         self._timer_task: asyncio.Task[None] | None = None
         self._stop_timer = asyncio.Event()
         self._background: set[asyncio.Task[Any]] = set()
@@ -144,7 +146,11 @@ class ManagedLedger:
 
     @property
     def first_position(self) -> Position | None:
-        return self._ledgers.first_position()
+        hidden = log_bounds.hidden_through(self.log_start)
+        if hidden is None:
+            return self._ledgers.first_position()
+        first = self._ledgers.next_position(hidden)
+        return first if self._ledgers.contains(first) else None
 
     @property
     def entries_added_counter(self) -> int:
@@ -178,6 +184,8 @@ class ManagedLedger:
         highest_sequence_id: int | None = None,
     ) -> Position:
         self._check_writable()
+        if self.is_terminated:
+            raise ManagedLedgerTerminatedError(f"{self._name} is terminated")
         return await self._appender.append(payload, producer_name, highest_sequence_id)
 
     def entry_persisted(self, producer_name: str | None, sequence_id: int | None) -> None:
@@ -202,6 +210,12 @@ class ManagedLedger:
 
     # --- reads ---------------------------------------------------------------------------------
     async def read_entries(self, start: Position, max_entries: int) -> list[tuple[Position, bytes]]:
+        hidden = log_bounds.hidden_through(self.log_start)
+        if hidden is not None and start <= hidden:
+            start = Position(hidden.ledger_id, hidden.entry_id + 1)  # nothing before the log start
+        return await self._read_stored(start, max_entries)
+
+    async def _read_stored(self, start: Position, max_entries: int) -> list[tuple[Position, bytes]]:
         out: list[tuple[Position, bytes]] = []
         for info, first, last in self._ledgers.read_plan(start, max_entries):
             try:
@@ -216,23 +230,30 @@ class ManagedLedger:
         return out
 
     async def read_entry(self, position: Position) -> bytes:
-        if not self._ledgers.contains(position):
+        hidden = log_bounds.hidden_through(self.log_start)
+        if not self._ledgers.contains(position) or (hidden is not None and position <= hidden):
             raise EntryNotFoundError(f"{self._name}: no entry {position}")
         entries = await self.read_entries(position, 1)
         if not entries or entries[0][0] != position:
             raise EntryNotFoundError(f"{self._name}: no entry {position}")
         return entries[0][1]
 
+    def _hidden_entries(self) -> int:
+        """Stored entries before the log start (unreadable, not yet deleted)."""
+        hidden = log_bounds.hidden_through(self.log_start)
+        return self._ledgers.count_up_to(hidden) if hidden is not None else 0
+
     def position_at(self, index: int) -> Position | None:
-        total = self._ledgers.total_entries()
+        hidden = self._hidden_entries()
+        total = self._ledgers.total_entries() - hidden
         if index < 0:
             index += total
-        return self._ledgers.position_at(index) if 0 <= index < total else None
+        return self._ledgers.position_at(index + hidden) if 0 <= index < total else None
 
     async def find_position_by_publish_time(self, timestamp_ms: int) -> Position | None:
         """Binary search over the stored entries (publish times grow with positions)."""
         total = self._ledgers.total_entries()
-        lo, hi = 0, total
+        lo, hi = self._hidden_entries(), total
         while lo < hi:
             mid = (lo + hi) // 2
             payload = await self.read_entry(self._ledgers.position_at(mid))
@@ -255,6 +276,7 @@ class ManagedLedger:
         first = next(iter(self._ledgers), None)
         if initial_position == "earliest":
             mark = Position(first.ledger_id, -1) if first is not None else Position(-1, -1)
+            mark = max(mark, log_bounds.hidden_through(self.log_start) or mark)
         else:
             last_ledger = self._ledgers.last()
             mark = self.last_confirmed_position or (
@@ -355,6 +377,84 @@ class ManagedLedger:
 
     def slowest_durable_mark_delete(self) -> Position | None:
         return min((c.persisted_mark_delete for c in self._cursors.values()), default=None)
+
+    # --- terminate, truncate, log start (managed_ledger.log_bounds) --------------------------------
+    @property
+    def is_terminated(self) -> bool:
+        return self._terminating or log_bounds.is_terminated(self._record.meta.properties)
+
+    @property
+    def terminated_at(self) -> MessageId | None:
+        return log_bounds.terminated_at(self._record.meta.properties)
+
+    @property
+    def log_start(self) -> MessageId | None:
+        return log_bounds.log_start(self._record.meta.properties)
+
+    async def terminate(self) -> MessageId | None:
+        """Take no append from now on, let those in flight settle, close the current ledger,
+        then store the last message id (durable: every later owner refuses appends too). Again
+        on a terminated ledger: the stored id."""
+        self._check_writable()
+        if log_bounds.is_terminated(self._record.meta.properties):
+            return self.terminated_at
+        self._terminating = True
+        while self._appender.current is not None:  # appends waiting for a ledger may open one
+            await self._appender.rollover()
+            self._fence.check()
+        last = self.last_confirmed_position
+        last_id = None
+        if last is not None:
+            last_id = MessageId(last.ledger_id, last.entry_id, await self._last_batch_index(last))
+        await self._record.update_properties({log_bounds.TERMINATED: str(last_id or "")})
+        return last_id
+
+    async def _last_batch_index(self, position: Position) -> int:
+        (entry,) = await self._read_stored(position, 1)
+        try:
+            return max(0, len(decode_batch_header(entry[1])[2]) - 1)
+        except EntryFormatError:
+            return 0  # not a topic batch: its one message
+
+    async def truncate(self) -> None:
+        """Pulsar's truncate, plus a rollover first: every cursor moves past the closed
+        ledgers, then they are all deleted (metadata first). A ledger a write opened meanwhile
+        stays, with what it holds."""
+        self._check_writable()
+        await self._appender.rollover()
+        current = self._appender.current
+        closed = [i for i in self._ledgers if current is None or i.ledger_id != current.ledger_id]
+        end = max((i.last_position for i in closed if i.entries > 0), default=None)
+        if end is not None:
+            for cursor in self._cursors.values():
+                cursor.ack_cumulative(end)
+        await self.flush_cursors()
+        await self._delete_ledgers([i.ledger_id for i in closed])
+
+    async def truncate_before(self, start: MessageId) -> bool:
+        """Kafka's DeleteRecords: the log start moves to `start` (stored first), every cursor
+        before it moves to it, then the ledgers wholly before it are deleted. False when the
+        log start was at or past `start` already (it never moves back)."""
+        self._check_writable()
+        current = self.log_start
+        if current is not None and start <= current:
+            return False
+        await self._record.update_properties({log_bounds.LOG_START: str(start)})
+        hidden = log_bounds.hidden_through(start)
+        assert hidden is not None
+        for cursor in self._cursors.values():
+            cursor.ack_cumulative(hidden)
+        await self.flush_cursors()
+        await self._delete_ledgers(log_bounds.ledgers_before(list(self._ledgers), start))
+        return True
+
+    async def _delete_ledgers(self, ids: list[int]) -> None:
+        if not ids:
+            return
+        async with self._trim_lock:
+            if self._config.dedup_enabled:
+                await self.snapshot_dedup()  # its replay after a restart must not need them
+            await retention.remove_ledgers(self._record, self._ledgers, self._lifecycle, ids)
 
     # --- timers --------------------------------------------------------------------------------
     def start_timers(self) -> None:

@@ -74,5 +74,10 @@ class ManagedLedgerRecord:
             remaining = [i for i in deleting_ids(self._meta.properties) if i not in ids]
             await self._put(replace(self._meta, properties=with_deleting(self._meta.properties, remaining)))
 
+    async def update_properties(self, changes: Mapping[str, str]) -> None:
+        """Set some properties (the others are kept) in one compare-and-set."""
+        async with self._lock:
+            await self._put(replace(self._meta, properties={**self._meta.properties, **changes}))
+
     async def _put(self, meta: ManagedLedgerMetadata) -> None:
         self._meta = await self._fence.call(self._store.update_managed_ledger, meta)

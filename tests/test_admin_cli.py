@@ -66,3 +66,12 @@ def test_quire_hands_admin_to_the_admin_cli(capsys: pytest.CaptureFixture[str]) 
         main(["admin", "topics", "list"])
     assert exit_info.value.code == 2
     assert "usage: quire admin topics list" in capsys.readouterr().err
+
+
+def test_whole_topic_commands_take_pulsar_admin_arguments() -> None:
+    terminate = parser().parse_args(["topics", "terminate", "prices"])
+    assert terminate.topic == ("public", "default", "prices")
+    before = parser().parse_args(["topics", "truncate-before", "acme/ns/t", "-m", "7:3:1"])
+    assert before.topic == ("acme", "ns", "t") and before.message_id == "7:3:1"
+    with pytest.raises(SystemExit):
+        parser().parse_args(["topics", "truncate-before", "acme/ns/t"])  # -m is required

@@ -62,6 +62,7 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "managed_ledger.errors.ManagedLedgerReadError": (("read failed",), 503, _STORAGE),
     "managed_ledger.errors.ManagedLedgerDeleteError": (("delete failed",), 503, _STORAGE),
     "managed_ledger.errors.ManagedLedgerMetadataError": (("store down",), 503, _METADATA),
+    "managed_ledger.errors.ManagedLedgerTerminatedError": (("ended",), 409, "Topic terminated"),
     "managed_ledger.errors.CursorNotFoundError": (("no cursor",), 404, "Subscription not found"),
     "managed_ledger.errors.NoBookiesError": (("1 of 3",), 503, "Not enough bookies"),
     "managed_ledger.errors.SequenceInFlightError": (("p1", 7), 503, "Write in flight"),
@@ -110,6 +111,8 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "topics.errors.WriteInFlightError": (("t/n/x", "p1", 7), 503, "Write in flight"),
     "topics.errors.NotOwnerError": (("t/n/x", "b:1", "http://b:1"), 307, "Topic owned by another broker"),
     "topics.errors.OwnershipUnavailableError": (("renewing",), 503, "Ownership unavailable"),
+    "topics.errors.TopicTerminatedError": (("t/n/x",), 409, "Topic terminated"),
+    "topics.errors.MessageIdBeyondEndError": (("t/n/x", "9:9:0", "3:4:0"), 422, "Message id beyond the end"),
     "topics.compacted.CompactedViewError": (("not compacted",), 500, _500),
     # compactor
     "compactor.errors.CompactionError": (("boom",), 500, _500),

@@ -21,7 +21,6 @@ from managed_ledger.metadata.api import (
 from managed_ledger.position import MessageId, Position
 from topics import compaction_lease, names, policies
 from topics.api import PolicyName, TopicPolicies
-from topics.backlog import BacklogOps
 from topics.base import OpenTopic
 from topics.errors import (
     CompactionConflictError,
@@ -38,11 +37,12 @@ from topics.errors import (
     TopicNotFoundError,
 )
 from topics.ownership import BrokerInfo
+from topics.topic_ops import TopicOps
 
 log = logging.getLogger("quire.topics")
 
 
-class AdminPlane(BacklogOps):
+class AdminPlane(TopicOps):
     _compaction_task: asyncio.Task[None] | None = None
     _ttl_task: asyncio.Task[None] | None = None
 

@@ -41,6 +41,16 @@ class Delivery:
 class ReadPage:
     messages: list[StoredMessage]
     next: str | None  # "after:L:E:B", or None when nothing was read and the reader is at the end
+    end_of_topic: bool = False  # terminated, and this page reached its last message
+
+
+@dataclass(frozen=True, slots=True)
+class Terminated:
+    """What terminate answers: the last message id (None: the topic held none, or it is
+    partitioned) and, for a partitioned topic, each partition's."""
+
+    message_id: MessageId | None
+    partitions: Mapping[str, MessageId | None]
 
 
 # "earliest" | "latest" | MessageId (inclusive) | ("after", MessageId) (exclusive), or over a
@@ -195,6 +205,24 @@ class TopicsApi(Protocol):
     async def expire_messages(self, topic: str, subscription: str | None, seconds: int) -> None:
         """Ack every message published more than `seconds` ago, on one subscription or (None)
         on all of them."""
+        ...
+
+    # --- whole-topic operations (topics.topic_ops) ----------------------------------------------
+    async def terminate(self, topic: str) -> Terminated:
+        """Pulsar's terminate (every partition of a partitioned topic); idempotent."""
+        ...
+
+    async def truncate(self, topic: str) -> None:
+        """Pulsar's truncate: every subscription at the end, every closed ledger deleted."""
+        ...
+
+    async def truncate_before(self, topic: str, message_id: MessageId) -> None:
+        """Kafka's DeleteRecords: the log start moves to `message_id` (never back);
+        MessageIdBeyondEndError past the end."""
+        ...
+
+    async def reached_end_of_topic(self, topic: str, subscription: str) -> bool:
+        """The topic is terminated and the subscription acked all of it."""
         ...
 
     async def trigger_compaction(self, topic: str) -> None:

@@ -324,3 +324,30 @@ class OwnershipUnavailableError(TopicsError):
     code = "ownership-unavailable"
     kind = ErrorKind.unavailable
     retriable = True
+
+
+# --- terminate and truncate-before (topics.topic_ops) -------------------------------------------
+class TopicTerminatedError(TopicsError):
+    """The topic was terminated (Pulsar's TopicTerminatedError): it takes no message again."""
+
+    title = "Topic terminated"
+    code = "topic-terminated"
+    kind = ErrorKind.conflict
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"topic {topic} is terminated: it takes no new message")
+        self.topic = topic
+
+
+class MessageIdBeyondEndError(InvalidArgumentError):
+    """truncateBefore past the end of the topic (Kafka's OFFSET_OUT_OF_RANGE)."""
+
+    title = "Message id beyond the end"
+    code = "message-id-beyond-end"
+
+    def __init__(self, topic: str, message_id: str, end: str) -> None:
+        super().__init__(
+            f"message id {message_id} is beyond the end of topic {topic} (the next message would be {end})"
+        )
+        self.topic = topic
+        self.message_id = message_id

@@ -22,7 +22,7 @@ import httpx
 
 from managed_ledger.api import Cursor
 from managed_ledger.entry_format import Message, StoredMessage, encode_batch_raw
-from managed_ledger.errors import EntryNotFoundError, SequenceInFlightError
+from managed_ledger.errors import EntryNotFoundError, ManagedLedgerTerminatedError, SequenceInFlightError
 from managed_ledger.position import MessageId
 from topics import names
 from topics.admin import AdminPlane
@@ -53,6 +53,7 @@ from topics.errors import (
 )
 from topics.readers import EARLIEST, after, decode_entry, latest, read_merged
 from topics.subscription_options import options_to_properties
+from topics.topic_ops import all_terminated, check_writable, subscription_at_end, terminated_error
 
 _DUPLICATE = ProduceResult(None, True)
 FORWARD_TIMEOUT_S = 10.0  # a dead-letter write forwarded to the topic's owner
@@ -81,9 +82,11 @@ class TopicService(AdminPlane):
             return []
         now = self._clock.now_ms()
         if t.router is None:
+            check_writable(t, [0])
             results = await self._append(t, 0, producer_name, messages, now)
         else:
             routes = t.router.route(messages)
+            check_writable(t, list(routes))
             parts = await asyncio.gather(
                 *(
                     self._append(t, p, producer_name, [messages[i] for i in idxs], now)
@@ -155,6 +158,8 @@ class TopicService(AdminPlane):
             position = await ml.append(payload, producer_name=producer, highest_sequence_id=highest)
         except TopicsError:
             raise
+        except ManagedLedgerTerminatedError as exc:  # terminated while this batch was on its way
+            raise terminated_error(t, exc) from exc
         except Exception as exc:
             raise StorageUnavailableError(f"append to {ml.name} failed: {exc}") from exc
         lid, eid = position
@@ -201,6 +206,10 @@ class TopicService(AdminPlane):
             for ml in reversed(t.mls):
                 cursor = await ml.open_cursor(subscription, options.initial_position)
                 await cursor.set_properties(properties)
+        if any(ml.log_start is not None for ml in t.mls):
+            sub = await self._subscription(t, subscription)
+            async with sub.lock:
+                await self.honour_log_start(t, sub)
         return True
 
     async def delete_subscription(self, topic: str, subscription: str) -> None:
@@ -232,8 +241,8 @@ class TopicService(AdminPlane):
             if sub.keys.others_ready():
                 t.notifier.notify()
             remaining = deadline - loop.time()
-            if out or remaining <= 0:
-                return out
+            if out or remaining <= 0 or subscription_at_end(t, sub):
+                return out  # (nothing more ever comes to a terminated topic)
             redelivery_ms = sub.next_redelivery_ms()
             if redelivery_ms is not None:
                 remaining = min(remaining, redelivery_ms / 1000 + 0.001)
@@ -276,6 +285,7 @@ class TopicService(AdminPlane):
             else:
                 for cursor in sub.cursors:
                     await cursor.reset_to_time(target)
+            await self.honour_log_start(t, sub)
         t.notifier.notify()
 
     async def _seek_end(
@@ -319,26 +329,41 @@ class TopicService(AdminPlane):
         deadline = self._check_wait(wait_ms)
         max_messages = self._check_max(max_messages)
         t = await self._topic(topic)
-        starts = await self._starts(t, start)
+        starts = _from_log_start(t, await self._starts(t, start))
         loop = asyncio.get_running_loop()
         while True:
             woken = t.notifier.arm()
+            terminated = all_terminated(t.mls)
             messages, slots = await read_merged(t.mls, self._compacted, starts, max_messages, read_compacted)
             if messages:
-                return ReadPage(messages, names.format_next(slots))
+                end = terminated and await self._read_all(
+                    t, slots, len(messages) < max_messages, read_compacted
+                )
+                return ReadPage(messages, names.format_next(slots), end)
             remaining = deadline - loop.time()
-            if remaining <= 0:
-                return ReadPage([], None)
+            if remaining <= 0 or terminated:
+                return ReadPage([], None, terminated)
             await Notifier.wait(woken, remaining)
             if t.moved:
                 return ReadPage([], None)  # the topic left this broker: the retry finds its owner
             if self._topics.get(t.name) is not t:
                 raise TopicNotFoundError(t.name, "deleted while the reader waited")
 
+    async def _read_all(
+        self, t: OpenTopic, slots: list[MessageId | None], short: bool, read_compacted: bool
+    ) -> bool:
+        """Whether a reader of a terminated topic, after this page, has nothing left to read."""
+        if short:
+            return True  # the page stopped before its size: nothing came after
+        starts = _from_log_start(t, [EARLIEST if s is None else after(s) for s in slots])
+        more, _ = await read_merged(t.mls, self._compacted, starts, 1, read_compacted)
+        return not more
+
     async def get_message(self, topic: str, message_id: MessageId) -> StoredMessage:
         t = await self._topic(topic)
         partition = await self._partition_of(t, message_id)
-        if partition is not None:
+        start = t.mls[partition].log_start if partition is not None else None
+        if partition is not None and (start is None or message_id >= start):
             try:
                 payload = await t.mls[partition].read_entry(message_id.position)
             except EntryNotFoundError:
@@ -358,7 +383,7 @@ class TopicService(AdminPlane):
                 horizon = await self._compacted.horizon(ml.name)
                 if horizon is not None and (last is None or last <= horizon):
                     last = await self._compacted.last_message_id(ml.name)
-            if last is not None:
+            if last is not None and last >= (ml.log_start or last):
                 found.append(last)
         return max(found) if found else None
 
@@ -376,6 +401,11 @@ class TopicService(AdminPlane):
 
     async def reset_cursor(self, topic: str, subscription: str, timestamp_ms: int) -> None:
         await self.seek(topic, subscription, timestamp_ms)
+
+
+def _from_log_start(t: OpenTopic, starts: list[MessageId]) -> list[MessageId]:
+    """Reads start at each managed ledger's log start at the earliest (truncate-before)."""
+    return [max(s, ml.log_start or s) for ml, s in zip(t.mls, starts, strict=True)]
 
 
 def _implements(service: TopicService) -> TopicsApi:

@@ -44,13 +44,17 @@ from quire_client.api.admin import (
     set_rollover_policy,
     skip_all_messages,
     skip_messages,
+    terminate_topic,
     trigger_compaction,
+    truncate_topic,
+    truncate_topic_before,
     unload_topic,
     update_partitioned_topic,
 )
 from quire_client.api.data import create_subscription, seek_subscription
 from quire_client.models import (
     ExamineMessageInitialposition,
+    MessageIdBody,
     RetentionPolicy,
     RolloverPolicy,
     SeekRequest,
@@ -246,6 +250,20 @@ def _expire(client: Client, args: argparse.Namespace) -> Any:
     return result(response)
 
 
+def _truncate_before(client: Client, args: argparse.Namespace) -> Any:
+    body = MessageIdBody(message_id=args.message_id)
+    return result(truncate_topic_before.sync_detailed(*_topic(args), client=client, body=body))
+
+
+def _whole_topic(topics: Commands) -> None:
+    topics.on_topic("terminate", _topic_call(terminate_topic), "take no message again; the last id")
+    topics.on_topic("truncate", _topic_call(truncate_topic), "every subscription to the end; delete the data")
+    p = topics.on_topic(
+        "truncate-before", _truncate_before, "delete every message before an id (Kafka's delete-records)"
+    )
+    p.add_argument("-m", "--messageId", dest="message_id", required=True, help="the new first id, L:E:B")
+
+
 def _update_partitions(client: Client, args: argparse.Namespace) -> Any:
     response = update_partitioned_topic.sync_detailed(*_topic(args), client=client, body=args.partitions)
     return result(response)
@@ -391,4 +409,5 @@ def add_topics(groups: Any, common: argparse.ArgumentParser) -> None:
     _lifecycle(topics)
     _subscriptions(topics)
     _backlog(topics)
+    _whole_topic(topics)
     _policies(topics)

@@ -21,6 +21,7 @@ from app.routes.common import (
     full_name,
     problems,
 )
+from app.routes.topic_ops import topic_ops_routes
 from topics.api import PolicyName, TopicPolicies, TopicsApi
 from topics.names import NAME_PATTERN
 
@@ -39,6 +40,7 @@ def admin_router(topics: TopicsApi) -> APIRouter:
     subscription_admin.position_routes(router, topics, PERSISTENT)
     subscription_admin.backlog_routes(router, topics, PERSISTENT)
     subscription_admin.expire_routes(router, topics, PERSISTENT)
+    topic_ops_routes(router, topics, PERSISTENT)
     _tenant_routes(router, topics)
     _namespace_routes(router, topics)
     return router

@@ -111,7 +111,9 @@ class DataHandlers:
     ) -> Reply:
         deliveries = await self.topics.receive(topic, subscription, max_messages, wait_ms, consumer_id)
         self._inc_messages_out(len(deliveries))
-        return json_reply(deliveries_json(deliveries, value_encoding is schemas.ValueEncoding.base64))
+        # Asked only of an empty answer: a terminated topic whose subscription acked all of it.
+        end = not deliveries and await self.topics.reached_end_of_topic(topic, subscription)
+        return json_reply(deliveries_json(deliveries, value_encoding is schemas.ValueEncoding.base64, end))
 
     async def ack(self, topic: str, subscription: str, raw: bytes) -> Reply:
         ids, cumulative = parse_ack(raw)
@@ -144,7 +146,9 @@ class DataHandlers:
         self._inc_messages_read(len(page.messages))
         force = value_encoding is schemas.ValueEncoding.base64
         messages = message_dicts([(m, 0) for m in page.messages], force)
-        return json_reply(orjson.dumps({"messages": messages, "next": page.next}))
+        return json_reply(
+            orjson.dumps({"messages": messages, "next": page.next, "end_of_topic": page.end_of_topic})
+        )
 
 
 if TYPE_CHECKING:

@@ -114,6 +114,25 @@ def test_backlog_commands_message_ttl_and_partition_growth(stack: Stack) -> None
     assert fewer.returncode == EXIT_REFUSED and " 409 " in fewer.stderr, fewer.stderr
 
 
+def test_terminate_truncate_and_truncate_before(stack: Stack) -> None:
+    topic = f"public/default/ops-{uuid.uuid4().hex[:8]}"
+    url = f"{stack.base_url}/v1/topics/{topic}/messages"
+    produced = httpx.post(url, json={"messages": [{"value": f"m{i}"} for i in range(4)]}, timeout=30)
+    assert produced.status_code == 200, produced.text
+    ids = [r["message_id"] for r in produced.json()["results"]]
+    ok(stack, "topics", "truncate-before", topic, "-m", ids[2])
+    page = httpx.get(url, params={"start": "earliest"}, timeout=30).json()
+    assert [m["value"] for m in page["messages"]] == ["m2", "m3"]
+    beyond = admin("--url", stack.base_url, "topics", "truncate-before", topic, "-m", "999999:0:0")
+    assert beyond.returncode == EXIT_REFUSED and " 422 " in beyond.stderr, beyond.stderr
+    ok(stack, "topics", "truncate", topic)
+    assert httpx.get(url, params={"start": "earliest"}, timeout=30).json()["messages"] == []
+    # truncate left no message: terminate answers null (docs/semantics.md)
+    assert ok(stack, "topics", "terminate", topic) == {"messageId": None, "partitions": {}}
+    refused = httpx.post(url, json={"messages": [{"value": "late"}]}, timeout=30)
+    assert refused.status_code == 409 and refused.json()["type"].endswith("/topic-terminated")
+
+
 def test_brokers_list(stack: Stack) -> None:
     brokers = ok(stack, "brokers", "list")
     assert [b["httpUrl"] for b in brokers] == [stack.base_url]

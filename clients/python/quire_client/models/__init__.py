@@ -25,6 +25,7 @@ from .message_list import MessageList
 from .message_out import MessageOut
 from .nack_request import NackRequest
 from .namespace import Namespace
+from .partition_last_message_ids import PartitionLastMessageIds
 from .partitioned_internal_stats import PartitionedInternalStats
 from .partitioned_metadata import PartitionedMetadata
 from .partitions import Partitions
@@ -47,6 +48,7 @@ from .subscription_request_type import SubscriptionRequestType
 from .subscription_stats import SubscriptionStats
 from .subscriptions import Subscriptions
 from .tenant import Tenant
+from .terminate_result import TerminateResult
 from .topic_stats import TopicStats
 from .under_replicated_info import UnderReplicatedInfo
 from .under_replicated_list import UnderReplicatedList
@@ -80,6 +82,7 @@ __all__ = (
     "Namespace",
     "PartitionedInternalStats",
     "PartitionedMetadata",
+    "PartitionLastMessageIds",
     "Partitions",
     "Problem",
     "ProduceMessage",
@@ -100,6 +103,7 @@ __all__ = (
     "Subscriptions",
     "SubscriptionStats",
     "Tenant",
+    "TerminateResult",
     "TopicStats",
     "UnderReplicatedInfo",
     "UnderReplicatedList",

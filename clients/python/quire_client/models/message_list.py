@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..types import UNSET, Unset
 from typing import cast
 
 if TYPE_CHECKING:
@@ -26,9 +27,12 @@ class MessageList:
     """ 
         Attributes:
             messages (list[MessageOut]):
+            end_of_topic (bool | Unset): the topic is terminated and nothing of it is left to receive (or to read) Default:
+                False.
      """
 
     messages: list[MessageOut]
+    end_of_topic: bool | Unset = False
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -44,12 +48,16 @@ class MessageList:
 
 
 
+        end_of_topic = self.end_of_topic
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update({
             "messages": messages,
         })
+        if end_of_topic is not UNSET:
+            field_dict["end_of_topic"] = end_of_topic
 
         return field_dict
 
@@ -69,8 +77,11 @@ class MessageList:
             messages.append(messages_item)
 
 
+        end_of_topic = d.pop("end_of_topic", UNSET)
+
         message_list = cls(
             messages=messages,
+            end_of_topic=end_of_topic,
         )
 
 

@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..types import UNSET, Unset
 from typing import cast
 
 if TYPE_CHECKING:
@@ -27,10 +28,13 @@ class ReadPage:
         Attributes:
             messages (list[MessageOut]):
             next_ (None | str): pass back as `start`; null at the end
+            end_of_topic (bool | Unset): the topic is terminated and nothing of it is left to receive (or to read) Default:
+                False.
      """
 
     messages: list[MessageOut]
     next_: None | str
+    end_of_topic: bool | Unset = False
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -49,6 +53,8 @@ class ReadPage:
         next_: None | str
         next_ = self.next_
 
+        end_of_topic = self.end_of_topic
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -56,6 +62,8 @@ class ReadPage:
             "messages": messages,
             "next": next_,
         })
+        if end_of_topic is not UNSET:
+            field_dict["end_of_topic"] = end_of_topic
 
         return field_dict
 
@@ -83,9 +91,12 @@ class ReadPage:
         next_ = _parse_next_(d.pop("next"))
 
 
+        end_of_topic = d.pop("end_of_topic", UNSET)
+
         read_page = cls(
             messages=messages,
             next_=next_,
+            end_of_topic=end_of_topic,
         )
 
 
