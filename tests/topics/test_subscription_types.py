@@ -13,8 +13,8 @@ import pytest
 from managed_ledger.entry_format import Message
 from managed_ledger.position import MessageId
 from tests.topics.conftest import Env
-from topics.api import Delivery, SubscriptionOptions
 from topics import key_shared
+from topics.api import Delivery, SubscriptionOptions
 from topics.errors import ConsumerIdRequiredError
 from topics.key_shared import KeyRouter
 from topics.service import TopicService
