@@ -191,6 +191,14 @@ class ManagedLedger(Protocol):
         """Number of stored entries in (after, up_to]."""
         ...
 
+    def size_after(self, position: Position) -> int:
+        """Estimated bytes stored after `position` (a backlog's size; see LedgerList.size_after)."""
+        ...
+
+    def position_keeping(self, max_bytes: int) -> Position | None:
+        """The earliest position with at most `max_bytes` after it; None when all of it fits."""
+        ...
+
     async def open_cursor(self, name: str, initial_position: InitialPosition = "latest") -> Cursor:
         """Open (creating if absent) a durable cursor."""
         ...

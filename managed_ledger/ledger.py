@@ -170,6 +170,12 @@ class ManagedLedger:
     def count_entries(self, after: Position, up_to: Position) -> int:
         return self._ledgers.count_between(after, up_to)
 
+    def size_after(self, position: Position) -> int:
+        return self._ledgers.size_after(position)
+
+    def position_keeping(self, max_bytes: int) -> Position | None:
+        return self._ledgers.position_keeping(max_bytes)
+
     def _check_writable(self) -> None:
         self._fence.check()
         if self._closing:

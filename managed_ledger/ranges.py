@@ -94,6 +94,37 @@ class LedgerList:
     def total_size_bytes(self) -> int:
         return sum(info.size_bytes for info in self._infos.values())
 
+    def size_after(self, position: Position) -> int:
+        """Bytes stored after `position`: every later ledger's size, plus its own ledger's share of
+        the entries after it at that ledger's average entry size (entry sizes are not kept one by
+        one; Pulsar estimates a backlog's size the same way)."""
+        total = 0
+        for ledger_id in reversed(self._ids):
+            info = self._infos[ledger_id]
+            if ledger_id > position.ledger_id:
+                total += info.size_bytes
+                continue
+            if ledger_id == position.ledger_id and info.entries > 0:
+                after = min(info.entries, max(0, info.entries - position.entry_id - 1))
+                total += info.size_bytes * after // info.entries
+            break
+        return total
+
+    def position_keeping(self, max_bytes: int) -> Position | None:
+        """The earliest position with at most `max_bytes` stored after it (by `size_after`), or
+        None when everything stored fits."""
+        kept = 0
+        for ledger_id in reversed(self._ids):
+            info = self._infos[ledger_id]
+            if kept + info.size_bytes <= max_bytes:
+                kept += info.size_bytes
+                continue
+            room = max_bytes - kept
+            # The most entries k of this ledger with size * k // entries <= room.
+            k = min(info.entries, ((room + 1) * info.entries - 1) // info.size_bytes)
+            return Position(ledger_id, info.entries - k - 1)
+        return None
+
     def count_up_to(self, position: Position) -> int:
         """Number of stored entries at or before `position`."""
         n = 0

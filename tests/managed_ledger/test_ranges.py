@@ -79,3 +79,26 @@ async def _acks(sizes: list[int], ops: list[tuple[bool, int]]) -> None:
         ranges = cursor.individually_deleted_ranges()
         for (_, last), (first, _) in itertools.pairwise(ranges):
             assert ml.next_position(last) < first  # disjoint and never adjacent (merged)
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.integers(0, 50)), min_size=1, max_size=5),
+    st.integers(0, 120),
+)
+def test_size_after_and_the_position_keeping_a_size(ledgers_: list[tuple[int, int]], limit: int) -> None:
+    """`position_keeping(m)` is the first stored position with at most m bytes after it (by
+    `size_after`, which never grows along the flat order), None when everything fits."""
+    ledgers = LedgerList()
+    positions = [Position(-1, -1)]
+    for i, (n, size) in enumerate(ledgers_):
+        ledger_id = 3 * i + 2
+        ledgers.add(LedgerInfo(ledger_id, n, size if n else 0, 1, LedgerSpec(ledger_id, ("b:1",))))
+        positions += [Position(ledger_id, e) for e in range(n)]
+    sizes = [ledgers.size_after(p) for p in positions]
+    assert sizes[0] == ledgers.total_size_bytes()
+    assert sizes == sorted(sizes, reverse=True)
+    found = ledgers.position_keeping(limit)
+    if sizes[0] <= limit:
+        assert found is None
+    else:
+        assert found == next(p for p, s in zip(positions, sizes, strict=True) if s <= limit)
