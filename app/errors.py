@@ -38,6 +38,7 @@ STATUS_BY_KIND: dict[ErrorKind, tuple[int, str]] = {
     ErrorKind.invalid: (422, "Invalid input"),
     ErrorKind.bad_request: (400, "Bad request"),
     ErrorKind.too_large: (413, "Too large"),
+    ErrorKind.throttled: (429, "Too many requests"),
     ErrorKind.unavailable: (503, "Service unavailable"),
     ErrorKind.fenced: (503, "Topic moved; retry"),
     ErrorKind.elsewhere: (307, "Temporary redirect"),
@@ -69,6 +70,7 @@ _TITLES = {
     413: "Content too large",
     415: "Unsupported media type",
     422: "Unprocessable content",
+    429: "Too many requests",
     500: "Internal server error",
     503: "Service unavailable",
 }
@@ -86,7 +88,7 @@ def problem(
         "detail": detail,
     }
     body.update(extra)
-    headers = {"Retry-After": "1"} if status == 503 else None
+    headers = {"Retry-After": "1"} if status in (429, 503) else None
     return Response(orjson.dumps(body), status_code=status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
 
 
@@ -138,6 +140,8 @@ def _extra_fields(exc: BaseException) -> dict[str, Any]:
         "namespace",
         "owner_id",
         "owner_url",
+        "quota_type",
+        "policy",
     ):
         value = getattr(exc, name, None)
         if isinstance(value, (int, str)) and not isinstance(value, bool):

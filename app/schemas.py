@@ -176,6 +176,60 @@ class RolloverPolicy(BaseModel):
     maxRolloverTimeMs: int = Field(gt=0, examples=[14400000])
 
 
+class RetentionPolicyUpdate(BaseModel):
+    """A namespace's retention as posted: the fields left out keep their current value."""
+
+    retentionTimeInMinutes: int | None = Field(None, ge=-1, examples=[60])
+    retentionSizeInMB: int | None = Field(None, ge=-1, examples=[-1])
+
+
+class RolloverPolicyUpdate(BaseModel):
+    """A namespace's rollover policy as posted: the fields left out keep their current value."""
+
+    maxEntriesPerLedger: int | None = Field(None, gt=0, examples=[50000])
+    maxSizePerLedgerBytes: int | None = Field(None, gt=0, examples=[2147483648])
+    minRolloverTimeMs: int | None = Field(None, ge=0, examples=[600000])
+    maxRolloverTimeMs: int | None = Field(None, gt=0, examples=[14400000])
+
+
+QuotaPolicy = Literal["producer_request_hold", "producer_exception", "consumer_backlog_eviction"]
+BacklogQuotaType = Literal["destination_storage", "message_age"]
+
+
+class BacklogQuota(BaseModel):
+    """Pulsar's backlog quota. `destination_storage` needs `limitSize`, `message_age` needs
+    `limitTime`; the other limit is kept as given but does not apply to that type."""
+
+    limitSize: int | None = Field(
+        None,
+        ge=0,
+        le=2**63 - 1,
+        examples=[10485760],
+        description="bytes of the slowest subscription's backlog",
+    )
+    limitTime: int | None = Field(
+        None, ge=0, le=10**10, examples=[3600], description="seconds: age of its oldest unacked message"
+    )
+    policy: QuotaPolicy = Field(examples=["producer_exception"])
+
+
+class BacklogQuotaMap(BaseModel):
+    """The effective quotas by type; a type not set anywhere is left out."""
+
+    destination_storage: BacklogQuota | None = None
+    message_age: BacklogQuota | None = None
+
+
+class BacklogQuotaEvents(BaseModel):
+    """Backlog quota events of the topic since it was opened on this broker: produces held
+    (producer_request_hold), produces refused (producer_exception, or a hold that timed out),
+    cursors moved forward by consumer_backlog_eviction (one per subscription and partition)."""
+
+    held: int = 0
+    refused: int = 0
+    evicted: int = 0
+
+
 class CompactionStatus(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -213,6 +267,7 @@ class TopicStats(BaseModel):
     )
     subscriptions: dict[str, SubscriptionStats]
     compaction: CompactionStats
+    backlogQuotaEvents: BacklogQuotaEvents = Field(default_factory=BacklogQuotaEvents)
 
 
 class LedgerInfo(BaseModel):

@@ -100,6 +100,9 @@ class Settings(BaseSettings):
     compaction_check_interval_ms: int = Field(5_000, gt=0)
     message_ttl_seconds: int = Field(0, ge=0)
     message_ttl_check_interval_ms: int = Field(5_000, gt=0)
+    # A produce held by a producer_request_hold backlog quota waits at most this long (then 429).
+    backlog_quota_hold_timeout_ms: int = Field(5_000, ge=0, le=60_000)
+    backlog_quota_check_interval_ms: int = Field(5_000, gt=0)
 
     # --- compactor ---------------------------------------------------------------------------
     spark_master: str = "local[*]"

@@ -26,6 +26,9 @@ class ErrorKind(StrEnum):
     """A well-formed request over one of the server's caps (a query asking for too much)."""
     too_large = "too_large"
     """The request's content is over a size limit."""
+    throttled = "throttled"
+    """The request is refused for now by a limit on the state it would add to (a backlog quota);
+    it may succeed once that state shrinks (consumers ack): retry later."""
     unavailable = "unavailable"
     """Something below cannot serve now (storage, metadata, bookies); trying later may work."""
     fenced = "fenced"

@@ -75,3 +75,29 @@ def test_whole_topic_commands_take_pulsar_admin_arguments() -> None:
     assert before.topic == ("acme", "ns", "t") and before.message_id == "7:3:1"
     with pytest.raises(SystemExit):
         parser().parse_args(["topics", "truncate-before", "acme/ns/t"])  # -m is required
+
+
+def test_backlog_quota_and_namespace_policy_commands_read_pulsar_admins_flags() -> None:
+    args = parser().parse_args(
+        ["topics", "set-backlog-quota", "t", "-l", "10M", "-lt", "1h", "-p", "producer_exception"]
+    )
+    assert (args.topic, args.limit, args.limit_time, args.policy, args.quota_type) == (
+        ("public", "default", "t"),
+        10 << 20,
+        3_600_000,
+        "producer_exception",
+        "destination_storage",
+    )
+    args = parser().parse_args(["namespaces", "remove-backlog-quota", "a/b", "-t", "message_age"])
+    assert (args.namespace, args.quota_type) == (("a", "b"), "message_age")
+    args = parser().parse_args(["namespaces", "set-message-ttl", "a/b", "--messageTTL", "2h"])
+    assert args.ttl == 7_200_000
+    args = parser().parse_args(["namespaces", "set-retention", "a/b", "-s", "1G"])
+    assert (args.size, args.time) == (1 << 30, None)
+    for bad in (
+        ["topics", "set-backlog-quota", "t", "-l", "10M", "-p", "drop"],
+        ["namespaces", "set-backlog-quota", "a/b", "-l", "1M", "-p", "producer_exception", "-t", "size"],
+        ["namespaces", "set-deduplication", "a/b"],
+    ):
+        with pytest.raises(SystemExit):
+            parser().parse_args(bad)

@@ -107,6 +107,11 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
         413,
         "Batch too large",
     ),
+    "topics.errors.BacklogQuotaExceededError": (
+        ("t/n/x", "destination_storage", "producer_exception", 1_000, "bytes"),
+        429,
+        "Backlog quota exceeded",
+    ),
     "topics.errors.StorageUnavailableError": (("down",), 503, _STORAGE),
     "topics.errors.WriteInFlightError": (("t/n/x", "p1", 7), 503, "Write in flight"),
     "topics.errors.NotOwnerError": (("t/n/x", "b:1", "http://b:1"), 307, "Topic owned by another broker"),
@@ -210,3 +215,12 @@ def test_a_domain_title_wins_over_the_kinds_default() -> None:
     assert response is not None
     assert b'"title":"Topic has subscriptions"' in bytes(response.body)
     assert b'"type":"https://quire.dev/problems/topic-busy"' in bytes(response.body)
+
+
+def test_a_backlog_quota_refusal_is_429_with_retry_after_and_its_quota() -> None:
+    response = domain_problem(_build("topics.errors.BacklogQuotaExceededError"))
+    assert response is not None
+    assert response.headers["Retry-After"] == "1"
+    body = bytes(response.body)
+    assert b'"type":"https://quire.dev/problems/backlog-quota-exceeded"' in body
+    assert b'"quota_type":"destination_storage"' in body and b'"limit":1000' in body

@@ -21,7 +21,6 @@ from managed_ledger.metadata.api import (
 from managed_ledger.position import MessageId, Position
 from topics import compaction_lease, names, policies
 from topics.api import PolicyName, TopicPolicies
-from topics.base import OpenTopic
 from topics.errors import (
     CompactionConflictError,
     InvalidArgumentError,
@@ -45,23 +44,26 @@ log = logging.getLogger("quire.topics")
 class AdminPlane(TopicOps):
     _compaction_task: asyncio.Task[None] | None = None
     _ttl_task: asyncio.Task[None] | None = None
+    _quota_task: asyncio.Task[None] | None = None
 
     # --- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
         """Start background work: the compaction-threshold check (Pulsar's auto-compaction) and
-        the message TTL check."""
+        the message TTL check, the backlog quota check."""
         if self._ownership is not None:
             await self._ownership.start()
         if self._compaction_task is None:
             self._compaction_task = asyncio.create_task(self._compaction_loop(), name="quire-auto-compaction")
         if self._ttl_task is None:
             self._ttl_task = asyncio.create_task(self._ttl_loop(), name="quire-message-ttl")
+        if self._quota_task is None:
+            self._quota_task = asyncio.create_task(self._quota_loop(), name="quire-backlog-quota")
 
     async def close(self) -> None:
         """Close every topic, then give up its ownership (a handover: the next owner finds
         closed ledgers and flushed cursors), then leave the cluster."""
-        tasks = [self._compaction_task, self._ttl_task]
-        self._compaction_task = self._ttl_task = None
+        tasks = [self._compaction_task, self._ttl_task, self._quota_task]
+        self._compaction_task = self._ttl_task = self._quota_task = None
         for task in tasks:
             if task is not None:
                 task.cancel()
@@ -147,11 +149,6 @@ class AdminPlane(TopicOps):
                 f"namespace {namespace} still has topics; delete them first"
             ) from exc
 
-    async def _check_namespace(self, namespace: str) -> None:
-        names.validate_namespace(namespace)
-        if namespace not in await self._call(self._store.list_namespaces, names.tenant_of(namespace)):
-            raise NamespaceNotFoundError(namespace)
-
     # --- topics --------------------------------------------------------------------------------
     async def list_topics(self, namespace: str) -> list[str]:
         await self._check_namespace(namespace)
@@ -218,6 +215,7 @@ class AdminPlane(TopicOps):
             raise TopicBusyError(t.name, subscriptions)
         self._topics.pop(t.name, None)
         t.notifier.notify()
+        t.quota.changed()
         for ml in t.mls:
             name = ml.name
             await ml.close()
@@ -301,6 +299,7 @@ class AdminPlane(TopicOps):
             "ownerBroker": self._ownership.me.broker_id if self._ownership is not None else None,
             "subscriptions": subscriptions,
             "compaction": _compaction_stats(states),
+            "backlogQuotaEvents": t.quota.events(),
         }
 
     async def internal_stats(self, topic: str) -> dict[str, Any]:
@@ -359,21 +358,6 @@ class AdminPlane(TopicOps):
         await self._call(self._store.update_policies, t.name, {name: None})
         await self._apply_policies(t)
 
-    async def set_namespace_policy(self, namespace: str, name: str, value: Any) -> None:
-        """A namespace-level policy: the fallback of every topic of the namespace."""
-        stored_value = policies.validate(name, value)
-        await self._check_namespace(namespace)
-        await self._call(self._store.update_policies, namespace, {name: stored_value})
-        for t in list(self._topics.values()):
-            if names.namespace_of(t.name) == namespace:
-                await self._apply_policies(t)
-
-    async def _apply_policies(self, t: OpenTopic) -> None:
-        t.policies = await self._resolve_policies(t.name)
-        config = policies.ledger_config(t.policies, self._config)
-        for ml in t.mls:
-            ml.update_config(config)
-
     # --- compaction ----------------------------------------------------------------------------
     async def trigger_compaction(self, topic: str) -> None:
         """Request a run of every managed ledger of the topic: RUNNING from now on. A run still
@@ -409,6 +393,15 @@ class AdminPlane(TopicOps):
                 await self.expire_by_ttl()
             except Exception:  # the loop must outlive one bad topic; the next tick retries
                 log.exception("message TTL check failed")
+
+    async def _quota_loop(self) -> None:
+        interval_s = self._config.backlog_quota_check_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self.check_backlog_quotas()
+            except Exception:  # the loop must outlive one bad topic; the next tick retries
+                log.exception("backlog quota check failed")
 
     async def _compaction_loop(self) -> None:
         interval_s = self._config.compaction_check_interval_ms / 1000

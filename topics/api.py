@@ -72,6 +72,21 @@ class ProduceResult:
     duplicate: bool = False
 
 
+QuotaType = Literal["destination_storage", "message_age"]
+QuotaPolicy = Literal["producer_request_hold", "producer_exception", "consumer_backlog_eviction"]
+
+
+@dataclass(frozen=True, slots=True)
+class BacklogQuota:
+    """Pulsar's backlog quota of one type: `destination_storage` limits the slowest
+    subscription's backlog in bytes (`limit_size`), `message_age` the age in seconds of its
+    oldest unacked message (`limit_time`); `policy` says what happens past it."""
+
+    policy: QuotaPolicy
+    limit_size: int | None = None
+    limit_time: int | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class TopicPolicies:
     """Effective policies of a topic (topic > namespace > settings)."""
@@ -86,6 +101,8 @@ class TopicPolicies:
     max_rollover_time_ms: int
     keyless_compaction_policy: Literal["drop", "keep"] = "drop"
     message_ttl_seconds: int = 0
+    # Only the types set somewhere (settings: none); topics.backlog_quota enforces them.
+    backlog_quotas: Mapping[QuotaType, BacklogQuota] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -175,6 +192,34 @@ class TopicsApi(Protocol):
     async def set_policy(self, topic: str, name: PolicyName, value: Any) -> None: ...
 
     async def delete_policy(self, topic: str, name: PolicyName) -> None: ...
+
+    # --- backlog quotas (topics.backlog_quota) and namespace policies ----------------------------
+    async def get_backlog_quotas(self, topic: str) -> dict[QuotaType, BacklogQuota]:
+        """The topic's effective quotas, only the types set (topic > namespace)."""
+        ...
+
+    async def set_backlog_quota(self, topic: str, quota_type: QuotaType, value: Any) -> None:
+        """Set one type of quota on the topic; `value` is the API's body."""
+        ...
+
+    async def delete_backlog_quota(self, topic: str, quota_type: QuotaType) -> None: ...
+
+    async def get_namespace_policies(self, namespace: str) -> TopicPolicies:
+        """The namespace's effective policies (its own, else the settings')."""
+        ...
+
+    async def set_namespace_policy(self, namespace: str, name: str, value: Any) -> None:
+        """Set a policy on the namespace; an object policy may carry some fields only (the
+        others keep the namespace's own value, else the settings')."""
+        ...
+
+    async def delete_namespace_policy(self, namespace: str, name: str) -> None: ...
+
+    async def set_namespace_backlog_quota(
+        self, namespace: str, quota_type: QuotaType, value: Any
+    ) -> None: ...
+
+    async def delete_namespace_backlog_quota(self, namespace: str, quota_type: QuotaType) -> None: ...
 
     async def reset_cursor(self, topic: str, subscription: str, timestamp_ms: int) -> None: ...
 

@@ -49,6 +49,7 @@ class BacklogOps(TopicsBase):
                 found = await sub.unacked_messages(partition, n)
                 await sub.ack([m.message_id for m in found])
         t.notifier.notify()
+        t.quota.changed()
 
     async def skip_all(self, topic: str, subscription: str) -> None:
         t = await self._topic(topic)
@@ -56,6 +57,7 @@ class BacklogOps(TopicsBase):
         async with sub.lock:
             for partition in range(len(t.mls)):
                 sub.ack_all(partition)
+        t.quota.changed()
 
     @staticmethod
     def _check_position(n: int) -> None:
@@ -78,6 +80,7 @@ class BacklogOps(TopicsBase):
                         sub.ack_all(partition)
                     else:
                         sub.ack_before(partition, first_kept)
+        t.quota.changed()
 
     async def expire_by_ttl(self) -> list[str]:
         """Apply each open topic's message TTL (0 = off) on all its subscriptions; returns the

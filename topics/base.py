@@ -26,6 +26,7 @@ from managed_ledger.metadata.api import (
 from managed_ledger.position import MessageId
 from topics import names, policies
 from topics.api import TopicPolicies
+from topics.backlog_quota import QuotaState
 from topics.config import TopicsConfig
 from topics.errors import (
     InvalidNameError,
@@ -83,6 +84,7 @@ class OpenTopic:
         self.router = Router(meta.partitions) if meta.partitions > 0 else None
         self.policies = effective
         self.notifier = Notifier()
+        self.quota = QuotaState(Notifier())  # backlog quota: cached figures, counts, held produces
         self.subscriptions: dict[str, Subscription] = {}
         self.lock = asyncio.Lock()  # subscription create/delete
         self.ledger_partition: dict[int, int] = {}  # ledger id -> partition, learnt on demand
@@ -193,6 +195,7 @@ class TopicsBase:
             del self._topics[t.name]
         t.moved = True
         t.notifier.notify()
+        t.quota.changed()  # a held produce goes on, and its append finds the topic closed (503)
         for ml in t.mls:
             try:
                 await asyncio.wait_for(ml.close(), CLOSE_TIMEOUT_S)

@@ -50,5 +50,10 @@ class TopicsConfig:
     # --- background work ----------------------------------------------------------------------
     compaction_check_interval_ms: int = 5_000
     message_ttl_check_interval_ms: int = 5_000
+    # Backlog quotas (topics.backlog_quota): how long a produce held by producer_request_hold
+    # waits for the backlog to shrink (then 429), and how often quotas are checked without a
+    # produce (eviction; a held produce is re-checked at least this often too).
+    backlog_quota_hold_timeout_ms: int = 5_000
+    backlog_quota_check_interval_ms: int = 5_000
     # How long a requested compaction may wait for a compactor to take it before it is ERROR.
     compaction_lease_ms: int = 30_000

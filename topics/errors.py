@@ -264,6 +264,27 @@ class BatchTooLargeError(TopicsError):
         self.limit = limit
 
 
+# --- over a limit on the state a request would add to (429) -------------------------------------
+class BacklogQuotaExceededError(TopicsError):
+    """A produce refused by a backlog quota (`producer_exception`, or `producer_request_hold`
+    after its hold timed out): nothing of the batch was written. Retry once consumers caught up."""
+
+    title = "Backlog quota exceeded"
+    code = "backlog-quota-exceeded"
+    kind = ErrorKind.throttled
+    retriable = True
+
+    def __init__(self, topic: str, quota_type: str, policy: str, limit: int, what: str) -> None:
+        super().__init__(
+            f"topic {topic} is over its {quota_type} backlog quota of {limit} {what} "
+            f"(policy {policy}); nothing of this batch was written; retry once consumers catch up"
+        )
+        self.topic = topic
+        self.quota_type = quota_type
+        self.policy = policy
+        self.limit = limit
+
+
 # --- the storage below failed -------------------------------------------------------------------
 class DeadLetterForwardError(TopicsError):
     """The broker that owns a dead-letter topic did not take the messages (tried again later)."""

@@ -10,7 +10,9 @@ are the admin API's policy names and whose values are the API's bodies:
      "rolloverPolicy": {"maxEntriesPerLedger": int, "maxSizePerLedgerBytes": int,
                         "minRolloverTimeMs": int, "maxRolloverTimeMs": int},
      "keylessCompactionPolicy": "drop" | "keep",
-     "messageTTL": int seconds (0 = off)}
+     "messageTTL": int seconds (0 = off),
+     "backlogQuota": {"destination_storage" | "message_age": {"limitSize": int, "limitTime": int,
+                      "policy": str}}}  (topics.backlog_quota; each type resolved on its own)
 
 A dict value may hold only some fields; the others fall back to the next level.
 """
@@ -22,6 +24,7 @@ from dataclasses import replace
 from typing import Any, TypeGuard
 
 from managed_ledger.api import ManagedLedgerConfig, RetentionPolicy, RolloverPolicy
+from topics import backlog_quota
 from topics.api import TopicPolicies
 from topics.config import TopicsConfig
 from topics.errors import InvalidPolicyError
@@ -33,6 +36,7 @@ POLICY_NAMES = (
     "rolloverPolicy",
     "keylessCompactionPolicy",
     "messageTTL",
+    "backlogQuota",
 )
 
 # field in the API body -> (TopicPolicies attribute, smallest allowed value)
@@ -109,6 +113,8 @@ def validate(name: str, value: Any) -> Any:
         if value not in ("drop", "keep"):
             raise InvalidPolicyError(name, f"expected 'drop' or 'keep', got {value!r}")
         return value
+    if name == backlog_quota.POLICY:
+        return backlog_quota.validate_map(value)
     raise InvalidPolicyError(name, f"unknown policy; known: {list(POLICY_NAMES)}")
 
 
@@ -134,6 +140,9 @@ def _apply(base: TopicPolicies, stored: Mapping[str, Any]) -> TopicPolicies:
     ttl = stored.get("messageTTL")
     if _is_int(ttl) and ttl >= 0:
         changes["message_ttl_seconds"] = ttl
+    quotas = backlog_quota.parse(stored.get(backlog_quota.POLICY))
+    if quotas:
+        changes["backlog_quotas"] = {**base.backlog_quotas, **quotas}
     return replace(base, **changes) if changes else base
 
 
@@ -178,4 +187,6 @@ def api_value(policies: TopicPolicies, name: str) -> Any:
         return policies.keyless_compaction_policy
     if name == "messageTTL":
         return policies.message_ttl_seconds
+    if name == backlog_quota.POLICY:
+        return backlog_quota.api_map(policies.backlog_quotas)
     raise InvalidPolicyError(name, f"unknown policy; known: {list(POLICY_NAMES)}")

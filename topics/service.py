@@ -80,6 +80,9 @@ class TopicService(AdminPlane):
             t = await self._topic(topic, create=True)
         if not messages:
             return []
+        quotas = t.policies.backlog_quotas
+        if quotas:
+            await self._quota_gate(t)
         now = self._clock.now_ms()
         if t.router is None:
             check_writable(t, [0])
@@ -100,6 +103,8 @@ class TopicService(AdminPlane):
         t.msg_in += len(messages)
         t.bytes_in += size
         t.notifier.notify()
+        if quotas:
+            await self._quota_after_produce(t)
         return results
 
     def _check_batch(self, messages: Sequence[Message]) -> int:
@@ -210,6 +215,7 @@ class TopicService(AdminPlane):
             sub = await self._subscription(t, subscription)
             async with sub.lock:
                 await self.honour_log_start(t, sub)
+        t.quota.changed()
         return True
 
     async def delete_subscription(self, topic: str, subscription: str) -> None:
@@ -221,6 +227,7 @@ class TopicService(AdminPlane):
                 if subscription in ml.cursors:
                     await ml.delete_cursor(subscription)
         t.notifier.notify()
+        t.quota.changed()
 
     async def list_subscriptions(self, topic: str) -> list[str]:
         t = await self._topic(topic)
@@ -254,14 +261,18 @@ class TopicService(AdminPlane):
                 raise SubscriptionNotFoundError(t.name, subscription)  # deleted while we waited
 
     async def ack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None:
-        sub = await self._subscription(await self._topic(topic), subscription)
+        t = await self._topic(topic)
+        sub = await self._subscription(t, subscription)
         async with sub.lock:
             await sub.ack(message_ids)
+        t.quota.changed()
 
     async def ack_cumulative(self, topic: str, subscription: str, message_id: MessageId) -> None:
-        sub = await self._subscription(await self._topic(topic), subscription)
+        t = await self._topic(topic)
+        sub = await self._subscription(t, subscription)
         async with sub.lock:
             await sub.ack_cumulative(message_id)
+        t.quota.changed()
 
     async def nack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None:
         t = await self._topic(topic)
@@ -287,6 +298,7 @@ class TopicService(AdminPlane):
                     await cursor.reset_to_time(target)
             await self.honour_log_start(t, sub)
         t.notifier.notify()
+        t.quota.changed()
 
     async def _seek_end(
         self, t: OpenTopic, cursors: Sequence[Cursor], target: Literal["earliest", "latest"]

@@ -18,14 +18,14 @@ from managed_ledger.api import ManagedLedger
 from managed_ledger.errors import ManagedLedgerTerminatedError
 from managed_ledger.position import MessageId, Position
 from topics.api import Terminated
-from topics.backlog import BacklogOps
 from topics.base import OpenTopic
 from topics.errors import InvalidArgumentError, MessageIdBeyondEndError, TopicTerminatedError
+from topics.quota_ops import QuotaOps
 from topics.readers import BEYOND, EARLIEST, after, decode_entry
 from topics.subscriptions import Subscription
 
 
-class TopicOps(BacklogOps):
+class TopicOps(QuotaOps):
     async def terminate(self, topic: str) -> Terminated:
         """Terminate every managed ledger of the topic (each partition of a partitioned one).
         Waiting consumers and readers are woken so that they learn it at once."""

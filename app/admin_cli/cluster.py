@@ -24,6 +24,7 @@ from quire_client.api.admin import (
 from quire_client.api.ops import readyz
 
 from app.admin_cli.base import Commands, Refused, namespace_arg, problem_line, result, tenant_arg
+from app.admin_cli.policies import add_namespace_policies
 
 
 def _on_tenant(operation: Any) -> Any:
@@ -56,6 +57,7 @@ def add_namespaces(groups: Any, common: argparse.ArgumentParser) -> None:
     ):
         p = namespaces.add(name, _on_namespace(operation), help)
         p.add_argument("namespace", type=namespace_arg, help="tenant/namespace")
+    add_namespace_policies(namespaces)
 
 
 def _healthcheck(client: Client, args: argparse.Namespace) -> Any:

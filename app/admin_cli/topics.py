@@ -75,6 +75,7 @@ from app.admin_cli.base import (
     result,
     size_arg,
 )
+from app.admin_cli.policies import add_topic_backlog_quotas
 
 
 def _topic(args: argparse.Namespace) -> TopicName:
@@ -411,3 +412,4 @@ def add_topics(groups: Any, common: argparse.ArgumentParser) -> None:
     _backlog(topics)
     _whole_topic(topics)
     _policies(topics)
+    add_topic_backlog_quotas(topics)

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Body, Path, Query
 from starlette.responses import Response
 
 from app import schemas
-from app.routes import subscription_admin
+from app.routes import backlog_quota, namespace_policies, subscription_admin
 from app.routes.common import (
     Namespace,
     Subscription,
@@ -36,6 +36,7 @@ def admin_router(topics: TopicsApi) -> APIRouter:
     _stats_routes(router, topics)
     _policy_routes(router, topics)
     _message_ttl_routes(router, topics)
+    backlog_quota.topic_routes(router, topics, PERSISTENT)
     _subscription_routes(router, topics)
     subscription_admin.position_routes(router, topics, PERSISTENT)
     subscription_admin.backlog_routes(router, topics, PERSISTENT)
@@ -43,6 +44,8 @@ def admin_router(topics: TopicsApi) -> APIRouter:
     topic_ops_routes(router, topics, PERSISTENT)
     _tenant_routes(router, topics)
     _namespace_routes(router, topics)
+    namespace_policies.namespace_policy_routes(router, topics)
+    backlog_quota.namespace_routes(router, topics)
     return router
 
 

@@ -24,6 +24,7 @@ _DESCRIPTIONS = {
     409: "Conflict (already exists, compaction running, exclusive subscription busy)",
     413: "A message or the batch is over its limit (`limit` names it)",
     422: "Malformed body, parameter, name or message id",
+    429: "Over the topic's backlog quota (problem `backlog-quota-exceeded`, `Retry-After`); nothing stored",
     503: "Storage or metadata store unavailable; retry",
 }
 

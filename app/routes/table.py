@@ -134,7 +134,7 @@ PRODUCE = HotRoute(
     "produce",
     body=schemas.ProduceRequest,
     response_model=schemas.ProduceResponse,
-    errors=(404, 413, 422),
+    errors=(404, 413, 422, 429),
 )
 RECEIVE = HotRoute(
     "GET",

@@ -171,3 +171,50 @@ def test_bad_usage_is_exit_2(args: list[str], said: str) -> None:
     done = admin("--url", f"http://127.0.0.1:{free_port()}", *args)  # never reaches a server
     assert done.returncode == EXIT_USAGE
     assert "usage: quire admin" in done.stderr and said in done.stderr, done.stderr
+
+
+def test_namespace_policies_and_backlog_quotas(stack: Stack) -> None:
+    ns = f"public/ns-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://{ns}/quota"
+    ok(stack, "namespaces", "create", ns)
+    ok(stack, "topics", "create", topic)
+    ok(stack, "namespaces", "set-retention", ns, "-t", "2h")
+    assert ok(stack, "namespaces", "get-retention", ns) == {
+        "retentionTimeInMinutes": 120,
+        "retentionSizeInMB": 0,
+    }
+    assert ok(stack, "topics", "get-retention", topic)["retentionTimeInMinutes"] == 120
+    ok(stack, "namespaces", "set-message-ttl", ns, "-ttl", "1h")
+    assert ok(stack, "topics", "get-message-ttl", topic) == 3600
+    ok(stack, "namespaces", "set-deduplication", ns, "--enable")
+    assert ok(stack, "namespaces", "get-deduplication", ns) is True
+    ok(stack, "namespaces", "set-compaction-threshold", ns, "-t", "10M")
+    assert ok(stack, "namespaces", "get-compaction-threshold", ns) == 10 << 20
+    ok(stack, "namespaces", "set-rollover-policy", ns, "--max-entries", "100")
+    assert ok(stack, "namespaces", "get-rollover-policy", ns)["maxEntriesPerLedger"] == 100
+    ok(stack, "namespaces", "remove-retention", ns)
+    assert ok(stack, "topics", "get-retention", topic)["retentionTimeInMinutes"] == 0
+
+    ok(
+        stack,
+        "namespaces",
+        "set-backlog-quota",
+        ns,
+        "-lt",
+        "1h",
+        "-p",
+        "producer_request_hold",
+        "-t",
+        "message_age",
+    )
+    ok(stack, "topics", "set-backlog-quota", topic, "-l", "10M", "-p", "producer_exception")
+    assert ok(stack, "topics", "get-backlog-quotas", topic) == {
+        "destination_storage": {"limitSize": 10 << 20, "limitTime": None, "policy": "producer_exception"},
+        "message_age": {"limitSize": None, "limitTime": 3600, "policy": "producer_request_hold"},
+    }
+    ok(stack, "topics", "remove-backlog-quota", topic)
+    ok(stack, "namespaces", "remove-backlog-quota", ns, "-t", "message_age")
+    assert ok(stack, "topics", "get-backlog-quotas", topic) == {}
+    assert ok(stack, "namespaces", "get-backlog-quotas", ns) == {}
+    refused = admin("--url", stack.base_url, "topics", "set-backlog-quota", topic, "-p", "producer_exception")
+    assert refused.returncode == EXIT_REFUSED and "422" in refused.stderr and "limitSize" in refused.stderr

@@ -1,6 +1,10 @@
 """ Contains all the data models used in inputs/outputs """
 
 from .ack_request import AckRequest
+from .backlog_quota import BacklogQuota
+from .backlog_quota_events import BacklogQuotaEvents
+from .backlog_quota_map import BacklogQuotaMap
+from .backlog_quota_policy import BacklogQuotaPolicy
 from .bookie_info import BookieInfo
 from .bookie_info_state import BookieInfoState
 from .bookie_list import BookieList
@@ -38,9 +42,15 @@ from .produce_result import ProduceResult
 from .properties import Properties
 from .read_page import ReadPage
 from .readiness import Readiness
+from .remove_backlog_quota_backlogquotatype import RemoveBacklogQuotaBacklogquotatype
+from .remove_namespace_backlog_quota_backlogquotatype import RemoveNamespaceBacklogQuotaBacklogquotatype
 from .retention_policy import RetentionPolicy
+from .retention_policy_update import RetentionPolicyUpdate
 from .rollover_policy import RolloverPolicy
+from .rollover_policy_update import RolloverPolicyUpdate
 from .seek_request import SeekRequest
+from .set_backlog_quota_backlogquotatype import SetBacklogQuotaBacklogquotatype
+from .set_namespace_backlog_quota_backlogquotatype import SetNamespaceBacklogQuotaBacklogquotatype
 from .subscription_created import SubscriptionCreated
 from .subscription_request import SubscriptionRequest
 from .subscription_request_initial_position import SubscriptionRequestInitialPosition
@@ -56,6 +66,10 @@ from .value_encoding import ValueEncoding
 
 __all__ = (
     "AckRequest",
+    "BacklogQuota",
+    "BacklogQuotaEvents",
+    "BacklogQuotaMap",
+    "BacklogQuotaPolicy",
     "BookieInfo",
     "BookieInfoState",
     "BookieList",
@@ -93,9 +107,15 @@ __all__ = (
     "Properties",
     "Readiness",
     "ReadPage",
+    "RemoveBacklogQuotaBacklogquotatype",
+    "RemoveNamespaceBacklogQuotaBacklogquotatype",
     "RetentionPolicy",
+    "RetentionPolicyUpdate",
     "RolloverPolicy",
+    "RolloverPolicyUpdate",
     "SeekRequest",
+    "SetBacklogQuotaBacklogquotatype",
+    "SetNamespaceBacklogQuotaBacklogquotatype",
     "SubscriptionCreated",
     "SubscriptionRequest",
     "SubscriptionRequestInitialPosition",

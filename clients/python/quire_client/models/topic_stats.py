@@ -12,6 +12,7 @@ from ..types import UNSET, Unset
 from typing import cast
 
 if TYPE_CHECKING:
+  from ..models.backlog_quota_events import BacklogQuotaEvents
   from ..models.compaction_stats import CompactionStats
   from ..models.subscriptions import Subscriptions
 
@@ -33,6 +34,10 @@ class TopicStats:
             msg_in_counter (int):
             storage_size (int):
             subscriptions (Subscriptions):
+            backlog_quota_events (BacklogQuotaEvents | Unset): Backlog quota events of the topic since it was opened on this
+                broker: produces held
+                (producer_request_hold), produces refused (producer_exception, or a hold that timed out),
+                cursors moved forward by consumer_backlog_eviction (one per subscription and partition).
             owner_broker (None | str | Unset): the broker that owns the topic and answered
             partitions (int | Unset): number of partitions; 0: not partitioned Default: 0.
      """
@@ -43,6 +48,7 @@ class TopicStats:
     msg_in_counter: int
     storage_size: int
     subscriptions: Subscriptions
+    backlog_quota_events: BacklogQuotaEvents | Unset = UNSET
     owner_broker: None | str | Unset = UNSET
     partitions: int | Unset = 0
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -52,6 +58,7 @@ class TopicStats:
 
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.backlog_quota_events import BacklogQuotaEvents # noqa: PLC0415
         from ..models.compaction_stats import CompactionStats # noqa: PLC0415
         from ..models.subscriptions import Subscriptions # noqa: PLC0415
         backlog_size = self.backlog_size
@@ -65,6 +72,10 @@ class TopicStats:
         storage_size = self.storage_size
 
         subscriptions = self.subscriptions.to_dict()
+
+        backlog_quota_events: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.backlog_quota_events, Unset):
+            backlog_quota_events = self.backlog_quota_events.to_dict()
 
         owner_broker: None | str | Unset
         if isinstance(self.owner_broker, Unset):
@@ -85,6 +96,8 @@ class TopicStats:
             "storageSize": storage_size,
             "subscriptions": subscriptions,
         })
+        if backlog_quota_events is not UNSET:
+            field_dict["backlogQuotaEvents"] = backlog_quota_events
         if owner_broker is not UNSET:
             field_dict["ownerBroker"] = owner_broker
         if partitions is not UNSET:
@@ -96,6 +109,7 @@ class TopicStats:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        from ..models.backlog_quota_events import BacklogQuotaEvents # noqa: PLC0415
         from ..models.compaction_stats import CompactionStats # noqa: PLC0415
         from ..models.subscriptions import Subscriptions # noqa: PLC0415
         d = dict(src_dict)
@@ -113,6 +127,16 @@ class TopicStats:
         storage_size = d.pop("storageSize")
 
         subscriptions = Subscriptions.from_dict(d.pop("subscriptions"))
+
+
+
+
+        _backlog_quota_events = d.pop("backlogQuotaEvents", UNSET)
+        backlog_quota_events: BacklogQuotaEvents | Unset
+        if isinstance(_backlog_quota_events,  Unset):
+            backlog_quota_events = UNSET
+        else:
+            backlog_quota_events = BacklogQuotaEvents.from_dict(_backlog_quota_events)
 
 
 
@@ -136,6 +160,7 @@ class TopicStats:
             msg_in_counter=msg_in_counter,
             storage_size=storage_size,
             subscriptions=subscriptions,
+            backlog_quota_events=backlog_quota_events,
             owner_broker=owner_broker,
             partitions=partitions,
         )

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, BinaryIO, TextIO, TYPE_CHECKING, Generator
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+from ..types import UNSET, Unset
+from typing import cast
+
+
+
+
+
+
+T = TypeVar("T", bound="RetentionPolicyUpdate")
+
+
+
+@_attrs_define
+class RetentionPolicyUpdate:
+    """ A namespace's retention as posted: the fields left out keep their current value.
+
+        Attributes:
+            retention_size_in_mb (int | None | Unset):
+            retention_time_in_minutes (int | None | Unset):
+     """
+
+    retention_size_in_mb: int | None | Unset = UNSET
+    retention_time_in_minutes: int | None | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+
+
+
+
+    def to_dict(self) -> dict[str, Any]:
+        retention_size_in_mb: int | None | Unset
+        if isinstance(self.retention_size_in_mb, Unset):
+            retention_size_in_mb = UNSET
+        else:
+            retention_size_in_mb = self.retention_size_in_mb
+
+        retention_time_in_minutes: int | None | Unset
+        if isinstance(self.retention_time_in_minutes, Unset):
+            retention_time_in_minutes = UNSET
+        else:
+            retention_time_in_minutes = self.retention_time_in_minutes
+
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({
+        })
+        if retention_size_in_mb is not UNSET:
+            field_dict["retentionSizeInMB"] = retention_size_in_mb
+        if retention_time_in_minutes is not UNSET:
+            field_dict["retentionTimeInMinutes"] = retention_time_in_minutes
+
+        return field_dict
+
+
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        def _parse_retention_size_in_mb(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        retention_size_in_mb = _parse_retention_size_in_mb(d.pop("retentionSizeInMB", UNSET))
+
+
+        def _parse_retention_time_in_minutes(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        retention_time_in_minutes = _parse_retention_time_in_minutes(d.pop("retentionTimeInMinutes", UNSET))
+
+
+        retention_policy_update = cls(
+            retention_size_in_mb=retention_size_in_mb,
+            retention_time_in_minutes=retention_time_in_minutes,
+        )
+
+
+        retention_policy_update.additional_properties = d
+        return retention_policy_update
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
