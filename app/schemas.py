@@ -237,12 +237,47 @@ class CompactionStatus(BaseModel):
     lastError: str = ""
 
 
+class ClientStats(BaseModel):
+    """A producer (`producerName`) or consumer (`consumerName`) heard within the idle time; over
+    HTTP a client is a name, not a connection. Rates are over the last stats interval."""
+
+    model_config = ConfigDict(extra="allow")
+
+    msgCounter: int = Field(description="messages produced (or delivered) since it was first heard")
+    bytesCounter: int
+    averageMsgSize: float
+    connectedSince: int = Field(description="when it was first heard (ms since the epoch)")
+    lastSeenTimestamp: int = Field(description="when it was last heard (ms since the epoch)")
+
+
+class PublisherStats(ClientStats):
+    producerName: str
+    msgRateIn: float
+    msgThroughputIn: float
+
+
+class ConsumerStats(ClientStats):
+    consumerName: str | None = Field(description="its consumer_id; null: requests that sent none")
+    msgRateOut: float
+    msgThroughputOut: float
+
+
 class SubscriptionStats(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     type: str = Field(examples=["shared"])
-    msgBacklog: int
-    unackedMessages: int
+    msgBacklog: int = Field(description="messages not acked, delivered or not (not entries)")
+    unackedMessages: int = Field(description="messages delivered and not acked yet")
+    msgRateOut: float = 0.0
+    msgThroughputOut: float = 0.0
+    msgOutCounter: int = 0
+    bytesOutCounter: int = 0
+    msgRateRedeliver: float = 0.0
+    msgRedeliverCounter: int = 0
+    msgRateExpired: float = 0.0
+    totalMsgExpired: int = 0
+    msgDeadLettered: int = Field(0, description="messages written to its dead-letter topic")
+    consumers: list[ConsumerStats] = Field(default_factory=list)
 
 
 class CompactionStats(BaseModel):
@@ -254,20 +289,48 @@ class CompactionStats(BaseModel):
     lastCompactionDurationTimeInMills: int = 0
 
 
-class TopicStats(BaseModel):
+class _RatesAndCounters(BaseModel):
     model_config = ConfigDict(extra="allow")
 
+    msgRateIn: float = Field(0.0, description="messages per second stored, over the last stats interval")
+    msgThroughputIn: float = Field(0.0, description="bytes per second stored")
+    msgRateOut: float = Field(0.0, description="messages per second delivered to subscriptions and readers")
+    msgThroughputOut: float = Field(0.0, description="bytes per second delivered")
     msgInCounter: int
     bytesInCounter: int
+    msgOutCounter: int = 0
+    bytesOutCounter: int = 0
+    averageMsgSize: float = 0.0
     storageSize: int
-    backlogSize: int
-    partitions: int = Field(0, description="number of partitions; 0: not partitioned")
+    backlogSize: int = Field(description="bytes stored after the slowest subscription's position")
+
+
+class PartitionStats(_RatesAndCounters):
+    subscriptions: dict[str, SubscriptionStats] = Field(title="SubscriptionsOfPartition")
+
+
+class _TopicLevelStats(_RatesAndCounters):
     ownerBroker: str | None = Field(
         None, examples=["127.0.0.1:8080"], description="the broker that owns the topic and answered"
     )
-    subscriptions: dict[str, SubscriptionStats]
+    publishers: list[PublisherStats] = Field(default_factory=list)
     compaction: CompactionStats
     backlogQuotaEvents: BacklogQuotaEvents = Field(default_factory=BacklogQuotaEvents)
+
+
+class TopicStats(_TopicLevelStats):
+    subscriptions: dict[str, SubscriptionStats]
+    partitions: int = Field(0, description="number of partitions; 0: not partitioned")
+
+
+class PartitionedTopicStats(_TopicLevelStats):
+    """Pulsar's partitioned-stats: the sum over the partitions, and each partition's own."""
+
+    subscriptions: dict[str, SubscriptionStats] = Field(title="SubscriptionsOfPartitionedTopic")
+    metadata: PartitionedMetadata
+    partitions: dict[str, PartitionStats] = Field(
+        title="StatsByPartition", description="partition name -> stats"
+    )
 
 
 class LedgerInfo(BaseModel):

@@ -100,6 +100,12 @@ class Settings(BaseSettings):
     compaction_check_interval_ms: int = Field(5_000, gt=0)
     message_ttl_seconds: int = Field(0, ge=0)
     message_ttl_check_interval_ms: int = Field(5_000, gt=0)
+    # Topic stats' rates (msgRateIn, ...) are over this interval; counters are exact.
+    stats_interval_ms: int = Field(5_000, ge=100, le=600_000)
+    # /metrics: topics with their own series (the rest are summed under topic="_others"), and
+    # subscriptions with their own series per topic (likewise), so label cardinality is bounded.
+    metrics_max_topics: int = Field(1_000, ge=0, le=100_000)
+    metrics_max_subscriptions_per_topic: int = Field(100, ge=0, le=10_000)
     # A produce held by a producer_request_hold backlog quota waits at most this long (then 429).
     backlog_quota_hold_timeout_ms: int = Field(5_000, ge=0, le=60_000)
     backlog_quota_check_interval_ms: int = Field(5_000, gt=0)

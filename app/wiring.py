@@ -41,6 +41,7 @@ def topics_config(settings: Settings) -> TopicsConfig:
         compaction_check_interval_ms=settings.compaction_check_interval_ms,
         message_ttl_seconds=settings.message_ttl_seconds,
         message_ttl_check_interval_ms=settings.message_ttl_check_interval_ms,
+        stats_interval_ms=settings.stats_interval_ms,
         backlog_quota_hold_timeout_ms=settings.backlog_quota_hold_timeout_ms,
         backlog_quota_check_interval_ms=settings.backlog_quota_check_interval_ms,
         compaction_lease_ms=settings.compaction_lease_ms,

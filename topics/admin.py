@@ -36,12 +36,12 @@ from topics.errors import (
     TopicNotFoundError,
 )
 from topics.ownership import BrokerInfo
-from topics.topic_ops import TopicOps
+from topics.stats import StatsOps, number_of_entries
 
 log = logging.getLogger("quire.topics")
 
 
-class AdminPlane(TopicOps):
+class AdminPlane(StatsOps):
     _compaction_task: asyncio.Task[None] | None = None
     _ttl_task: asyncio.Task[None] | None = None
     _quota_task: asyncio.Task[None] | None = None
@@ -49,7 +49,7 @@ class AdminPlane(TopicOps):
     # --- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
         """Start background work: the compaction-threshold check (Pulsar's auto-compaction) and
-        the message TTL check, the backlog quota check."""
+        the message TTL check, the backlog quota check, the stats tick."""
         if self._ownership is not None:
             await self._ownership.start()
         if self._compaction_task is None:
@@ -58,12 +58,14 @@ class AdminPlane(TopicOps):
             self._ttl_task = asyncio.create_task(self._ttl_loop(), name="quire-message-ttl")
         if self._quota_task is None:
             self._quota_task = asyncio.create_task(self._quota_loop(), name="quire-backlog-quota")
+        if self._stats_task is None:
+            self._stats_task = asyncio.create_task(self._stats_loop(), name="quire-stats")
 
     async def close(self) -> None:
         """Close every topic, then give up its ownership (a handover: the next owner finds
         closed ledgers and flushed cursors), then leave the cluster."""
-        tasks = [self._compaction_task, self._ttl_task, self._quota_task]
-        self._compaction_task = self._ttl_task = self._quota_task = None
+        tasks = [self._compaction_task, self._ttl_task, self._quota_task, self._stats_task]
+        self._compaction_task = self._ttl_task = self._quota_task = self._stats_task = None
         for task in tasks:
             if task is not None:
                 task.cancel()
@@ -273,35 +275,6 @@ class AdminPlane(TopicOps):
         }
 
     # --- stats ---------------------------------------------------------------------------------
-    async def stats(self, topic: str) -> dict[str, Any]:
-        t = await self._topic(topic)
-        storage = sum(ml.total_size_bytes for ml in t.mls)
-        subscriptions: dict[str, Any] = {}
-        max_backlog = 0
-        for name in sorted(t.mls[0].cursors):
-            sub = await self._subscription(t, name)
-            backlog = sub.backlog
-            max_backlog = max(max_backlog, backlog)
-            subscriptions[name] = {
-                "type": sub.options.type,
-                "msgBacklog": backlog,
-                "unackedMessages": sub.unacked,
-            }
-        entries = sum(_number_of_entries(ml.internal_stats()) for ml in t.mls)
-        states = [await self._call(self._store.get_compaction, ml.name) for ml in t.mls]
-        return {
-            "msgInCounter": t.msg_in,
-            "bytesInCounter": t.bytes_in,
-            "storageSize": storage,
-            # Bytes behind the slowest subscription, estimated at the average entry size.
-            "backlogSize": (storage * max_backlog // entries) if entries else 0,
-            "partitions": t.partitions,
-            "ownerBroker": self._ownership.me.broker_id if self._ownership is not None else None,
-            "subscriptions": subscriptions,
-            "compaction": _compaction_stats(states),
-            "backlogQuotaEvents": t.quota.events(),
-        }
-
     async def internal_stats(self, topic: str) -> dict[str, Any]:
         t = await self._topic(topic)
         per_ledger = {
@@ -445,11 +418,6 @@ class AdminPlane(TopicOps):
         return requested
 
 
-def _number_of_entries(stats: dict[str, object]) -> int:
-    value = stats.get("numberOfEntries", 0)
-    return value if isinstance(value, int) else 0
-
-
 def _bytes_since_horizon(ml: Any, state: CompactionState) -> int:
     """Bytes stored after the horizon, estimated at the average entry size (Pulsar measures the
     compaction cursor's backlog the same way)."""
@@ -457,7 +425,7 @@ def _bytes_since_horizon(ml: Any, state: CompactionState) -> int:
     last = ml.last_confirmed_position
     if state.horizon is None or last is None:
         return total
-    entries = _number_of_entries(ml.internal_stats())
+    entries = number_of_entries(ml.internal_stats())
     if entries <= 0:
         return 0
     since: int = ml.count_entries(Position(state.horizon[0], state.horizon[1]), last)
@@ -483,20 +451,4 @@ def _status_dict(state: CompactionState) -> dict[str, Any]:
         "messagesIn": state.messages_in,
         "messagesOut": state.messages_out,
         "horizon": str(MessageId(*state.horizon)) if state.horizon is not None else None,
-    }
-
-
-def _compaction_stats(states: list[CompactionState]) -> dict[str, Any]:
-    succeeded = [s.last_succeeded_ms for s in states if s.last_succeeded_ms]
-    failed = [s.last_failed_ms for s in states if s.last_failed_ms]
-    durations = [
-        s.ended_ms - s.started_ms
-        for s in states
-        if s.status == CompactionStatus.SUCCESS and s.ended_ms is not None and s.started_ms is not None
-    ]
-    return {
-        "lastCompactionRemovedEventCount": sum(max(0, s.messages_in - s.messages_out) for s in states),
-        "lastCompactionSucceedTimestamp": max(succeeded, default=0),
-        "lastCompactionFailedTimestamp": max(failed, default=0),
-        "lastCompactionDurationTimeInMills": max(durations, default=0),
     }

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -85,6 +85,36 @@ class BacklogQuota:
     policy: QuotaPolicy
     limit_size: int | None = None
     limit_time: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionSample:
+    """One subscription's figures for the metrics endpoint (summed over partitions)."""
+
+    name: str
+    backlog: int  # messages
+    unacked: int
+    consumers: int
+    out: tuple[int, int, float, float]  # messages, bytes, msg/s, bytes/s
+    redelivered: tuple[int, float]  # messages, msg/s
+    expired: int
+    dead_lettered: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSample:
+    """One open topic's figures for the metrics endpoint (a partitioned topic as a whole)."""
+
+    topic: str
+    namespace: str
+    inbound: tuple[int, int, float, float]  # messages, bytes, msg/s, bytes/s
+    outbound: tuple[int, int, float, float]
+    storage_bytes: int
+    backlog_bytes: int
+    backlog: int  # messages, the largest subscription backlog
+    producers: int
+    subscriptions: tuple[SubscriptionSample, ...]
+    quota_events: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +214,14 @@ class TopicsApi(Protocol):
     def ownership_stats(self) -> dict[str, int]: ...
 
     async def stats(self, topic: str) -> dict[str, Any]: ...
+
+    async def partitioned_stats(self, topic: str) -> dict[str, Any]:
+        """The sum (`stats`) and each partition's own under `partitions` (404: not partitioned)."""
+        ...
+
+    def metrics_snapshot(self) -> Sequence[TopicSample]:
+        """Every open topic's figures for the metrics endpoint, read without I/O."""
+        ...
 
     async def internal_stats(self, topic: str) -> dict[str, Any]: ...
 

@@ -9,6 +9,7 @@ from typing import Literal
 from managed_ledger.entry_format import StoredMessage
 from topics.base import TopicsBase
 from topics.errors import InvalidArgumentError, MessageNotFoundError
+from topics.meters import count_expired
 from topics.readers import decode_entry
 
 
@@ -75,11 +76,14 @@ class BacklogOps(TopicsBase):
         for name in names_:
             sub = await self._subscription(t, name)
             async with sub.lock:
+                before = [c.backlog for c in sub.cursors]
                 for partition, first_kept in enumerate(keep):
                     if first_kept is None:
                         sub.ack_all(partition)
                     else:
                         sub.ack_before(partition, first_kept)
+                per_entry = [t.meters.messages_per_entry(p) for p in range(len(t.mls))]
+                count_expired(t.meters.subscription(name), per_entry, before, sub.cursors)
         t.quota.changed()
 
     async def expire_by_ttl(self) -> list[str]:

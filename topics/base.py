@@ -35,6 +35,7 @@ from topics.errors import (
     SubscriptionNotFoundError,
     TopicNotFoundError,
 )
+from topics.meters import TopicMeters
 from topics.ownership import Ownership
 from topics.partitions import Router
 from topics.readers import CompactedSource
@@ -88,8 +89,7 @@ class OpenTopic:
         self.subscriptions: dict[str, Subscription] = {}
         self.lock = asyncio.Lock()  # subscription create/delete
         self.ledger_partition: dict[int, int] = {}  # ledger id -> partition, learnt on demand
-        self.msg_in = 0
-        self.bytes_in = 0
+        self.meters = TopicMeters(meta.partitions)  # counters and rates (topics.meters)
         # Set when the topic left this broker (unloaded, handed over, its lease lost) rather than
         # being deleted: a long poll that was waiting on it answers empty, and the client's retry
         # finds the new owner.

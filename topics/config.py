@@ -50,6 +50,8 @@ class TopicsConfig:
     # --- background work ----------------------------------------------------------------------
     compaction_check_interval_ms: int = 5_000
     message_ttl_check_interval_ms: int = 5_000
+    # How often the counters of open topics become rates (msgRateIn and the like; topics.meters).
+    stats_interval_ms: int = 5_000
     # Backlog quotas (topics.backlog_quota): how long a produce held by producer_request_hold
     # waits for the backlog to shrink (then 429), and how often quotas are checked without a
     # produce (eviction; a held produce is re-checked at least this often too).

@@ -28,7 +28,7 @@ the cursor is then delivered again, as before delivery states were stored).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,17 @@ class EntryAcks:
     count: int
     acked: set[int] = field(default_factory=set)
     compacted: bool = False
+
+
+def read_backlog(entries: Iterable[EntryAcks]) -> dict[int, tuple[int, int]]:
+    """Per partition: the entries read and not wholly acked, and the messages of them not acked
+    (exact, their batch sizes being known; `topics.meters.message_backlog`)."""
+    out: dict[int, tuple[int, int]] = {}
+    for state in entries:
+        if not state.compacted:
+            count, messages = out.get(state.partition, (0, 0))
+            out[state.partition] = (count + 1, messages + state.count - len(state.acked))
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,6 +84,7 @@ class TopicService(AdminPlane):
         if quotas:
             await self._quota_gate(t)
         now = self._clock.now_ms()
+        routes: dict[int, list[int]] = {}
         if t.router is None:
             check_writable(t, [0])
             results = await self._append(t, 0, producer_name, messages, now)
@@ -100,19 +101,49 @@ class TopicService(AdminPlane):
             for idxs, part in zip(routes.values(), parts, strict=True):
                 for i, result in zip(idxs, part, strict=True):
                     results[i] = result
-        t.msg_in += len(messages)
-        t.bytes_in += size
+        self._count_produced(t, producer_name, messages, results, size, routes if t.router else None)
         t.notifier.notify()
         if quotas:
             await self._quota_after_produce(t)
         return results
 
+    def _count_produced(
+        self,
+        t: OpenTopic,
+        producer: str | None,
+        messages: list[Message],
+        results: list[ProduceResult],
+        size: int,
+        routes: dict[int, list[int]] | None,
+    ) -> None:
+        """Add what was stored (not the duplicates) to the topic's and the producer's meters."""
+        meters = t.meters
+        dedup = producer is not None and t.policies.deduplication_enabled
+        if routes is None:
+            if dedup:
+                kept = [m for m, r in zip(messages, results, strict=True) if not r.duplicate]
+                count, size = len(kept), sum([message_size(m) for m in kept])
+            else:
+                count = len(messages)
+            if count:
+                meters.appended(0, count, size)
+        else:
+            count = size = 0
+            for partition, idxs in routes.items():
+                kept_idxs = [i for i in idxs if not results[i].duplicate] if dedup else idxs
+                if kept_idxs:
+                    part_size = sum([message_size(messages[i]) for i in kept_idxs])
+                    meters.appended(partition, len(kept_idxs), part_size)
+                    count += len(kept_idxs)
+                    size += part_size
+        if producer is not None:
+            meters.publishers.heard(producer, self._clock.now_ms()).meter.add(count, size)
+
     def _check_batch(self, messages: Sequence[Message]) -> int:
         """The batch's size, or the error naming the limit it breaks.
 
-        The one place produce limits are checked. A message's size is the UTF-8 bytes of its key,
-        plus its value's bytes, plus the UTF-8 bytes of each property name and value; the batch's
-        size is the sum over its messages, summed here once.
+        The one place produce limits are checked (a message's size is `message_size`'s); the
+        batch's size is the sum over its messages, summed here once.
         """
         config = self._config
         if len(messages) > config.max_batch_messages:
@@ -122,11 +153,7 @@ class TopicService(AdminPlane):
         limit = config.max_message_size_bytes
         total = 0
         for i, m in enumerate(messages):
-            size = len(m.value)
-            if m.key:
-                size += len(m.key.encode())
-            if m.properties:
-                size += sum([len(k.encode()) + len(v.encode()) for k, v in m.properties.items()])
+            size = message_size(m)
             if size > limit:
                 raise MessageTooLargeError(i, size, limit)
             total += size
@@ -223,6 +250,7 @@ class TopicService(AdminPlane):
         await self._subscription(t, subscription)
         async with t.lock:
             t.subscriptions.pop(subscription, None)
+            t.meters.subscriptions.pop(subscription, None)
             for ml in t.mls:
                 if subscription in ml.cursors:
                     await ml.delete_cursor(subscription)
@@ -249,6 +277,7 @@ class TopicService(AdminPlane):
                 t.notifier.notify()
             remaining = deadline - loop.time()
             if out or remaining <= 0 or subscription_at_end(t, sub):
+                self.count_delivered(t, subscription, consumer_id, out)
                 return out  # (nothing more ever comes to a terminated topic)
             redelivery_ms = sub.next_redelivery_ms()
             if redelivery_ms is not None:
@@ -348,6 +377,7 @@ class TopicService(AdminPlane):
             terminated = all_terminated(t.mls)
             messages, slots = await read_merged(t.mls, self._compacted, starts, max_messages, read_compacted)
             if messages:
+                self.count_read(t, messages)
                 end = terminated and await self._read_all(
                     t, slots, len(messages) < max_messages, read_compacted
                 )
@@ -446,3 +476,14 @@ async def _forward_produce(owner_url: str, topic: str, messages: list[Message]) 
         raise DeadLetterForwardError(f"{url}: {exc}") from exc
     if reply.status_code != 200:
         raise DeadLetterForwardError(f"{url}: {reply.status_code} {reply.text[:200]}")
+
+
+def message_size(m: Message) -> int:
+    """A message's size: the UTF-8 bytes of its key, its value's bytes, and the UTF-8 bytes of
+    each property name and value."""
+    size = len(m.value)
+    if m.key:
+        size += len(m.key.encode())
+    if m.properties:
+        size += sum([len(k.encode()) + len(v.encode()) for k, v in m.properties.items()])
+    return size

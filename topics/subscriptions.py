@@ -10,13 +10,10 @@ are delivered again from the cursors, as in Pulsar):
 - `pending`: delivered, not acked, with the deadline of its ack timeout. Insertion order is
   deadline order (one timeout per subscription, and a redelivery re-inserts at the end), so
   expiring is popping from the front.
-- `redeliver`: a heap of ids (nacked or timed out) handed out before new messages, in id order
-  (an exclusive subscription's strict order).
+- `redeliver`: a heap of ids (nacked, timed out) handed out before new ones, in id order.
 - `ready`: messages read from a cursor, not yet handed out (key_shared queues them per key).
-- `entries`: per entry read, its batch size and the batch indexes acked so far; the entry is
-  acked on its cursor once every message of it is.
-- `counts`, per partition: the redelivery count of the last delivery of each message delivered
-  and not acked.
+- `entries`: per entry read, its batch size and the batch indexes acked so far (acked on its
+  cursor once all are). `counts`, per partition: the redelivery count of each message delivered.
 
 Types (Pulsar's): **shared** hands each message to whichever consumer asks. **exclusive** serves
 one consumer (`_claim`). **failover** has one active consumer, the first by sorted id among the
@@ -598,3 +595,6 @@ class Subscription:
     @property
     def unacked(self) -> int:
         return len(self.pending)
+
+    def read_backlog(self) -> dict[int, tuple[int, int]]:
+        return delivery_state.read_backlog(self._entries.values())

@@ -23,6 +23,7 @@ from quire_client.api.admin import (
     get_deduplication_enabled,
     get_internal_stats,
     get_message_ttl,
+    get_partitioned_stats,
     get_partitions,
     get_retention,
     get_rollover_policy,
@@ -133,6 +134,11 @@ def _lifecycle(topics: Commands) -> None:
     p = topics.on_topic("delete", _delete, "delete a topic, its ledgers, cursors and compacted ledger")
     p.add_argument("-f", "--force", action="store_true", help="even with subscriptions or consumers")
     topics.on_topic("stats", _topic_call(get_topic_stats), "counters, storage and backlog per subscription")
+    topics.on_topic(
+        "partitioned-stats",
+        _topic_call(get_partitioned_stats),
+        "a partitioned topic's stats summed, and each partition's",
+    )
     topics.on_topic(
         "stats-internal",
         _topic_call(get_internal_stats),

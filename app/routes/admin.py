@@ -153,6 +153,18 @@ def _stats_routes(router: APIRouter, topics: TopicsApi) -> None:
         return schemas.TopicStats.model_validate(await topics.stats(full_name(tenant, namespace, topic)))
 
     @router.get(
+        PERSISTENT + "/{topic}/partitioned-stats",
+        operation_id="getPartitionedStats",
+        summary="A partitioned topic's stats summed, and each partition's (404: not partitioned)",
+        responses=problems(404, 422),
+    )
+    async def partitioned_stats(
+        tenant: Tenant, namespace: Namespace, topic: Topic
+    ) -> schemas.PartitionedTopicStats:
+        data = await topics.partitioned_stats(full_name(tenant, namespace, topic))
+        return schemas.PartitionedTopicStats.model_validate(data)
+
+    @router.get(
         PERSISTENT + "/{topic}/internalStats",
         operation_id="getInternalStats",
         summary="The managed ledger's ledgers, cursors and compacted ledger",

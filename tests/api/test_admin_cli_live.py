@@ -45,6 +45,9 @@ def test_topic_from_create_to_delete(stack: Stack) -> None:
     listed = ok(stack, "topics", "list", "public/default")
     assert topic in listed and f"{topic}-p" in listed
     assert ok(stack, "topics", "get-partitioned-topic-metadata", f"{name}-p") == {"partitions": 2}
+    pstats = ok(stack, "topics", "partitioned-stats", f"{name}-p")
+    assert sorted(pstats["partitions"]) == [f"public/default/{name}-p-partition-{i}" for i in range(2)]
+    assert pstats["metadata"] == {"partitions": 2} and pstats["msgInCounter"] == 0
 
     ok(stack, "topics", "create-subscription", topic, "-s", "sub-a", "-m", "earliest")
     assert ok(stack, "topics", "subscriptions", topic) == ["sub-a"]

@@ -70,11 +70,8 @@ async def test_pending_until_acked_then_redelivered_after_timeout(svc: TopicServ
     await svc.ack(T, "s", [ids[0], ids[2]])
     env.clock.advance(5_000)
     assert await svc.receive(T, "s", 10, 0, None) == []
-    assert (await svc.stats(T))["subscriptions"]["s"] == {
-        "type": "shared",
-        "msgBacklog": 0,
-        "unackedMessages": 0,
-    }
+    sub = (await svc.stats(T))["subscriptions"]["s"]
+    assert (sub["type"], sub["msgBacklog"], sub["unackedMessages"]) == ("shared", 0, 0)
 
 
 async def test_nack_redelivers_at_once(svc: TopicService) -> None:
@@ -127,8 +124,8 @@ async def test_cumulative_ack(svc: TopicService) -> None:
     await svc.nack(T, "s", [a[2], b[0]])
     assert values(await svc.receive(T, "s", 10, 0, None)) == ["a3", "b1"]
     await svc.ack_cumulative(T, "s", b[0])
-    stats = (await svc.stats(T))["subscriptions"]["s"]
-    assert stats == {"type": "shared", "msgBacklog": 0, "unackedMessages": 0}
+    sub = (await svc.stats(T))["subscriptions"]["s"]
+    assert (sub["type"], sub["msgBacklog"], sub["unackedMessages"]) == ("shared", 0, 0)
 
 
 async def test_cumulative_ack_inside_a_batch_whose_rest_was_acked_acks_the_entry(svc: TopicService) -> None:

@@ -14,6 +14,7 @@ from .compacted_ledger_info import CompactedLedgerInfo
 from .compaction_stats import CompactionStats
 from .compaction_status import CompactionStatus
 from .compaction_status_status import CompactionStatusStatus
+from .consumer_stats import ConsumerStats
 from .cursor_stats import CursorStats
 from .cursors import Cursors
 from .ensembles import Ensembles
@@ -30,8 +31,10 @@ from .message_out import MessageOut
 from .nack_request import NackRequest
 from .namespace import Namespace
 from .partition_last_message_ids import PartitionLastMessageIds
+from .partition_stats import PartitionStats
 from .partitioned_internal_stats import PartitionedInternalStats
 from .partitioned_metadata import PartitionedMetadata
+from .partitioned_topic_stats import PartitionedTopicStats
 from .partitions import Partitions
 from .problem import Problem
 from .produce_message import ProduceMessage
@@ -40,6 +43,7 @@ from .produce_request import ProduceRequest
 from .produce_response import ProduceResponse
 from .produce_result import ProduceResult
 from .properties import Properties
+from .publisher_stats import PublisherStats
 from .read_page import ReadPage
 from .readiness import Readiness
 from .remove_backlog_quota_backlogquotatype import RemoveBacklogQuotaBacklogquotatype
@@ -51,12 +55,15 @@ from .rollover_policy_update import RolloverPolicyUpdate
 from .seek_request import SeekRequest
 from .set_backlog_quota_backlogquotatype import SetBacklogQuotaBacklogquotatype
 from .set_namespace_backlog_quota_backlogquotatype import SetNamespaceBacklogQuotaBacklogquotatype
+from .stats_by_partition import StatsByPartition
 from .subscription_created import SubscriptionCreated
 from .subscription_request import SubscriptionRequest
 from .subscription_request_initial_position import SubscriptionRequestInitialPosition
 from .subscription_request_type import SubscriptionRequestType
 from .subscription_stats import SubscriptionStats
 from .subscriptions import Subscriptions
+from .subscriptions_of_partition import SubscriptionsOfPartition
+from .subscriptions_of_partitioned_topic import SubscriptionsOfPartitionedTopic
 from .tenant import Tenant
 from .terminate_result import TerminateResult
 from .topic_stats import TopicStats
@@ -79,6 +86,7 @@ __all__ = (
     "CompactionStats",
     "CompactionStatus",
     "CompactionStatusStatus",
+    "ConsumerStats",
     "Cursors",
     "CursorStats",
     "Ensembles",
@@ -96,8 +104,10 @@ __all__ = (
     "Namespace",
     "PartitionedInternalStats",
     "PartitionedMetadata",
+    "PartitionedTopicStats",
     "PartitionLastMessageIds",
     "Partitions",
+    "PartitionStats",
     "Problem",
     "ProduceMessage",
     "ProduceMessagePropertiesType0",
@@ -105,6 +115,7 @@ __all__ = (
     "ProduceResponse",
     "ProduceResult",
     "Properties",
+    "PublisherStats",
     "Readiness",
     "ReadPage",
     "RemoveBacklogQuotaBacklogquotatype",
@@ -116,11 +127,14 @@ __all__ = (
     "SeekRequest",
     "SetBacklogQuotaBacklogquotatype",
     "SetNamespaceBacklogQuotaBacklogquotatype",
+    "StatsByPartition",
     "SubscriptionCreated",
     "SubscriptionRequest",
     "SubscriptionRequestInitialPosition",
     "SubscriptionRequestType",
     "Subscriptions",
+    "SubscriptionsOfPartition",
+    "SubscriptionsOfPartitionedTopic",
     "SubscriptionStats",
     "Tenant",
     "TerminateResult",

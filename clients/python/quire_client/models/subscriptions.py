@@ -51,6 +51,7 @@ class Subscriptions:
         )
 
 
+        from ..models.consumer_stats import ConsumerStats # noqa: PLC0415
         additional_properties = {}
         for prop_name, prop_dict in d.items():
             additional_property = SubscriptionStats.from_dict(prop_dict)
