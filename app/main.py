@@ -26,6 +26,7 @@ from app.routes.brokers import OwnershipCollector, brokers_router
 from app.routes.cluster import cluster_router
 from app.routes.data import DataHandlers, data_router_for
 from app.routes.ops import ops_router
+from app.topic_metrics import TopicCollector
 from topics.api import TopicsApi
 
 VERSION = "0.1.0"
@@ -72,6 +73,8 @@ def create_app(
     *,
     close_topics: bool = True,
     max_request_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_BYTES,
+    metrics_max_topics: int = 1_000,
+    metrics_max_subscriptions_per_topic: int = 100,
 ) -> QuireApp:
     metrics = Metrics()
 
@@ -108,6 +111,7 @@ def create_app(
     app.include_router(cluster_router())
     app.include_router(brokers_router(topics))
     metrics.registry.register(OwnershipCollector(topics))
+    metrics.registry.register(TopicCollector(topics, metrics_max_topics, metrics_max_subscriptions_per_topic))
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 

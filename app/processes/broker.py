@@ -29,7 +29,12 @@ def run(settings: Settings) -> None:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     registry, registry_store = broker_registry(settings)
-    app = create_app(bootstrap(settings), max_request_body_bytes=settings.max_request_body_bytes)
+    app = create_app(
+        bootstrap(settings),
+        max_request_body_bytes=settings.max_request_body_bytes,
+        metrics_max_topics=settings.metrics_max_topics,
+        metrics_max_subscriptions_per_topic=settings.metrics_max_subscriptions_per_topic,
+    )
     install_registry(app, registry, registry_store)
     # The broker's heap (cursors, pending maps, decoded entries) is large and long-lived; with
     # CPython's default thresholds the collector re-walks it many times a second under load and
