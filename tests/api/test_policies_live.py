@@ -56,7 +56,7 @@ from quire_client.api.admin import (
     set_retention,
     set_rollover_policy,
 )
-from quire_client.api.data import ack_messages, create_subscription, produce, receive
+from quire_client.api.data import ack_messages, create_subscription, produce, read_messages, receive
 from quire_client.models import (
     AckRequest,
     BacklogQuota,
@@ -65,6 +65,7 @@ from quire_client.models import (
     Problem,
     ProduceMessage,
     ProduceRequest,
+    ReadPage,
     RetentionPolicy,
     RetentionPolicyUpdate,
     RolloverPolicy,
@@ -301,3 +302,36 @@ def test_a_namespace_quota_applies_at_once_to_an_open_topic(client: Client) -> N
     _assert_refused(_produce(client, ns, topic))
     assert remove_namespace_backlog_quota.sync_detailed(*ns, client=client).status_code == 204
     assert _produce(client, ns, topic).status_code == 200
+
+
+def _backlogs(client: Client, ns: tuple[str, str], topic: str) -> dict[str, int]:
+    return {name: s["msgBacklog"] for name, s in _stats(client, ns, topic)["subscriptions"].items()}
+
+
+def test_consumer_backlog_eviction_moves_only_the_slowest_cursor_and_takes_the_produce(
+    client: Client,
+) -> None:
+    ns, topic = _namespace(client), "evict"
+    sub = SubscriptionRequest(initial_position=SubscriptionRequestInitialPosition.EARLIEST)
+    for name in ("slow", "fast"):
+        assert create_subscription.sync_detailed(*ns, topic, name, client=client, body=sub).status_code == 201
+    assert _produce(client, ns, topic).status_code == 200
+    entry = _stats(client, ns, topic)["storageSize"]  # one entry of one 100-byte message
+    quota = _quota(BacklogQuotaPolicy.CONSUMER_BACKLOG_EVICTION, 2 * entry)
+    assert set_backlog_quota.sync_detailed(*ns, topic, client=client, body=quota).status_code == 204
+    assert _produce(client, ns, topic).status_code == 200  # two entries: at the limit, kept
+    assert _backlogs(client, ns, topic) == {"slow": 2, "fast": 2}
+    got = receive.sync_detailed(*ns, topic, "fast", client=client, max_messages=10)
+    assert isinstance(got.parsed, MessageList) and len(got.parsed.messages) == 2
+    ack = AckRequest(message_ids=[m.message_id for m in got.parsed.messages])
+    assert ack_messages.sync_detailed(*ns, topic, "fast", client=client, body=ack).status_code == 204
+    third = _produce(client, ns, topic)
+    assert third.status_code == 200  # eviction never refuses a produce
+    # slow was three entries behind: it moved just far enough, past its oldest one.
+    assert _backlogs(client, ns, topic) == {"slow": 2, "fast": 1}
+    assert _stats(client, ns, topic)["backlogQuotaEvents"] == {"held": 0, "refused": 0, "evicted": 1}
+    slow = receive.sync_detailed(*ns, topic, "slow", client=client, max_messages=10)
+    assert isinstance(slow.parsed, MessageList)
+    stored = read_messages.sync_detailed(*ns, topic, client=client, start="earliest", max_messages=10)
+    assert isinstance(stored.parsed, ReadPage) and len(stored.parsed.messages) == 3
+    assert [m.message_id for m in slow.parsed.messages] == [m.message_id for m in stored.parsed.messages[1:]]
