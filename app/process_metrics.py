@@ -51,7 +51,11 @@ def on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[[], T], timeout_s: flo
             future.set_exception(exc)
 
     loop.call_soon_threadsafe(call)
-    return future.result(timeout_s)
+    try:
+        return future.result(timeout_s)
+    except TimeoutError:
+        future.cancel()  # the call, when the loop gets to it, does nothing
+        raise
 
 
 def histogram(name: str, documentation: str, snapshot: HistogramSnapshot) -> HistogramMetricFamily:

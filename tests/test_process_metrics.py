@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from app.process_metrics import BookieCollector, CompactorCollector
+from app.process_metrics import BookieCollector, CompactorCollector, on_loop
 from bookie.server import BookieServer, ServerConfig
 from bookie.storage.engine import LedgerStorage, StorageConfig
 from common.histogram import Histogram
@@ -102,3 +102,15 @@ async def test_compactor_collector_serves_runs_by_result_and_durations() -> None
     assert got["quire_compaction_messages_read_total"] == 120
     assert got["quire_compaction_messages_kept_total"] == 30
     assert got["quire_compaction_running"] == 1
+
+
+def test_a_loop_that_does_not_answer_fails_the_scrape_and_skips_the_late_call() -> None:
+    loop = asyncio.new_event_loop()  # not running: nothing it is asked answers
+    called = []
+    try:
+        with pytest.raises(TimeoutError):
+            on_loop(loop, lambda: called.append(1), timeout_s=0.05)
+        loop.run_until_complete(asyncio.sleep(0))  # now the loop gets to the call
+    finally:
+        loop.close()
+    assert called == []
