@@ -53,6 +53,12 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument(
                 "--ack-quorum", type=int, help="acks before an add is confirmed (QUIRE_ACK_QUORUM)"
             )
+        if name in ("bookie", "compactor"):
+            p.add_argument(
+                "--metrics-port",
+                type=int,
+                help=f"serve Prometheus metrics on this port at /metrics (QUIRE_{name.upper()}_METRICS_PORT)",
+            )
         if name == "bookie":
             p.add_argument(
                 "--format",
@@ -78,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "QUIRE_ENSEMBLE_SIZE": getattr(args, "ensemble_size", None),
         "QUIRE_WRITE_QUORUM": getattr(args, "write_quorum", None),
         "QUIRE_ACK_QUORUM": getattr(args, "ack_quorum", None),
+        f"QUIRE_{args.process.upper()}_METRICS_PORT": getattr(args, "metrics_port", None),
     }
     if args.port is not None:
         overrides["QUIRE_BOOKIE_PORT" if args.process == "bookie" else "QUIRE_PORT"] = args.port

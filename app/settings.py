@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     bookie_max_requests_in_flight: int = Field(10_000, gt=0)
     gc_interval_s: float = Field(60.0, gt=0)
     disk_check_interval_s: float = Field(10.0, gt=0)
+    # Prometheus metrics at http://<bookie listen host>:<this>/metrics; 0 = not served, except
+    # by `quire standalone`, which then serves bookie i's on 8000 + i (BookKeeper's port).
+    bookie_metrics_port: int = Field(0, ge=0, le=65535)
     # Registration in the metadata store: the id clients dial (default: listen host:port), how
     # often the bookie renews its heartbeat, and how old a heartbeat may get before it is down.
     bookie_advertised_address: str = ""
@@ -120,6 +123,9 @@ class Settings(BaseSettings):
     keyless_compaction_policy: Literal["drop", "keep"] = "drop"
     # inputs (estimated bytes) up to this run as one Spark task: no shuffle stage (0 = never)
     compaction_single_task_max_bytes: int = Field(32 * 1024**2, ge=0)
+    # Prometheus metrics at http://<host>:<this>/metrics; 0 = not served, except by `quire
+    # standalone`, which then serves them on the port after the last bookie's metrics port.
+    compactor_metrics_port: int = Field(0, ge=0, le=65535)
     # test-only hook, off by default: a run pauses this long before closing its ledger
     compactor_test_run_delay_ms: int = Field(0, ge=0)
     compactor_test_run_delay_match: str = ""

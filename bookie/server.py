@@ -221,7 +221,9 @@ class _Connection(asyncio.Protocol):
         storage = self._storage
         if op == Op.READ:
             ledger_id, entry_id = LEDGER_ENTRY.unpack(body)
-            return encode_reply(op, request_id, payload=storage.read_entry(ledger_id, entry_id))
+            payload = storage.read_entry(ledger_id, entry_id)
+            self._server.entries_read(1, len(payload))
+            return encode_reply(op, request_id, payload=payload)
         if op == Op.READ_RANGE:
             return encode_range_reply(request_id, self._read_range(body))
         if op == Op.READ_LAC:
@@ -265,6 +267,7 @@ class _Connection(asyncio.Protocol):
             if out and size > budget:
                 break
             out.append(payload)
+        self._server.entries_read(len(out), sum(map(len, out)))
         return out
 
     # --- replies -------------------------------------------------------------------------------
@@ -394,6 +397,8 @@ class BookieServer:
         self.errors = 0
         self.bad_frames = 0
         self.in_flight = 0
+        self.read_entries = 0  # entries answered to READ and READ_RANGE, and their bytes
+        self.read_bytes = 0
         self.waiters: dict[asyncio.Future[Any], list[_Drive]] = {}  # see _Drive.step
         self._server: asyncio.Server | None = None
 
@@ -406,6 +411,10 @@ class BookieServer:
     def resume(self, awaited: asyncio.Future[Any]) -> None:
         for drive in self.waiters.pop(awaited):
             drive.step()
+
+    def entries_read(self, entries: int, payload_bytes: int) -> None:
+        self.read_entries += entries
+        self.read_bytes += payload_bytes
 
     @property
     def port(self) -> int:
@@ -421,6 +430,8 @@ class BookieServer:
                 "errors": self.errors,
                 "bad_frames": self.bad_frames,
                 "in_flight": self.in_flight,
+                "read_entries": self.read_entries,
+                "read_bytes": self.read_bytes,
             },
         }
 

@@ -22,6 +22,7 @@ import contextlib
 import logging
 import os
 import socket
+import time
 import uuid
 from dataclasses import replace
 from typing import Any, Protocol
@@ -33,6 +34,7 @@ from compactor.errors import CompactionError, CompactionRunConflictError, LeaseL
 from compactor.lease import RunLease
 from compactor.plan import CompactionPlan, build_plan
 from compactor.reference import EntrySink
+from compactor.stats import CompactionStats
 from compactor.writer import CompactedLedgerWriter, delete_ledger
 from managed_ledger.clock import Clock, SystemClock
 from managed_ledger.metadata.api import (
@@ -76,6 +78,7 @@ class CompactionRunner:
         self.placement = placement or StaticPlacement(config.bookies)
         self.clock: Clock = clock or SystemClock()
         self.instance_id = config.instance_id or default_instance_id()
+        self.stats = CompactionStats()
 
     async def _put(self, state: CompactionState) -> CompactionState:
         return await asyncio.to_thread(self.store.put_compaction, state)
@@ -108,8 +111,12 @@ class CompactionRunner:
         lease = await self.start(ml_name)
         policy = keyless_policy or self.config.keyless_policy
         heartbeat = asyncio.create_task(lease.heartbeat(), name=f"compaction-lease {ml_name}")
+        started, succeeded = time.monotonic(), False
+        self.stats.running += 1
         try:
-            return await self._compact(lease, policy)
+            done = await self._compact(lease, policy)
+            succeeded = True
+            return done
         except asyncio.CancelledError:
             # the service is stopping: clean up like a failure (shielded, so it completes)
             await asyncio.shield(self._fail(lease, CompactionError(CANCELLED)))
@@ -120,6 +127,8 @@ class CompactionRunner:
                 raise
             raise CompactionError(f"compaction of {ml_name} failed: {exc}") from exc
         finally:
+            self.stats.running -= 1
+            self.stats.run_ended(succeeded, time.monotonic() - started)
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
@@ -144,6 +153,8 @@ class CompactionRunner:
         # the one CAS that switches the view; it fails if the lease was lost meanwhile
         changes = _succeeded(state, closed.ledger_id, plan, messages_in, writer, self.clock.now_ms())
         done = await lease.write(**changes)
+        self.stats.messages_read += messages_in
+        self.stats.messages_kept += writer.messages
         if plan.previous_ledger_id is not None and plan.previous_ledger_id != closed.ledger_id:
             try:
                 await delete_ledger(self.store, self.client, plan.previous_ledger_id)

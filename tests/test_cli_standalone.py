@@ -1,26 +1,55 @@
 """`quire standalone`: starts a bookie and a broker (and the compactor when it exists) as child
 processes, serves the API, and stops every child on SIGTERM; a child that dies stops the whole
-standalone with exit code 1."""
+standalone with exit code 1. Each bookie and the compactor serve their metrics on a port of
+their own, named in the start-up output; ports that would clash refuse to start."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
 import re
 import signal
+import socket
 from pathlib import Path
 
 import httpx
 import psutil
 import pytest
 
+from app.processes.standalone import port_clash
+from app.settings import Settings
 from managed_ledger.metadata.sql import SqlMetadataStore
-from tests.support import QuireProcess, free_port, wait_until
+from tests.metrics_text import scrape
+from tests.support import QuireProcess, free_port, port_open, wait_until
 
 START_TIMEOUT_S = 90.0
 
 
+def free_port_run(count: int) -> int:
+    """The first of `count` consecutive ports that are free now, below Linux's ephemeral range
+    (32768 on), where no outgoing connection takes one of them before the child binds it."""
+    rng = random.Random()
+    for _ in range(200):
+        first = rng.randrange(20_000, 32_768 - count)
+        with contextlib.ExitStack() as stack:
+            try:
+                for port in range(first, first + count):
+                    stack.enter_context(socket.socket()).bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return first
+    raise RuntimeError(f"no {count} consecutive free ports")
+
+
 def start(tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[QuireProcess, int]:
-    port, bookie_port = free_port(), free_port()
+    """A standalone on free ports, runs of 4 for the bookies and their metrics (the default
+    metrics ports, 8000 on, may be taken)."""
+    port, bookie_port = free_port(), free_port_run(4)
+    metrics = {
+        "QUIRE_BOOKIE_METRICS_PORT": str(free_port_run(4)),
+        "QUIRE_COMPACTOR_METRICS_PORT": str(free_port()),
+    }
     proc = QuireProcess(
         [
             "standalone",
@@ -32,7 +61,7 @@ def start(tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> tup
             str(bookie_port),
             *extra,
         ],
-        env or {},
+        {**metrics, **(env or {})},
         tmp_path / "standalone.log",
     ).start()
 
@@ -60,6 +89,14 @@ def test_standalone_serves_and_stops_every_child_on_sigterm(tmp_path: Path) -> N
     )
     assert r.status_code == 200
     assert (tmp_path / "data" / "metadata.db").exists()
+    # the start-up output says where each child's metrics are, and they are there
+    bookie_metrics = int(proc.env["QUIRE_BOOKIE_METRICS_PORT"])
+    compactor_metrics = int(proc.env["QUIRE_COMPACTOR_METRICS_PORT"])
+    assert f"metrics at http://127.0.0.1:{bookie_metrics}/metrics" in proc.log()
+    assert f"metrics at http://127.0.0.1:{compactor_metrics}/metrics" in proc.log()
+    assert scrape(bookie_metrics)["quire_bookie_add_entries_total"] >= 1
+    wait_until(lambda: port_open(compactor_metrics), 60, "the compactor's metrics port")
+    assert scrape(compactor_metrics)['quire_compaction_runs_total{result="error"}'] == 0
     os.kill(proc.pid, signal.SIGTERM)
     assert proc.proc is not None and proc.proc.wait(timeout=60) == 0
     for name, pid in kids.items():
@@ -96,6 +133,10 @@ def test_standalone_with_four_bookies_keeps_writing_after_one_is_killed(tmp_path
     try:
         bookies = [int(pid) for pid in re.findall(r"started bookie \(pid (\d+)\)", proc.log())]
         assert len(bookies) == 4
+        first_metrics = int(proc.env["QUIRE_BOOKIE_METRICS_PORT"])
+        for i in range(4):  # bookie i serves its metrics on the bookie metrics port + i
+            assert f"metrics at http://127.0.0.1:{first_metrics + i}/metrics" in proc.log()
+            assert scrape(first_metrics + i)["quire_bookie_read_only"] == 0
         for i in range(4):
             assert (tmp_path / "data" / ("bookie" if i == 0 else f"bookie-{i}")).is_dir()
         produce(port, 100)
@@ -135,3 +176,13 @@ def test_standalone_refuses_fewer_bookies_than_the_ensemble(tmp_path: Path) -> N
         assert "ensemble_size=3" in proc.log()
     finally:
         proc.stop()
+
+
+def test_metrics_ports_that_clash_are_refused() -> None:
+    defaults = Settings.model_construct()
+    assert port_clash(defaults, 4) is None  # bookies 8000-8003, the compactor 8004, the broker 8080
+    clash = port_clash(Settings.model_construct(bookie_metrics_port=8079), 2)
+    assert clash == "bookie 1's metrics and the broker would both listen on port 8080"
+    clash = port_clash(Settings.model_construct(compactor_metrics_port=8001), 2)
+    assert clash == "the compactor's metrics and bookie 1's metrics would both listen on port 8001"
+    assert "past port 65535" in str(port_clash(Settings.model_construct(bookie_metrics_port=65535), 2))

@@ -3,7 +3,9 @@
 Start: open the metadata store and check the disk's cookie (exit 2 when the disk was wiped or
 swapped; `--format` registers it as a new instance), build the engine's StorageConfig from the
 settings, open the engine (journal replay, index rebuild), bind the server, register and start
-the heartbeat, log where it listens. SIGTERM or SIGINT: stop heartbeating (recorded as down),
+the heartbeat, log where it listens. With `QUIRE_BOOKIE_METRICS_PORT` (`--metrics-port`) set, its
+Prometheus metrics are served on that port of the listen host at `/metrics`
+(`app/process_metrics.py`). SIGTERM or SIGINT: stop heartbeating (recorded as down),
 stop accepting, let requests in flight finish (bounded), close the engine, exit 0. Runs on
 uvloop when installed.
 """
@@ -22,6 +24,8 @@ from app.settings import Settings
 from bookie.server import BookieServer, ServerConfig
 
 if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
     from bookie.registration import BookieRegistration
     from bookie.storage.engine import LedgerStorage
 
@@ -86,6 +90,11 @@ async def _serve_storage(
     await storage.start()
     server = BookieServer(storage, server_config(settings))
     try:
+        metrics = start_metrics(settings, server, storage)
+    except SystemExit:
+        await storage.close()
+        raise
+    try:
         await server.start()
     except OSError as exc:
         await storage.close()
@@ -99,18 +108,36 @@ async def _serve_storage(
         await storage.close()
         raise SystemExit(f"quire bookie: cannot register in the metadata store: {exc}") from exc
     log.info(
-        "bookie %s listening on %s:%d, data in %s",
+        "bookie %s listening on %s:%d, data in %s%s",
         registration.config.bookie_id,
         server.config.host,
         server.port,
         settings.data_dir.resolve(),
+        f"; metrics on http://{server.config.host}:{settings.bookie_metrics_port}/metrics" if metrics else "",
     )
     await stop.wait()
     log.info("bookie stopping")
     await registration.close()
     await server.close()
+    if metrics is not None:
+        from app.process_metrics import stop_metrics
+
+        await stop_metrics(metrics)
     await storage.close()
     log.info("bookie stopped")
+
+
+def start_metrics(settings: Settings, server: BookieServer, storage: LedgerStorage) -> WSGIServer | None:
+    """Serve the bookie's Prometheus metrics on its listen host, unless the port is 0 (off).
+
+    Bound before the bookie port, so that a metrics port in use stops the bookie at start, where
+    whoever waits for its port (`quire standalone`) sees it exit."""
+    if not settings.bookie_metrics_port:
+        return None
+    from app.process_metrics import BookieCollector, serve_metrics
+
+    collector = BookieCollector(asyncio.get_running_loop(), server, storage)
+    return serve_metrics(collector, server.config.host, settings.bookie_metrics_port, "bookie")
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

@@ -4,7 +4,9 @@ Builds the metadata store (schema upgraded at open, as every process does), the 
 the compactor's config from the settings, then polls for requested runs until SIGTERM/SIGINT; a
 run in progress is cancelled and recorded as ERROR before the process exits. After a kill -9 the
 run's lease lapses: it reads as ERROR within one lease, and the next poll of any compactor
-deletes its half-written ledger.
+deletes its half-written ledger. With `QUIRE_COMPACTOR_METRICS_PORT` (`--metrics-port`) set, its
+Prometheus metrics (runs, their durations and messages) are served on that port of `QUIRE_HOST`
+at `/metrics` (`app/process_metrics.py`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import signal
 
 from app.settings import Settings
 from compactor.config import CompactorConfig
+
+log = logging.getLogger("quire.compactor")
 
 
 def compactor_config(settings: Settings) -> CompactorConfig:
@@ -36,6 +40,7 @@ def compactor_config(settings: Settings) -> CompactorConfig:
 
 
 async def serve(settings: Settings) -> None:
+    from app.process_metrics import CompactorCollector, serve_metrics, stop_metrics
     from app.registry import registry_config
     from bookie.client import BookieClientConfig, BookieLedgerClient
     from bookie.registry import MetadataBookieRegistry
@@ -60,10 +65,17 @@ async def serve(settings: Settings) -> None:
     # Compacted ledgers are placed on live writable bookies of the registry (same store).
     registry = MetadataBookieRegistry(store, registry_config(settings))
     service = CompactionService(store, client, config, SparkEngine(config), placement=registry)
-    logging.getLogger("quire.compactor").info("compactor up: spark master %s", config.spark_master)
+    metrics = None
     try:
+        if settings.compactor_metrics_port:
+            collector = CompactorCollector(loop, service.runner.stats)
+            metrics = serve_metrics(collector, settings.host, settings.compactor_metrics_port, "compactor")
+        where = f"; metrics on http://{settings.host}:{settings.compactor_metrics_port}/metrics"
+        log.info("compactor up: spark master %s%s", config.spark_master, where if metrics else "")
         await service.serve(stop)
     finally:
+        if metrics is not None:
+            await stop_metrics(metrics)
         await client.close()
         store.close()
         # a SIGTERM to the process group may have stopped the JVM already: nothing left to stop

@@ -8,6 +8,12 @@ the others in `<data dir>/bookie-<i>`, so that replicated ledgers (`--ensemble-s
 order: the bookies, waiting for each port; compactor; broker, waiting for its port. Stop order
 is the reverse.
 
+Metrics: the broker's are at `/metrics` of its HTTP port; each bookie and the compactor serve
+theirs on a port of their own, which standalone always turns on: bookie i on
+`QUIRE_BOOKIE_METRICS_PORT` + i (8000 + i when it is 0, BookKeeper's port), the compactor on
+`QUIRE_COMPACTOR_METRICS_PORT` (when 0, the port after the last bookie's). Each child's
+"started" line says where; ports that clash with each other or with the broker's refuse to start.
+
 Supervision policy: a child that dies is reported with its exit code and the whole standalone
 stops the others and exits 1 — restarting a bookie or broker behind the user's back would hide
 the fault, and `quire standalone` is for one machine where the user sees the console. The one
@@ -36,6 +42,7 @@ from types import FrameType
 from app.settings import Settings
 
 START_TIMEOUT_S = 60.0
+DEFAULT_METRICS_PORT = 8000  # BookKeeper's prometheusStatsHttpPort
 STOP_TIMEOUT_S = 10.0
 POLL_INTERVAL_S = 0.2
 
@@ -89,7 +96,7 @@ class Supervisor:
         if not settings.bookies and bookies == 1:
             self.env.pop("QUIRE_BOOKIES")
 
-    def spawn(self, name: str, *args: str) -> Child:
+    def spawn(self, name: str, *args: str, where: str = "") -> Child:
         proc = subprocess.Popen(
             [sys.executable, "-m", "app.cli", name, *args],
             env=self.env,
@@ -98,7 +105,7 @@ class Supervisor:
         )
         child = Child(name, proc)
         self.children.append(child)
-        _say(f"started {name} (pid {proc.pid})")
+        _say(f"started {name} (pid {proc.pid}){where}")
         return child
 
     def wait_for_port(self, child: Child, host: str, port: int) -> None:
@@ -116,14 +123,23 @@ class Supervisor:
 
     def start(self) -> None:
         s = self.settings
+        bookie_metrics, compactor_metrics = metrics_ports(s, self.bookie_count)
         for i in range(self.bookie_count):
             bookie_dir = s.data_dir.resolve() / ("bookie" if i == 0 else f"bookie-{i}")
             bookie_dir.mkdir(parents=True, exist_ok=True)
-            port = s.bookie_port + i
-            bookie = self.spawn("bookie", "--data-dir", str(bookie_dir), "--port", str(port))
+            port, metrics = s.bookie_port + i, bookie_metrics[i]
+            bookie = self.spawn(
+                "bookie",
+                *("--data-dir", str(bookie_dir), "--port", str(port), "--metrics-port", str(metrics)),
+                where=f" on {s.bookie_host}:{port}, metrics at http://{s.bookie_host}:{metrics}/metrics",
+            )
             self.wait_for_port(bookie, s.bookie_host, port)
         if importlib.util.find_spec("app.processes.compactor") is not None:
-            self.spawn("compactor")
+            self.spawn(
+                "compactor",
+                *("--metrics-port", str(compactor_metrics)),
+                where=f", metrics at http://{s.host}:{compactor_metrics}/metrics",
+            )
         broker = self.spawn("broker")
         self.wait_for_port(broker, s.host, s.port)
         _say(f"ready: http://{s.host}:{s.port} (data in {s.data_dir.resolve()})")
@@ -167,12 +183,39 @@ class Supervisor:
         self.stopping = True
 
 
+def metrics_ports(settings: Settings, bookies: int) -> tuple[list[int], int]:
+    """The metrics port of each bookie, and the compactor's."""
+    base = settings.bookie_metrics_port or DEFAULT_METRICS_PORT
+    return [base + i for i in range(bookies)], settings.compactor_metrics_port or base + bookies
+
+
+def port_clash(settings: Settings, bookies: int) -> str | None:
+    """What is wrong with the ports the children would listen on, if anything."""
+    bookie_metrics, compactor_metrics = metrics_ports(settings, bookies)
+    named = [("the broker", settings.port)]
+    named += [(f"bookie {i}", settings.bookie_port + i) for i in range(bookies)]
+    named += [(f"bookie {i}'s metrics", port) for i, port in enumerate(bookie_metrics)]
+    named.append(("the compactor's metrics", compactor_metrics))
+    seen: dict[int, str] = {}
+    for name, port in named:
+        if port > 65535:
+            return f"{name} would listen past port 65535 ({port})"
+        if port in seen:
+            return f"{name} and {seen[port]} would both listen on port {port}"
+        seen[port] = name
+    return None
+
+
 def run(settings: Settings, bookies: int = 1) -> None:
     if bookies < 1 or bookies < settings.ensemble_size:
         _say(f"--bookies {bookies}: a ledger needs ensemble_size={settings.ensemble_size} distinct bookies")
         raise SystemExit(2)
     if settings.bookie_port + bookies - 1 > 65535:
         _say(f"--bookies {bookies} from port {settings.bookie_port} runs past port 65535")
+        raise SystemExit(2)
+    clash = port_clash(settings, bookies)
+    if clash is not None:
+        _say(f"{clash}: set QUIRE_BOOKIE_METRICS_PORT, QUIRE_COMPACTOR_METRICS_PORT or --port apart")
         raise SystemExit(2)
     Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
     supervisor = Supervisor(settings, bookies)

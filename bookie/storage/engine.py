@@ -80,6 +80,7 @@ from bookie.storage.records import (
     encode_marker,
 )
 from bookie.storage.recovery import recover
+from bookie.storage.stats import JournalStats
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +129,8 @@ class LedgerStorage:
         self._space_wanted_bytes = 0  # > 0 after a full disk: free space needed to take adds again
         self._disk_check_due = 0.0  # loop time of the next periodic usage check
         self.checkpoint_segment = 0
-        self.counters = {"adds": 0, "groups": 0, "fsyncs": 0, "rolls": 0, "gc_runs": 0, "gc_segments": 0}
+        self.journal_stats = JournalStats()  # counted per group; read by the metrics at scrape
+        self.counters = self.journal_stats.counters
         self.recovery_report: dict[str, object] = {}
 
     # ---- life cycle -----------------------------------------------------------------------
@@ -295,6 +297,7 @@ class LedgerStorage:
         group.ops.append((ADD, ledger_id, entry_id, last_add_confirmed, group.size, length))
         group.size += length
         group.adds += 1
+        group.add_bytes += len(payload)
         self._inflight[key] = payload
         if self._flush_task is None:
             self._flush_task = asyncio.get_running_loop().create_task(self._flush_all())
@@ -355,8 +358,7 @@ class LedgerStorage:
                 if self._segments.current_offset >= self.config.journal_max_size_bytes:
                     await self._roll()  # a roll a full disk refused before: try again first
                 if await self._write_group(group):
-                    self.counters["groups"] += 1
-                    self.counters["fsyncs"] += 1
+                    self.journal_stats.group_synced(group, self._segments.last_sync_s)
                     group.future.set_result(None)
                 self._flushing = None
                 if self._segments.current_offset >= self.config.journal_max_size_bytes:
@@ -426,7 +428,6 @@ class LedgerStorage:
             else:
                 apply_record(ledgers, runs, rtype, ledger_id, -1, -1, b"")
         runs.flush_all()
-        self.counters["adds"] += group.adds
 
     def _fatal(self, what: str, exc: BaseException) -> None:
         log.critical("%s: %s; stopping rather than acknowledging unsynced data", what, exc)

@@ -17,7 +17,7 @@ class GroupFuture(asyncio.Future[None]):
 class Group:
     """Records waiting for the next fsync, and the future their writers wait on."""
 
-    __slots__ = ("adds", "future", "ops", "parts", "size")
+    __slots__ = ("add_bytes", "adds", "future", "ops", "parts", "size")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.future = GroupFuture(loop=loop)
@@ -26,3 +26,4 @@ class Group:
         self.ops: list[tuple[int, int, int, int, int, int]] = []
         self.size = 0
         self.adds = 0
+        self.add_bytes = 0  # the adds' payloads, for the metrics

@@ -22,6 +22,7 @@ import contextlib
 import errno
 import logging
 import os
+import time
 from pathlib import Path
 
 from bookie.storage.index import fsync_directory
@@ -60,6 +61,7 @@ class SegmentFiles:
         self.current_offset = 0
         self.reserved_end = 0  # the current segment may be written up to here without ENOSPC
         self._write_fd = -1
+        self.last_sync_s = 0.0  # how long the last append_and_sync's fdatasync took
 
     def list(self) -> list[tuple[int, int]]:
         """(segment, generation) of every segment file on disk, in log order."""
@@ -195,7 +197,9 @@ class SegmentFiles:
             if is_no_space(exc):  # nothing was synced: the next group writes over these bytes
                 raise DiskFullError(f"no space to write {len(data)} bytes of the journal") from exc
             raise
+        started = time.perf_counter()
         os.fdatasync(self._write_fd)
+        self.last_sync_s = time.perf_counter() - started
         self.current_offset = offset
 
     def _close_write(self) -> None:

@@ -1,0 +1,181 @@
+"""Prometheus metrics of the bookie and compactor processes, each served on a port of its own.
+
+The figures are plain numbers that `bookie/` and `compactor/` keep on their event loop (the
+engine counts once per group commit, the server once per read request, the compactor once per
+run): nothing on the hot path calls prometheus_client. A scrape runs in a thread of
+prometheus_client's HTTP server; it asks the process's event loop for a snapshot of the figures
+(`on_loop`), so that it never reads a histogram half-updated, and turns the snapshot into metric
+families. A loop too busy to answer within `SCRAPE_TIMEOUT_S` fails the scrape rather than
+stalling it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from common.histogram import HistogramSnapshot
+
+if TYPE_CHECKING:
+    from bookie.server import BookieServer
+    from bookie.storage.engine import LedgerStorage
+    from compactor.stats import CompactionStats
+
+SCRAPE_TIMEOUT_S = 5.0
+T = TypeVar("T")
+
+
+def on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[[], T], timeout_s: float = SCRAPE_TIMEOUT_S) -> T:
+    """Call `fn` on `loop`'s thread between two of its callbacks, and wait for its result."""
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def call() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(fn())
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    loop.call_soon_threadsafe(call)
+    try:
+        return future.result(timeout_s)
+    except TimeoutError:
+        future.cancel()  # the call, when the loop gets to it, does nothing
+        raise
+
+
+def histogram(name: str, documentation: str, snapshot: HistogramSnapshot) -> HistogramMetricFamily:
+    buckets = [("+Inf" if le == float("inf") else repr(le), count) for le, count in snapshot.buckets]
+    return HistogramMetricFamily(name, documentation, buckets=buckets, sum_value=snapshot.sum)
+
+
+# --- bookie ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BookieFigures:
+    stats: dict[str, Any]  # BookieServer.stats(): the engine's figures and a "server" part
+    sync_seconds: HistogramSnapshot
+    group_entries: HistogramSnapshot
+
+
+class BookieCollector(Collector):
+    """The bookie's metrics, after BookKeeper's: adds and reads (bookie_journal_JOURNAL_ADD_ENTRY,
+    READ_ENTRY), fsync time and entries per fsync (JOURNAL_SYNC, the force-write batch size),
+    read-only (SERVER_STATUS), disk usage and ledgers."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, server: BookieServer, storage: LedgerStorage) -> None:
+        self.loop = loop
+        self.server = server
+        self.storage = storage
+
+    def figures(self) -> BookieFigures:
+        """On the loop: the figures as they stand between two of its callbacks."""
+        journal = self.storage.journal_stats
+        return BookieFigures(
+            self.server.stats(), journal.sync_seconds.snapshot(), journal.group_entries.snapshot()
+        )
+
+    def collect(self) -> Iterator[Metric]:
+        figures = on_loop(self.loop, self.figures)
+        stats, server = figures.stats, figures.stats["server"]
+        for name, documentation, value in (
+            ("add_entries", "Entries stored: written and fdatasynced, then acknowledged", stats["adds"]),
+            ("add_bytes", "Payload bytes of the entries stored", stats["add_bytes"]),
+            ("read_entries", "Entries read (READ and READ_RANGE replies)", server["read_entries"]),
+            ("read_bytes", "Payload bytes of the entries read", server["read_bytes"]),
+            ("requests", "Requests received, of every op", server["requests"]),
+            ("request_errors", "Requests answered with an error code", server["errors"]),
+            ("journal_rolls", "Journal segments sealed and rolled over", stats["rolls"]),
+            ("gc_runs", "Garbage collector runs", stats["gc_runs"]),
+        ):
+            yield CounterMetricFamily(f"quire_bookie_{name}", documentation, value=value)
+        yield histogram(
+            "quire_bookie_journal_sync_seconds",
+            "Time of the fdatasync of one group commit",
+            figures.sync_seconds,
+        )
+        yield histogram(
+            "quire_bookie_journal_group_entries",
+            "Entries covered by one group commit's fdatasync (0 for a group of fences or deletes)",
+            figures.group_entries,
+        )
+        read_only = 1 if stats["read_only"] else 0
+        for name, documentation, value in (
+            ("read_only", "1 while adds are refused (disk past its high-water mark, or full)", read_only),
+            ("disk_usage_ratio", "Used fraction of the data disk, as last measured", stats["disk_usage"]),
+            ("ledgers", "Ledgers stored (deleted ones excluded)", stats["ledgers"]),
+            ("journal_bytes", "Bytes of the journal segment files", stats["journal_bytes"]),
+            ("connections", "Open client connections", server["connections"]),
+        ):
+            yield GaugeMetricFamily(f"quire_bookie_{name}", documentation, value=value)
+
+
+# --- compactor ---------------------------------------------------------------------------------
+
+
+class CompactorCollector(Collector):
+    def __init__(self, loop: asyncio.AbstractEventLoop, stats: CompactionStats) -> None:
+        self.loop = loop
+        self.stats = stats
+
+    def figures(self) -> tuple[int, int, int, int, int, HistogramSnapshot]:
+        s = self.stats
+        snapshot = s.duration_seconds.snapshot()
+        return s.succeeded, s.failed, s.running, s.messages_read, s.messages_kept, snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        succeeded, failed, running, read, kept, durations = on_loop(self.loop, self.figures)
+        runs = CounterMetricFamily(
+            "quire_compaction_runs", "Compaction runs this compactor took, by result", labels=["result"]
+        )
+        runs.add_metric(["success"], succeeded)
+        runs.add_metric(["error"], failed)
+        yield runs
+        yield histogram("quire_compaction_duration_seconds", "Duration of a compaction run", durations)
+        yield CounterMetricFamily(
+            "quire_compaction_messages_read",
+            "Messages successful runs read: the previous compacted view's and the new ones",
+            value=read,
+        )
+        yield CounterMetricFamily(
+            "quire_compaction_messages_kept",
+            "Messages successful runs wrote to their compacted ledgers",
+            value=kept,
+        )
+        yield GaugeMetricFamily("quire_compaction_running", "Compaction runs in progress", value=running)
+
+
+# --- serving -----------------------------------------------------------------------------------
+
+
+def serve_metrics(collector: Collector, host: str, port: int, process: str) -> WSGIServer:
+    """Serve `collector` alone at http://host:port/metrics, from a daemon thread; SystemExit
+    naming the address when it cannot listen there. Stop it with `stop_metrics`."""
+    registry = CollectorRegistry()
+    registry.register(collector)
+    try:
+        server, _ = start_http_server(port, addr=host, registry=registry)
+    except OSError as exc:
+        raise SystemExit(f"quire {process}: cannot serve metrics on {host}:{port}: {exc}") from exc
+    return server
+
+
+async def stop_metrics(server: WSGIServer) -> None:
+    # shutdown() waits for the serving thread's next poll (up to half a second): not on the loop.
+    await asyncio.to_thread(server.shutdown)
+    server.server_close()
