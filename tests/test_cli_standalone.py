@@ -22,6 +22,7 @@ from app.settings import Settings
 from managed_ledger.metadata.sql import SqlMetadataStore
 from tests.metrics_text import scrape
 from tests.support import QuireProcess, free_port, port_open, wait_until
+from tests.test_grafana_dashboard import dashboard_series
 
 START_TIMEOUT_S = 90.0
 
@@ -84,10 +85,14 @@ def test_standalone_serves_and_stops_every_child_on_sigterm(tmp_path: Path) -> N
     proc, port = start(tmp_path)
     kids = children(proc)
     assert {"bookie", "broker"} <= kids.keys()
-    r = httpx.post(
-        f"http://127.0.0.1:{port}/v1/topics/public/default/t/messages", json={"messages": [{"value": "x"}]}
-    )
+    base = f"http://127.0.0.1:{port}/v1/topics/public/default/t"
+    r = httpx.put(f"{base}/subscriptions/s", json={"initial_position": "earliest"})
+    assert r.status_code in (200, 201), r.text
+    r = httpx.post(f"{base}/messages", json={"messages": [{"value": "x"}]})
     assert r.status_code == 200
+    r = httpx.get(f"{base}/subscriptions/s/messages", params={"consumer_id": "c", "wait_ms": 1000})
+    assert len(r.json()["messages"]) == 1
+    assert httpx.get(f"{base}/subscriptions/none/messages").status_code == 404  # an error series
     assert (tmp_path / "data" / "metadata.db").exists()
     # the start-up output says where each child's metrics are, and they are there
     bookie_metrics = int(proc.env["QUIRE_BOOKIE_METRICS_PORT"])
@@ -97,6 +102,9 @@ def test_standalone_serves_and_stops_every_child_on_sigterm(tmp_path: Path) -> N
     assert scrape(bookie_metrics)["quire_bookie_add_entries_total"] >= 1
     wait_until(lambda: port_open(compactor_metrics), 60, "the compactor's metrics port")
     assert scrape(compactor_metrics)['quire_compaction_runs_total{result="error"}'] == 0
+    # every series the Grafana dashboard queries is served by one of the processes
+    served = {name.split("{")[0] for p in (port, bookie_metrics, compactor_metrics) for name in scrape(p)}
+    assert dashboard_series() <= served, dashboard_series() - served
     os.kill(proc.pid, signal.SIGTERM)
     assert proc.proc is not None and proc.proc.wait(timeout=60) == 0
     for name, pid in kids.items():
