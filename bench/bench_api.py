@@ -447,7 +447,39 @@ def quire_stack(tmp: Path) -> Iterator[int]:
         child([py, "-m", "app.cli", "broker"], port, "quire broker", tmp / "broker.log", env),
     ):
         wait_ready(port)
-        yield port
+        with scraping(port):
+            yield port
+
+
+SCRAPE_INTERVAL_S = 1.0
+SCRAPES: dict[str, int] = {"count": 0, "series": 0}
+
+
+@contextlib.contextmanager
+def scraping(port: int) -> Iterator[None]:
+    """Scrape the broker's /metrics every SCRAPE_INTERVAL_S while the rows run (Prometheus scrapes
+    every 15 s by default), so the rows are measured with the per-topic series in use."""
+    import threading
+
+    import httpx
+
+    stop = threading.Event()
+
+    def loop() -> None:
+        with httpx.Client(timeout=10) as client:
+            while not stop.wait(SCRAPE_INTERVAL_S):
+                with contextlib.suppress(httpx.HTTPError):
+                    text = client.get(f"http://{HOST}:{port}/metrics").text
+                    SCRAPES["count"] += 1
+                    SCRAPES["series"] = text.count('topic="')
+
+    thread = threading.Thread(target=loop, name="scraper", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=15)
 
 
 def main() -> None:
@@ -496,6 +528,10 @@ def print_table(q: Row, n: Row, r: Row, c: Row) -> None:
     print("  JetStream: file storage, default sync (fsync every 2 min, NOT per message)")
     print("  Redis: own server, appendonly yes, appendfsync always (fsync per event-loop write)")
     print("  ceiling: empty FastAPI endpoint, 1 uvicorn worker")
+    print(
+        f"  Quire's /metrics scraped every {SCRAPE_INTERVAL_S:g} s during its rows:"
+        f" {SCRAPES['count']} scrapes, {SCRAPES['series']} topic-labelled samples in the last"
+    )
     print(
         f"  HTTP rows (Quire, ceiling): wrk, 1 thread, closed loop; batches: {BATCH_CONNECTIONS} connections"
     )
