@@ -22,7 +22,7 @@ from app.routes.common import (
     problems,
 )
 from app.routes.topic_ops import topic_ops_routes
-from topics.api import PolicyName, TopicPolicies, TopicsApi
+from topics.api import PolicyName, TopicsApi
 from topics.names import NAME_PATTERN
 
 PERSISTENT = "/admin/v2/persistent/{tenant}/{namespace}"
@@ -203,29 +203,23 @@ def _stats_routes(router: APIRouter, topics: TopicsApi) -> None:
         return schemas.CompactionStatus.model_validate(data)
 
 
-def _retention(p: TopicPolicies) -> schemas.RetentionPolicy:
-    return schemas.RetentionPolicy(
-        retentionTimeInMinutes=p.retention_time_minutes, retentionSizeInMB=p.retention_size_mb
-    )
-
-
-def _rollover(p: TopicPolicies) -> schemas.RolloverPolicy:
-    return schemas.RolloverPolicy(
-        maxEntriesPerLedger=p.max_entries_per_ledger,
-        maxSizePerLedgerBytes=p.max_size_per_ledger_bytes,
-        minRolloverTimeMs=p.min_rollover_time_ms,
-        maxRolloverTimeMs=p.max_rollover_time_ms,
-    )
-
-
 def _policy_routes(router: APIRouter, topics: TopicsApi) -> None:
     """GET (effective value), POST (set on the topic), DELETE (fall back) for each policy.
 
     `set_policy` receives the API's value as is: the dict of Pulsar's field names for retention
     and rolloverPolicy, an int for compactionThreshold, a bool for deduplicationEnabled.
     """
-    _policy(router, topics, "retention", schemas.RetentionPolicy, _retention, "Retention")
-    _policy(router, topics, "rolloverPolicy", schemas.RolloverPolicy, _rollover, "RolloverPolicy")
+    _policy(
+        router, topics, "retention", schemas.RetentionPolicy, namespace_policies.retention_body, "Retention"
+    )
+    _policy(
+        router,
+        topics,
+        "rolloverPolicy",
+        schemas.RolloverPolicy,
+        namespace_policies.rollover_body,
+        "RolloverPolicy",
+    )
     _policy(
         router,
         topics,

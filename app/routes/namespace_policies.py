@@ -17,13 +17,13 @@ from topics.api import TopicPolicies, TopicsApi
 NAMESPACE = "/admin/v2/namespaces/{tenant}/{namespace}"
 
 
-def _retention(p: TopicPolicies) -> schemas.RetentionPolicy:
+def retention_body(p: TopicPolicies) -> schemas.RetentionPolicy:
     return schemas.RetentionPolicy(
         retentionTimeInMinutes=p.retention_time_minutes, retentionSizeInMB=p.retention_size_mb
     )
 
 
-def _rollover(p: TopicPolicies) -> schemas.RolloverPolicy:
+def rollover_body(p: TopicPolicies) -> schemas.RolloverPolicy:
     return schemas.RolloverPolicy(
         maxEntriesPerLedger=p.max_entries_per_ledger,
         maxSizePerLedgerBytes=p.max_size_per_ledger_bytes,
@@ -39,7 +39,7 @@ def namespace_policy_routes(router: APIRouter, topics: TopicsApi) -> None:
         ("retention", "retention", "Retention"),
         schemas.RetentionPolicyUpdate,
         schemas.RetentionPolicy,
-        _retention,
+        retention_body,
     )
     _policy(
         router,
@@ -47,7 +47,7 @@ def namespace_policy_routes(router: APIRouter, topics: TopicsApi) -> None:
         ("rolloverPolicy", "rolloverPolicy", "RolloverPolicy"),
         schemas.RolloverPolicyUpdate,
         schemas.RolloverPolicy,
-        _rollover,
+        rollover_body,
     )
     _policy(
         router,
