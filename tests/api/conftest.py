@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -102,6 +102,20 @@ class Stack:
 def start_stack(root: Path, database_url: str | None = None, **extra_env: str) -> Stack:
     url = database_url or f"sqlite:///{root / 'metadata.db'}"
     return Stack(root, url, free_port(), free_port(), dict(extra_env)).start()
+
+
+@contextmanager
+def postgres_stack(root: Path, postgres_url: str, **extra_env: str) -> Iterator[Stack]:
+    """A bookie and a broker on a fresh PostgreSQL schema, stopped and the schema dropped on exit."""
+    from tests.conftest import drop_postgres_schema, fresh_postgres_schema_url
+
+    url, schema = fresh_postgres_schema_url(postgres_url)
+    s = start_stack(root, url, **extra_env)
+    try:
+        yield s
+    finally:
+        s.stop()
+        drop_postgres_schema(postgres_url, schema)
 
 
 @pytest.fixture(scope="module")

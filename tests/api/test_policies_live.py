@@ -75,8 +75,7 @@ from quire_client.models import (
 )
 from quire_client.types import Response
 
-from tests.api.conftest import Stack, start_stack
-from tests.conftest import drop_postgres_schema, fresh_postgres_schema_url
+from tests.api.conftest import Stack, postgres_stack
 
 HOLD_MS = 400
 BOUND_S = 30.0
@@ -84,18 +83,13 @@ BOUND_S = 30.0
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory, postgres_url: str) -> Iterator[Stack]:
-    url, schema = fresh_postgres_schema_url(postgres_url)
-    s = start_stack(
+    with postgres_stack(
         tmp_path_factory.mktemp("policies"),
-        url,
+        postgres_url,
         QUIRE_BACKLOG_QUOTA_HOLD_TIMEOUT_MS=str(HOLD_MS),
         QUIRE_BACKLOG_QUOTA_CHECK_INTERVAL_MS="60000",
-    )
-    try:
+    ) as s:
         yield s
-    finally:
-        s.stop()
-        drop_postgres_schema(postgres_url, schema)
 
 
 @pytest.fixture

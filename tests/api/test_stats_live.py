@@ -31,8 +31,7 @@ from quire_client.models import (
     SubscriptionRequestInitialPosition,
 )
 
-from tests.api.conftest import Stack, start_stack
-from tests.conftest import drop_postgres_schema, fresh_postgres_schema_url
+from tests.api.conftest import Stack, postgres_stack
 
 BOUND_S = 30.0
 MAX_TOPICS = 3
@@ -40,19 +39,14 @@ MAX_TOPICS = 3
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory, postgres_url: str) -> Iterator[Stack]:
-    url, schema = fresh_postgres_schema_url(postgres_url)
-    s = start_stack(
+    with postgres_stack(
         tmp_path_factory.mktemp("stats"),
-        url,
+        postgres_url,
         QUIRE_STATS_INTERVAL_MS="200",
         QUIRE_METRICS_MAX_TOPICS=str(MAX_TOPICS),
         QUIRE_METRICS_MAX_SUBSCRIPTIONS_PER_TOPIC="1",
-    )
-    try:
+    ) as s:
         yield s
-    finally:
-        s.stop()
-        drop_postgres_schema(postgres_url, schema)
 
 
 @pytest.fixture

@@ -52,8 +52,7 @@ from quire_client.models import (
     SubscriptionRequestType,
 )
 
-from tests.api.conftest import Stack, start_stack
-from tests.conftest import drop_postgres_schema, fresh_postgres_schema_url
+from tests.api.conftest import Stack, postgres_stack
 
 NS = ("public", "default")
 IDLE_MS = 1_500  # QUIRE_EXCLUSIVE_CONSUMER_IDLE_MS of the stack: a consumer silent this long leaves
@@ -62,19 +61,14 @@ BOUND_S = 30.0
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory, postgres_url: str) -> Iterator[Stack]:
-    url, schema = fresh_postgres_schema_url(postgres_url)
-    s = start_stack(
+    with postgres_stack(
         tmp_path_factory.mktemp("sub-types"),
-        url,
+        postgres_url,
         QUIRE_EXCLUSIVE_CONSUMER_IDLE_MS=str(IDLE_MS),
         QUIRE_DEFAULT_ACK_TIMEOUT_MS="60000",
         QUIRE_MESSAGE_TTL_CHECK_INTERVAL_MS="300",
-    )
-    try:
+    ) as s:
         yield s
-    finally:
-        s.stop()
-        drop_postgres_schema(postgres_url, schema)
 
 
 @pytest.fixture
