@@ -1,4 +1,5 @@
-"""The `quire` command: `quire standalone|bookie|broker|compactor|autorecovery`, and `quire admin`.
+"""The `quire` command: `quire standalone|bookie|broker|compactor|autorecovery`, `quire admin` and
+`quire tokens`.
 
 Flags override the matching `QUIRE_*` settings. Each process lives in `app/processes/`;
 `quire admin ...` (a client of a running cluster, not a process) is app.admin_cli.
@@ -68,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
             )
     # Listed for `quire --help`; `quire admin ...` is handed to app.admin_cli before parsing.
     sub.add_parser("admin", help="administer a running cluster in pulsar-admin's grammar (quire admin -h)")
+    sub.add_parser("tokens", help="make token keys and tokens, as `pulsar tokens` (quire tokens -h)")
     return parser
 
 
@@ -75,6 +77,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     arguments = sys.argv[1:] if argv is None else list(argv)
     if arguments[:1] == ["admin"]:
         raise SystemExit(_admin(arguments[1:]))
+    if arguments[:1] == ["tokens"]:
+        from app.auth import cli as tokens_cli
+
+        raise SystemExit(tokens_cli.main(arguments[1:]))
     args = _parser().parse_args(arguments)
     overrides = {
         "QUIRE_DATA_DIR": args.data_dir,
@@ -165,7 +171,18 @@ def _describe(error: ErrorDetails, env_file: str | None) -> str:
     field = str(loc[0])
     item = "".join(f"[{part}]" for part in loc[1:])  # an item of a list, say QUIRE_BOOKIES[1]
     shown = _shown(error["input"]) if "input" in error else "?"
+    if _is_secret(field):
+        shown = "'**********'"  # as pydantic's SecretStr shows it: a secret is never echoed
     return f"{PREFIX}{field.upper()}{item}={shown} ({_origin(field, env_file)}): {message}"
+
+
+def _is_secret(field: str) -> bool:
+    from pydantic import SecretStr
+
+    from app.settings import Settings
+
+    info = Settings.model_fields.get(field)
+    return info is not None and info.annotation is SecretStr
 
 
 def _origin(field: str, env_file: str | None) -> str:

@@ -9,8 +9,10 @@ import socket
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.auth.keys import Algorithm, KeyProblem, VerificationKey, verification_key
 
 
 class Settings(BaseSettings):
@@ -113,6 +115,23 @@ class Settings(BaseSettings):
     backlog_quota_hold_timeout_ms: int = Field(5_000, ge=0, le=60_000)
     backlog_quota_check_interval_ms: int = Field(5_000, gt=0)
 
+    # --- security (docs/operations.md#security) ----------------------------------------------
+    # Off by default (as Pulsar standalone), for a first run; turn it on in production.
+    authentication_enabled: bool = False
+    # None: on exactly when authentication is (authorization needs the role a token names).
+    authorization_enabled: bool | None = None
+    # HS256: base64, or file:/path to the raw bytes. RS256/ES256: PEM, or file:/path. One of the two.
+    token_secret_key: SecretStr = SecretStr("")
+    token_public_key: str = ""
+    # Accepted algorithms; empty: the one the key is for (HS256 for a secret key, else RS256 or ES256).
+    token_algorithms: list[Algorithm] = Field(default_factory=list)
+    super_user_roles: list[str] = Field(default_factory=list)
+    # /metrics names every tenant's topics: with this on, only super-users may read it.
+    metrics_require_token: bool = False
+    # Tenant admins and namespace permissions are cached this long per namespace (a change made
+    # at another broker is seen within it; at this broker at once).
+    authorization_cache_ms: int = Field(1_000, ge=0, le=60_000)
+
     # --- compactor ---------------------------------------------------------------------------
     spark_master: str = "local[*]"
     compaction_threshold_bytes: int = Field(0, ge=0)
@@ -170,7 +189,37 @@ class Settings(BaseSettings):
                 f"bookie_heartbeat_timeout_ms ({self.bookie_heartbeat_timeout_ms}) must exceed "
                 f"bookie_heartbeat_interval_ms ({self.bookie_heartbeat_interval_ms})"
             )
+        self._security_settings_agree()
         return self
+
+    def _security_settings_agree(self) -> None:
+        if self.authorization_enabled and not self.authentication_enabled:
+            raise ValueError(
+                "authorization_enabled needs authentication_enabled: a role comes from a verified token"
+            )
+        if not self.authentication_enabled:
+            return
+        try:
+            self.token_verification_key()
+        except KeyProblem as exc:
+            raise ValueError(str(exc)) from None
+        if self.effective_authorization_enabled and not self.super_user_roles:
+            raise ValueError(
+                "authorization is on but super_user_roles is empty: nobody could create a tenant or "
+                'grant a permission; set QUIRE_SUPER_USER_ROLES, e.g. ["admin"]'
+            )
+
+    @property
+    def effective_authorization_enabled(self) -> bool:
+        if self.authorization_enabled is None:
+            return self.authentication_enabled
+        return self.authorization_enabled
+
+    def token_verification_key(self) -> VerificationKey:
+        """The key and algorithms tokens are verified with (KeyProblem when they do not fit)."""
+        return verification_key(
+            self.token_secret_key.get_secret_value(), self.token_public_key, self.token_algorithms
+        )
 
     @property
     def effective_database_url(self) -> str:
