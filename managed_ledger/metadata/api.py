@@ -21,7 +21,8 @@ Rules both stores keep (tests/managed_ledger/test_metadata_contract.py checks th
 - A cursor or dedup snapshot needs its managed ledger (NotFoundError), a namespace its tenant, a
   topic its namespace. delete_managed_ledger removes its cursors and dedup snapshot;
   delete_topic removes the topic's policies and the compaction states of the topic and of its
-  partitions (`{topic}-partition-{i}`); delete_namespace removes its policies. A tenant with
+  partitions (`{topic}-partition-{i}`); delete_namespace removes its policies and permissions,
+  delete_tenant its admin roles (a tenant or namespace made again starts with none). A tenant with
   namespaces or a namespace with topics is not deleted: NotEmptyError.
 - Records handed out are deep-immutable (mappings are read-only dicts, lists are tuples).
 """
@@ -61,9 +62,11 @@ __all__ = [
     "MetadataError",
     "MetadataStore",
     "MetadataUnavailableError",
+    "NamespaceGrants",
     "NotEmptyError",
     "NotFoundError",
     "SchemaBehindError",
+    "TenantInfo",
     "TopicMetadata",
     "TopicOwner",
 ]
@@ -158,6 +161,25 @@ class CompactionState:
     lease_holder: str = ""
     lease_expires_ms: int | None = None
     version: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TenantInfo:
+    """A tenant and Pulsar's TenantInfo: the roles that administer it, the clusters it may use."""
+
+    name: str
+    admin_roles: tuple[str, ...] = ()
+    allowed_clusters: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceGrants:
+    """What authorization needs about a namespace, read in one transaction: the admin roles of
+    its tenant (none when the tenant does not exist) and the actions granted to each role on the
+    namespace (none when it does not exist, or when only a tenant was asked about)."""
+
+    admin_roles: frozenset[str] = frozenset()
+    permissions: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,7 +294,15 @@ class MetadataStore(LedgerMetadataStore, RecoveryStore, OwnershipStore, Protocol
     # --- tenants, namespaces, topics, policies ----------------------------------------------
     def list_tenants(self) -> list[str]: ...
 
-    def create_tenant(self, tenant: str) -> None: ...
+    def create_tenant(self, tenant: str, info: TenantInfo | None = None) -> None:
+        """Create the tenant, with `info`'s admin roles and clusters (its name must match)."""
+        ...
+
+    def get_tenant(self, tenant: str) -> TenantInfo | None: ...
+
+    def update_tenant(self, info: TenantInfo) -> None:
+        """Replace the tenant's admin roles and clusters (last writer wins; NotFoundError)."""
+        ...
 
     def delete_tenant(self, tenant: str) -> None: ...
 
@@ -282,7 +312,23 @@ class MetadataStore(LedgerMetadataStore, RecoveryStore, OwnershipStore, Protocol
 
     def create_namespace(self, namespace: str) -> None: ...
 
-    def delete_namespace(self, namespace: str) -> None: ...
+    def delete_namespace(self, namespace: str) -> None:
+        """Remove the namespace, its policies and its permissions (NotEmptyError with topics)."""
+        ...
+
+    def get_permissions(self, namespace: str) -> dict[str, tuple[str, ...]]:
+        """Role -> the actions granted on the namespace, sorted (NotFoundError)."""
+        ...
+
+    def set_permission(self, namespace: str, role: str, actions: tuple[str, ...] | None) -> None:
+        """Grant `actions` to `role` on the namespace, replacing its grant; None (or no action)
+        revokes it. Atomic: grants to other roles made at the same time are kept (NotFoundError)."""
+        ...
+
+    def get_grants(self, tenant: str, namespace: str | None) -> NamespaceGrants:
+        """The tenant's admin roles and, for a namespace `tenant/ns`, its permissions; what does
+        not exist grants nothing (never an error)."""
+        ...
 
     def list_topics(self, namespace: str) -> list[TopicMetadata]: ...
 

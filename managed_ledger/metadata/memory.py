@@ -23,8 +23,10 @@ from managed_ledger.metadata.api import (
     LedgerMetadata,
     LedgerState,
     ManagedLedgerMetadata,
+    NamespaceGrants,
     NotEmptyError,
     NotFoundError,
+    TenantInfo,
     TopicMetadata,
 )
 from managed_ledger.metadata.bookies import InMemoryBookieMethods
@@ -63,8 +65,9 @@ class InMemoryMetadataStore(InMemoryBookieMethods, InMemoryRecoveryMethods, InMe
         self._managed_ledgers: dict[str, ManagedLedgerMetadata] = {}
         self._cursors: dict[tuple[str, str], CursorMetadata] = {}
         self._dedup: dict[str, DedupSnapshot] = {}
-        self._tenants: set[str] = {"public"}
-        self._namespaces: set[str] = {"public/default"}
+        self._tenants: dict[str, TenantInfo] = {"public": TenantInfo("public")}
+        # namespace -> role -> actions granted on it (sorted)
+        self._namespaces: dict[str, dict[str, tuple[str, ...]]] = {"public/default": {}}
         self._topics: dict[str, TopicMetadata] = {}
         self._policies: dict[str, Any] = {}
         self._compactions: dict[str, CompactionState] = {}
@@ -203,11 +206,23 @@ class InMemoryMetadataStore(InMemoryBookieMethods, InMemoryRecoveryMethods, InMe
         with self._lock:
             return sorted(self._tenants)
 
-    def create_tenant(self, tenant: str) -> None:
+    def create_tenant(self, tenant: str, info: TenantInfo | None = None) -> None:
+        info = records.tenant(info or TenantInfo(tenant))
+        assert info.name == tenant, "a tenant's info names that tenant"
         with self._lock:
             if tenant in self._tenants:
                 raise AlreadyExistsError(f"tenant {tenant} already exists")
-            self._tenants.add(tenant)
+            self._tenants[tenant] = info
+
+    def get_tenant(self, tenant: str) -> TenantInfo | None:
+        with self._lock:
+            return self._tenants.get(tenant)
+
+    def update_tenant(self, info: TenantInfo) -> None:
+        with self._lock:
+            if info.name not in self._tenants:
+                raise NotFoundError(f"tenant {info.name} not found")
+            self._tenants[info.name] = records.tenant(info)
 
     def delete_tenant(self, tenant: str) -> None:
         with self._lock:
@@ -215,7 +230,7 @@ class InMemoryMetadataStore(InMemoryBookieMethods, InMemoryRecoveryMethods, InMe
                 raise NotFoundError(f"tenant {tenant} not found")
             if any(ns.split("/")[0] == tenant for ns in self._namespaces):
                 raise NotEmptyError(f"tenant {tenant} still has namespaces")
-            self._tenants.remove(tenant)
+            del self._tenants[tenant]
 
     def list_namespaces(self, tenant: str) -> list[str]:
         with self._lock:
@@ -228,7 +243,7 @@ class InMemoryMetadataStore(InMemoryBookieMethods, InMemoryRecoveryMethods, InMe
                 raise NotFoundError(f"tenant {tenant} not found")
             if namespace in self._namespaces:
                 raise AlreadyExistsError(f"namespace {namespace} already exists")
-            self._namespaces.add(namespace)
+            self._namespaces[namespace] = {}
 
     def delete_namespace(self, namespace: str) -> None:
         with self._lock:
@@ -236,8 +251,30 @@ class InMemoryMetadataStore(InMemoryBookieMethods, InMemoryRecoveryMethods, InMe
                 raise NotFoundError(f"namespace {namespace} not found")
             if any(records.namespace_of(t) == namespace for t in self._topics):
                 raise NotEmptyError(f"namespace {namespace} still has topics")
-            self._namespaces.remove(namespace)
+            del self._namespaces[namespace]
             self._policies.pop(namespace, None)
+
+    def get_permissions(self, namespace: str) -> dict[str, tuple[str, ...]]:
+        with self._lock:
+            if namespace not in self._namespaces:
+                raise NotFoundError(f"namespace {namespace} not found")
+            return dict(sorted(self._namespaces[namespace].items()))
+
+    def set_permission(self, namespace: str, role: str, actions: tuple[str, ...] | None) -> None:
+        with self._lock:
+            granted = self._namespaces.get(namespace)
+            if granted is None:
+                raise NotFoundError(f"namespace {namespace} not found")
+            if actions:
+                granted[role] = tuple(sorted(set(actions)))
+            else:
+                granted.pop(role, None)
+
+    def get_grants(self, tenant: str, namespace: str | None) -> NamespaceGrants:
+        with self._lock:
+            info = self._tenants.get(tenant)
+            granted = self._namespaces.get(namespace, {}) if namespace is not None else {}
+            return records.grants(info.admin_roles if info else (), granted)
 
     # --- topics -----------------------------------------------------------------------------
     def list_topics(self, namespace: str) -> list[TopicMetadata]:

@@ -14,7 +14,9 @@ Tables (every table a caller updates has `version`, the compare-and-set token):
 - cursors: (managed_ledger, name), mark-delete position, individually deleted ranges (JSON list of
   [[l, e], [l, e]]), properties (JSON); dedup_snapshots: managed_ledger, position, sequences
   (JSON). Both cascade on deleting their managed ledger.
-- tenants, namespaces (`tenant/ns`, FK tenant), topics (`tenant/ns/topic`, FK namespace).
+- tenants, namespaces (`tenant/ns`, FK tenant), topics (`tenant/ns/topic`, FK namespace). A
+  tenant's admin roles and allowed clusters (JSON lists) and a namespace's permissions (JSON
+  object role -> actions) are NULL when there are none.
 - policies: scope (`t/n` or `t/n/x`) -> JSON object.
 - compaction_states: one row per topic (or partition): compacted ledger, horizon
   (ledger, entry, batch_index), last run's status, error, times and counters, and the run
@@ -114,6 +116,8 @@ class TenantRow(Base):
 
     name: Mapped[str] = mapped_column(NAME, primary_key=True)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
+    admin_roles: Mapped[Any] = mapped_column(NullableJSONType, nullable=True)  # revision 0008
+    allowed_clusters: Mapped[Any] = mapped_column(NullableJSONType, nullable=True)  # revision 0008
 
 
 class NamespaceRow(Base):
@@ -123,6 +127,7 @@ class NamespaceRow(Base):
     name: Mapped[str] = mapped_column(NAME, primary_key=True)
     tenant: Mapped[str] = mapped_column(NAME, ForeignKey("tenants.name"), nullable=False)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
+    permissions: Mapped[Any] = mapped_column(NullableJSONType, nullable=True)  # revision 0008
 
 
 class TopicRow(Base):

@@ -23,6 +23,8 @@ from managed_ledger.metadata.api import (
     LedgerMetadata,
     LedgerState,
     ManagedLedgerMetadata,
+    NamespaceGrants,
+    TenantInfo,
     TopicMetadata,
 )
 
@@ -162,3 +164,21 @@ def namespace_of(topic_name: str) -> str:
 def partition_prefix(topic_name: str) -> str:
     """Managed ledgers / compaction states of a partitioned topic are `{topic}-partition-{i}`."""
     return f"{topic_name}-partition-"
+
+
+def tenant(info: TenantInfo) -> TenantInfo:
+    """Roles and clusters as sorted tuples without repeats: equal sets make equal records."""
+    return TenantInfo(
+        name=info.name,
+        admin_roles=tuple(sorted(set(info.admin_roles))),
+        allowed_clusters=tuple(sorted(set(info.allowed_clusters))),
+    )
+
+
+def grants(
+    admin_roles: Iterable[str] | None, permissions: Mapping[str, Iterable[str]] | None
+) -> NamespaceGrants:
+    return NamespaceGrants(
+        admin_roles=frozenset(admin_roles or ()),
+        permissions=FrozenDict({role: frozenset(actions) for role, actions in (permissions or {}).items()}),
+    )

@@ -38,8 +38,10 @@ from managed_ledger.metadata.api import (
     ManagedLedgerMetadata,
     MetadataError,
     MetadataUnavailableError,
+    NamespaceGrants,
     NotEmptyError,
     NotFoundError,
+    TenantInfo,
     TopicMetadata,
 )
 from managed_ledger.metadata.bookies import SqlBookieMethods
@@ -284,9 +286,30 @@ class SqlMetadataStore(SqlBookieMethods, SqlRecoveryMethods, SqlOwnershipMethods
         with self._read() as conn:
             return list(conn.execute(select(TENANTS.c.name).order_by(TENANTS.c.name)).scalars())
 
-    def create_tenant(self, tenant: str) -> None:
+    def create_tenant(self, tenant: str, info: TenantInfo | None = None) -> None:
+        info = records.tenant(info or TenantInfo(tenant))
+        assert info.name == tenant, "a tenant's info names that tenant"
         with self._write(AlreadyExistsError(f"tenant {tenant} already exists")) as conn:
-            conn.execute(insert(TENANTS).values(name=tenant, version=1))
+            conn.execute(insert(TENANTS).values(name=tenant, version=1, **_tenant_values(info)))
+
+    def get_tenant(self, tenant: str) -> TenantInfo | None:
+        stmt = select(TENANTS.c.admin_roles, TENANTS.c.allowed_clusters).where(TENANTS.c.name == tenant)
+        with self._read() as conn:
+            row = conn.execute(stmt).first()
+        if row is None:
+            return None
+        return TenantInfo(tenant, tuple(row[0] or ()), tuple(row[1] or ()))
+
+    def update_tenant(self, info: TenantInfo) -> None:
+        info = records.tenant(info)
+        stmt = (
+            update(TENANTS)
+            .where(TENANTS.c.name == info.name)
+            .values(version=TENANTS.c.version + 1, **_tenant_values(info))
+        )
+        with self._write() as conn:
+            if conn.execute(stmt).rowcount == 0:
+                raise NotFoundError(f"tenant {info.name} not found")
 
     def delete_tenant(self, tenant: str) -> None:
         with self._write(NotEmptyError(f"tenant {tenant} still has namespaces")) as conn:
@@ -314,6 +337,38 @@ class SqlMetadataStore(SqlBookieMethods, SqlRecoveryMethods, SqlOwnershipMethods
             if conn.execute(delete(NAMESPACES).where(NAMESPACES.c.name == namespace)).rowcount == 0:
                 raise NotFoundError(f"namespace {namespace} not found")
             conn.execute(delete(POLICIES).where(POLICIES.c.scope == namespace))
+
+    def get_permissions(self, namespace: str) -> dict[str, tuple[str, ...]]:
+        stmt = select(NAMESPACES.c.permissions).where(NAMESPACES.c.name == namespace)
+        with self._read() as conn:
+            row = conn.execute(stmt).first()
+        if row is None:
+            raise NotFoundError(f"namespace {namespace} not found")
+        return {role: tuple(actions) for role, actions in sorted((row[0] or {}).items())}
+
+    def set_permission(self, namespace: str, role: str, actions: tuple[str, ...] | None) -> None:
+        where = NAMESPACES.c.name == namespace
+        with self._write() as conn:
+            # FOR UPDATE on PostgreSQL; SQLite's write transaction holds the database lock already.
+            row = conn.execute(select(NAMESPACES.c.permissions).where(where).with_for_update()).first()
+            if row is None:
+                raise NotFoundError(f"namespace {namespace} not found")
+            granted = dict(row[0] or {})
+            if actions:
+                granted[role] = sorted(set(actions))
+            else:
+                granted.pop(role, None)
+            values = {"permissions": granted or None, "version": NAMESPACES.c.version + 1}
+            conn.execute(update(NAMESPACES).where(where).values(**values))
+
+    def get_grants(self, tenant: str, namespace: str | None) -> NamespaceGrants:
+        with self._read() as conn:
+            admins = conn.execute(select(TENANTS.c.admin_roles).where(TENANTS.c.name == tenant)).scalar()
+            granted = None
+            if namespace is not None:
+                stmt = select(NAMESPACES.c.permissions).where(NAMESPACES.c.name == namespace)
+                granted = conn.execute(stmt).scalar()
+        return records.grants(admins, granted)
 
     # --- topics -----------------------------------------------------------------------------
     def list_topics(self, namespace: str) -> list[TopicMetadata]:
@@ -428,3 +483,11 @@ class SqlMetadataStore(SqlBookieMethods, SqlRecoveryMethods, SqlOwnershipMethods
 
     def close(self) -> None:
         self._engine.dispose()
+
+
+def _tenant_values(info: TenantInfo) -> dict[str, Any]:
+    """A tenant's JSON columns: a list, or NULL for none."""
+    return {
+        "admin_roles": list(info.admin_roles) or None,
+        "allowed_clusters": list(info.allowed_clusters) or None,
+    }
