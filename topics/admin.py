@@ -17,6 +17,7 @@ from managed_ledger.metadata.api import (
     MetadataError,
     NotEmptyError,
     NotFoundError,
+    TenantInfo,
 )
 from managed_ledger.position import MessageId, Position
 from topics import compaction_lease, names, policies
@@ -36,12 +37,13 @@ from topics.errors import (
     TopicNotFoundError,
 )
 from topics.ownership import BrokerInfo
-from topics.stats import StatsOps, number_of_entries
+from topics.stats import number_of_entries
+from topics.tenancy import TenancyOps, tenant_info
 
 log = logging.getLogger("quire.topics")
 
 
-class AdminPlane(StatsOps):
+class AdminPlane(TenancyOps):
     _compaction_task: asyncio.Task[None] | None = None
     _ttl_task: asyncio.Task[None] | None = None
     _quota_task: asyncio.Task[None] | None = None
@@ -109,10 +111,11 @@ class AdminPlane(StatsOps):
     async def list_tenants(self) -> list[str]:
         return await self._call(self._store.list_tenants)
 
-    async def create_tenant(self, tenant: str) -> None:
+    async def create_tenant(self, tenant: str, info: TenantInfo | None = None) -> None:
         names.validate_tenant(tenant)
+        checked = tenant_info(tenant, info.admin_roles, info.allowed_clusters) if info else None
         try:
-            await self._call(self._store.create_tenant, tenant)
+            await self._call(self._store.create_tenant, tenant, checked)
         except AlreadyExistsError as exc:
             raise TenantExistsError(f"tenant {tenant} already exists") from exc
 

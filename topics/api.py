@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from managed_ledger.entry_format import Message, StoredMessage
-from managed_ledger.metadata.api import BrokerRecord
+from managed_ledger.metadata.api import BrokerRecord, NamespaceGrants, TenantInfo
 from managed_ledger.position import MessageId
 from topics.ownership import BrokerInfo
 
@@ -178,7 +178,15 @@ class TopicsApi(Protocol):
     # --- admin -------------------------------------------------------------------------------
     async def list_tenants(self) -> list[str]: ...
 
-    async def create_tenant(self, tenant: str) -> None: ...
+    async def create_tenant(self, tenant: str, info: TenantInfo | None = None) -> None:
+        """Create the tenant, with `info`'s admin roles and allowed clusters."""
+        ...
+
+    async def get_tenant(self, tenant: str) -> TenantInfo: ...
+
+    async def update_tenant(self, info: TenantInfo) -> None:
+        """Replace the tenant's admin roles and allowed clusters."""
+        ...
 
     async def delete_tenant(self, tenant: str) -> None: ...
 
@@ -187,6 +195,21 @@ class TopicsApi(Protocol):
     async def create_namespace(self, namespace: str) -> None: ...
 
     async def delete_namespace(self, namespace: str) -> None: ...
+
+    async def get_permissions(self, namespace: str) -> dict[str, list[str]]:
+        """Role -> the actions (`produce`, `consume`) granted to it on the namespace."""
+        ...
+
+    async def grant_permission(self, namespace: str, role: str, actions: list[str]) -> None:
+        """Grant `actions` to `role` on the namespace, replacing what it had."""
+        ...
+
+    async def revoke_permission(self, namespace: str, role: str) -> None: ...
+
+    async def grants(self, tenant: str, namespace: str | None) -> NamespaceGrants:
+        """The tenant's admin roles and the namespace's permissions (`tenant/ns`), as
+        authorization reads them: names that do not exist grant nothing, and are no error."""
+        ...
 
     async def list_topics(self, namespace: str) -> list[str]:
         """Full names `persistent://tenant/ns/topic`."""

@@ -49,6 +49,11 @@ def _check_part(full: str, part: str, what: str) -> None:
     raise InvalidNameError(full, f"the {what} may not be {part!r}")
 
 
+def is_name(part: str) -> bool:
+    """Whether one part (a tenant, a namespace, a topic) follows the name rule."""
+    return _NAME.fullmatch(part) is not None
+
+
 def validate_tenant(tenant: str) -> str:
     _check_part(tenant, tenant, "tenant")
     return tenant
