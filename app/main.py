@@ -19,6 +19,8 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from app import body_cap, docs_ui, errors, schemas
+from app.auth.gate import Gate, RouteTable, SecurityConfig
+from app.auth.spec import document_security
 from app.fastpath import FastPath, Receive, Scope, Send
 from app.metrics import Metrics
 from app.routes.admin import admin_router
@@ -51,14 +53,22 @@ DEFAULT_MAX_REQUEST_BODY_BYTES = 16 * 1024**2
 
 
 class QuireApp(FastAPI):
-    """FastAPI, with the fast path asked first (it declines what it does not serve), behind a cap
-    on the request body (checked before either reads it)."""
+    """FastAPI, with the fast path asked first (it declines what it does not serve), behind the
+    security gate (authentication and authorization, when on: app.auth.gate) and a cap on the
+    request body (both checked before either entry point reads anything)."""
 
     fast_path: FastPath | None = None
+    gate: Gate | None = None
     max_request_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_BYTES
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # type: ignore[override]
         if scope["type"] == "http":
+            gate = self.gate
+            if gate is not None:
+                admitted = await gate.admit(scope, send)
+                if admitted is None:
+                    return
+                send = admitted
             receive = await body_cap.guard(scope, receive, send, self.max_request_body_bytes)
             if receive is body_cap.ANSWERED:
                 return
@@ -75,7 +85,9 @@ def create_app(
     max_request_body_bytes: int = DEFAULT_MAX_REQUEST_BODY_BYTES,
     metrics_max_topics: int = 1_000,
     metrics_max_subscriptions_per_topic: int = 100,
+    security: SecurityConfig | None = None,
 ) -> QuireApp:
+    """The app around `topics`; `security` turns authentication (and authorization) on."""
     metrics = Metrics()
 
     @asynccontextmanager
@@ -112,6 +124,11 @@ def create_app(
     app.include_router(brokers_router(topics))
     metrics.registry.register(OwnershipCollector(topics))
     metrics.registry.register(TopicCollector(topics, metrics_max_topics, metrics_max_subscriptions_per_topic))
+    if security is not None:
+        app.gate = Gate(app.router.routes, topics, security, metrics.error)
+    else:
+        RouteTable(app.router.routes)  # every route has its rule, on or off: refuse to build otherwise
+    app.state.gate = app.gate
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 
@@ -136,6 +153,7 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         components.setdefault(model.__name__, schema)
     spec["components"]["schemas"] = dict(sorted(components.items()))
     _document_redirects(spec)
+    document_security(spec)
     app.openapi_schema = spec
     return spec
 

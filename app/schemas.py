@@ -393,9 +393,36 @@ class PartitionedInternalStats(BaseModel):
     partitions: dict[str, InternalStats] = Field(title="InternalStatsByPartition")
 
 
+class AuthAction(StrEnum):
+    """Pulsar's AuthAction values that mean something in Quire: what a role may do in a namespace."""
+
+    produce = "produce"
+    consume = "consume"
+
+
+class TenantInfo(BaseModel):
+    """Pulsar's TenantInfo: the roles that administer the tenant (its namespaces, topics, policies
+    and permissions), and the clusters it may use (stored and shown; Quire is one cluster)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    admin_roles: list[str] = Field(
+        default_factory=list, alias="adminRoles", max_length=1000, examples=[["acme-admin"]]
+    )
+    allowed_clusters: list[str] = Field(
+        default_factory=list, alias="allowedClusters", max_length=1000, examples=[["standalone"]]
+    )
+
+
 class Tenant(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
     name: str = Field(examples=["public"])
     namespaces: list[str] = Field(examples=[["public/default"]])
+    admin_roles: list[str] = Field(default_factory=list, alias="adminRoles", examples=[["acme-admin"]])
+    allowed_clusters: list[str] = Field(
+        default_factory=list, alias="allowedClusters", examples=[["standalone"]]
+    )
 
 
 class Namespace(BaseModel):

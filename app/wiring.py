@@ -8,9 +8,14 @@ built; the service connects in its `start()` (run by the app's lifespan) or on f
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from app.settings import Settings
 from topics.api import TopicsApi
 from topics.config import TopicsConfig
+
+if TYPE_CHECKING:
+    from app.auth.gate import SecurityConfig
 
 
 def topics_config(settings: Settings) -> TopicsConfig:
@@ -45,6 +50,22 @@ def topics_config(settings: Settings) -> TopicsConfig:
         backlog_quota_hold_timeout_ms=settings.backlog_quota_hold_timeout_ms,
         backlog_quota_check_interval_ms=settings.backlog_quota_check_interval_ms,
         compaction_lease_ms=settings.compaction_lease_ms,
+    )
+
+
+def security_config(settings: Settings) -> SecurityConfig | None:
+    """The broker's security from the settings; None with authentication off (the default)."""
+    if not settings.authentication_enabled:
+        return None
+    from app.auth.gate import SecurityConfig
+    from app.auth.tokens import TokenVerifier
+
+    return SecurityConfig(
+        verifier=TokenVerifier(settings.token_verification_key()),
+        authorization=settings.effective_authorization_enabled,
+        super_user_roles=frozenset(settings.super_user_roles),
+        metrics_require_token=settings.metrics_require_token,
+        authorization_cache_ms=settings.authorization_cache_ms,
     )
 
 

@@ -21,7 +21,9 @@ from app.routes.common import (
     full_name,
     problems,
 )
+from app.routes.permissions import permission_routes
 from app.routes.topic_ops import topic_ops_routes
+from managed_ledger.metadata.api import TenantInfo
 from topics.api import PolicyName, TopicsApi
 from topics.names import NAME_PATTERN
 
@@ -44,6 +46,7 @@ def admin_router(topics: TopicsApi) -> APIRouter:
     topic_ops_routes(router, topics, PERSISTENT)
     _tenant_routes(router, topics)
     _namespace_routes(router, topics)
+    permission_routes(router, topics)
     namespace_policies.namespace_policy_routes(router, topics)
     backlog_quota.namespace_routes(router, topics)
     return router
@@ -375,19 +378,48 @@ def _tenant_routes(router: APIRouter, topics: TopicsApi) -> None:
     async def list_tenants() -> list[str]:
         return await topics.list_tenants()
 
-    @router.get("/admin/v2/tenants/{tenant}", operation_id="getTenant", responses=problems(404, 422))
+    @router.get(
+        "/admin/v2/tenants/{tenant}",
+        operation_id="getTenant",
+        summary="A tenant: its namespaces, admin roles and allowed clusters",
+        responses=problems(404, 422),
+    )
     async def get_tenant(tenant: TenantPath) -> schemas.Tenant:
-        return schemas.Tenant(name=tenant, namespaces=await topics.list_namespaces(tenant))
+        info = await topics.get_tenant(tenant)
+        return schemas.Tenant(
+            name=tenant,
+            namespaces=await topics.list_namespaces(tenant),
+            admin_roles=list(info.admin_roles),
+            allowed_clusters=list(info.allowed_clusters),
+        )
 
     @router.put(
         "/admin/v2/tenants/{tenant}",
         operation_id="createTenant",
+        summary="Create a tenant, with the roles that administer it (Pulsar's TenantInfo)",
         status_code=204,
         response_model=None,
         responses=problems(409, 422),
     )
-    async def create_tenant(tenant: TenantPath) -> Response:
-        await topics.create_tenant(tenant)
+    async def create_tenant(tenant: TenantPath, body: schemas.TenantInfo | None = None) -> Response:
+        info = (
+            None
+            if body is None
+            else TenantInfo(tenant, tuple(body.admin_roles), tuple(body.allowed_clusters))
+        )
+        await topics.create_tenant(tenant, info)
+        return empty()
+
+    @router.post(
+        "/admin/v2/tenants/{tenant}",
+        operation_id="updateTenant",
+        summary="Replace a tenant's admin roles and allowed clusters",
+        status_code=204,
+        response_model=None,
+        responses=problems(404, 422),
+    )
+    async def update_tenant(tenant: TenantPath, body: schemas.TenantInfo) -> Response:
+        await topics.update_tenant(_tenant_info(tenant, body))
         return empty()
 
     @router.delete(
@@ -400,6 +432,10 @@ def _tenant_routes(router: APIRouter, topics: TopicsApi) -> None:
     async def delete_tenant(tenant: TenantPath) -> Response:
         await topics.delete_tenant(tenant)
         return empty()
+
+
+def _tenant_info(tenant: str, body: schemas.TenantInfo) -> TenantInfo:
+    return TenantInfo(tenant, tuple(body.admin_roles), tuple(body.allowed_clusters))
 
 
 def _namespace_routes(router: APIRouter, topics: TopicsApi) -> None:
