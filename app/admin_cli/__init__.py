@@ -1,9 +1,10 @@
 """`quire admin`: the admin REST API from the command line, in pulsar-admin's grammar.
 
-    quire admin [--url URL] <topics|tenants|namespaces|brokers|bookies> <command> [args]
+    quire admin [--url URL] [--token TOKEN] <topics|tenants|namespaces|brokers|bookies> <command> [args]
 
 Built on the generated client (quire_client), which follows a broker's 307 to a topic's owner,
 so any broker's URL will do. `--url` defaults to $QUIRE_ADMIN_URL, else http://127.0.0.1:8080.
+`--token` (default $QUIRE_ADMIN_TOKEN) is sent as `Authorization: Bearer`, to the owner too.
 A topic is `persistent://tenant/namespace/topic`, `tenant/namespace/topic`, or a bare `topic`
 (in public/default), as in pulsar-admin.
 
@@ -19,9 +20,10 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import cast
 
 import httpx
-from quire_client import Client
+from quire_client import AuthenticatedClient, Client
 
 from app.admin_cli.base import Handler, Refused, url_arg
 from app.admin_cli.cluster import add_bookies, add_brokers, add_namespaces, add_tenants
@@ -29,6 +31,7 @@ from app.admin_cli.topics import add_topics
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 URL_ENV = "QUIRE_ADMIN_URL"
+TOKEN_ENV = "QUIRE_ADMIN_TOKEN"
 DEFAULT_TIMEOUT_S = 30.0
 PROG = "quire admin"
 
@@ -42,6 +45,11 @@ def _connection(parser: argparse.ArgumentParser, default: bool) -> None:
         type=url_arg,
         default=os.environ.get(URL_ENV, DEFAULT_URL) if default else argparse.SUPPRESS,
         help=f"a broker's URL (default ${URL_ENV}, else {DEFAULT_URL})",
+    )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get(TOKEN_ENV) or None if default else argparse.SUPPRESS,
+        help=f"a token (`quire tokens create`), sent as `Authorization: Bearer` (default ${TOKEN_ENV})",
     )
     parser.add_argument(
         "--timeout",
@@ -66,12 +74,21 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+def _client(args: argparse.Namespace) -> Client:
+    timeout = httpx.Timeout(args.timeout)
+    if not args.token:
+        return Client(base_url=args.url, timeout=timeout)
+    # The API functions take either client; AuthenticatedClient also sends the token again after a
+    # redirect to the topic's owner (another origin, where httpx would drop it).
+    return cast(Client, AuthenticatedClient(base_url=args.url, token=args.token, timeout=timeout))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; the exit status (argparse itself exits 2 on bad usage)."""
     args = parser().parse_args(argv)
     run: Handler = args.run
     try:
-        with Client(base_url=args.url, timeout=httpx.Timeout(args.timeout)) as client:
+        with _client(args) as client:
             shown = run(client, args)
             if shown is not None:
                 print(json.dumps(shown, indent=2))

@@ -13,15 +13,20 @@ from quire_client.api.admin import (
     decommission_bookie,
     delete_namespace,
     delete_tenant,
+    get_permissions,
     get_tenant,
+    grant_permission,
     list_bookies,
     list_brokers,
     list_namespaces,
     list_tenants,
     list_topics,
     list_under_replicated_ledgers,
+    revoke_permission,
+    update_tenant,
 )
 from quire_client.api.ops import readyz
+from quire_client.models import AuthAction, TenantInfo
 
 from app.admin_cli.base import Commands, Refused, namespace_arg, problem_line, result, tenant_arg
 from app.admin_cli.policies import add_namespace_policies
@@ -35,15 +40,74 @@ def _on_namespace(operation: Any) -> Any:
     return lambda client, args: result(operation.sync_detailed(*args.namespace, client=client))
 
 
+def _names(text: str) -> list[str]:
+    """`a,b,c` (pulsar-admin's lists of roles, clusters and actions); empty items dropped."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _tenant_info(args: argparse.Namespace) -> TenantInfo:
+    return TenantInfo(admin_roles=args.admin_roles, allowed_clusters=args.allowed_clusters)
+
+
+def _tenant_info_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("tenant", type=tenant_arg)
+    p.add_argument("-r", "--admin-roles", type=_names, default=[], help="roles that administer it: a,b")
+    p.add_argument("-c", "--allowed-clusters", type=_names, default=[], help="clusters it may use: a,b")
+
+
 def add_tenants(groups: Any, common: argparse.ArgumentParser) -> None:
     tenants = Commands(groups, "tenants", "tenants", common)
     tenants.add("list", lambda c, a: result(list_tenants.sync_detailed(client=c)), "all tenants")
     for name, operation, help in (
-        ("get", get_tenant, "a tenant and its namespaces"),
-        ("create", create_tenant, "create a tenant"),
+        ("get", get_tenant, "a tenant: its namespaces, admin roles and allowed clusters"),
         ("delete", delete_tenant, "delete a tenant that has no namespaces"),
     ):
         tenants.add(name, _on_tenant(operation), help).add_argument("tenant", type=tenant_arg)
+    create = tenants.add(
+        "create",
+        lambda c, a: result(create_tenant.sync_detailed(a.tenant, client=c, body=_tenant_info(a))),
+        "create a tenant, with the roles that administer it",
+    )
+    _tenant_info_arguments(create)
+    update = tenants.add(
+        "update",
+        lambda c, a: result(update_tenant.sync_detailed(a.tenant, client=c, body=_tenant_info(a))),
+        "replace a tenant's admin roles and allowed clusters",
+    )
+    _tenant_info_arguments(update)
+
+
+def _actions(text: str) -> list[AuthAction]:
+    try:
+        return [AuthAction(action) for action in _names(text)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: actions are produce, consume or produce,consume"
+        ) from None
+
+
+def _add_permissions(namespaces: Commands) -> None:
+    p = namespaces.add("permissions", _on_namespace(get_permissions), "roles and what each may do")
+    p.add_argument("namespace", type=namespace_arg, help="tenant/namespace")
+    p = namespaces.add(
+        "grant-permission",
+        lambda c, a: result(
+            grant_permission.sync_detailed(a.namespace[0], a.namespace[1], a.role, client=c, body=a.actions)
+        ),
+        "let a role produce, consume or both in the namespace",
+    )
+    p.add_argument("namespace", type=namespace_arg, help="tenant/namespace")
+    p.add_argument("--role", required=True, help="the role (a token's subject)")
+    p.add_argument("--actions", type=_actions, required=True, help="produce, consume or produce,consume")
+    p = namespaces.add(
+        "revoke-permission",
+        lambda c, a: result(
+            revoke_permission.sync_detailed(a.namespace[0], a.namespace[1], a.role, client=c)
+        ),
+        "take everything a role was granted in the namespace away",
+    )
+    p.add_argument("namespace", type=namespace_arg, help="tenant/namespace")
+    p.add_argument("--role", required=True, help="the role (a token's subject)")
 
 
 def add_namespaces(groups: Any, common: argparse.ArgumentParser) -> None:
@@ -58,6 +122,7 @@ def add_namespaces(groups: Any, common: argparse.ArgumentParser) -> None:
         p = namespaces.add(name, _on_namespace(operation), help)
         p.add_argument("namespace", type=namespace_arg, help="tenant/namespace")
     add_namespace_policies(namespaces)
+    _add_permissions(namespaces)
 
 
 def _healthcheck(client: Client, args: argparse.Namespace) -> Any:

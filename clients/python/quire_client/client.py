@@ -1,4 +1,5 @@
 import ssl
+from collections.abc import Callable
 from typing import Any, Self
 
 from attrs import define, field, evolve
@@ -207,6 +208,35 @@ class AuthenticatedClient:
             self._async_client.timeout = timeout
         return evolve(self, timeout=timeout)
 
+    def _token_value(self) -> str:
+        return f"{self.prefix} {self.token}" if self.prefix else self.token
+
+    def _may_carry_token(self, url: httpx.URL) -> bool:
+        """The token goes to the broker a redirect names (the topic's owner, a broker of the same
+        cluster), but never from https down to plain http."""
+        return url.scheme == "https" or httpx.URL(self._base_url).scheme != "https"
+
+    def _with_hook(self, hook: Callable[[httpx.Request], Any]) -> dict[str, Any]:
+        hooks = dict(self._httpx_args.get("event_hooks") or {})
+        hooks["request"] = [*hooks.get("request", []), hook]
+        return {**self._httpx_args, "event_hooks": hooks}
+
+    def _sync_args(self) -> dict[str, Any]:
+        def put_token_back(request: httpx.Request) -> None:
+            # httpx drops Authorization on a redirect to another origin (host:port).
+            if self.auth_header_name not in request.headers and self._may_carry_token(request.url):
+                request.headers[self.auth_header_name] = self._token_value()
+
+        return self._with_hook(put_token_back)
+
+    def _async_args(self) -> dict[str, Any]:
+        async def put_token_back(request: httpx.Request) -> None:
+            # httpx drops Authorization on a redirect to another origin (host:port).
+            if self.auth_header_name not in request.headers and self._may_carry_token(request.url):
+                request.headers[self.auth_header_name] = self._token_value()
+
+        return self._with_hook(put_token_back)
+
     def set_httpx_client(self, client: httpx.Client) -> Self:
         """Manually set the underlying httpx.Client
 
@@ -218,7 +248,7 @@ class AuthenticatedClient:
     def get_httpx_client(self) -> httpx.Client:
         """Get the underlying httpx.Client, constructing a new one if not previously set"""
         if self._client is None:
-            self._headers[self.auth_header_name] = f"{self.prefix} {self.token}" if self.prefix else self.token
+            self._headers[self.auth_header_name] = self._token_value()
             self._client = httpx.Client(
                 base_url=self._base_url,
                 cookies=self._cookies,
@@ -226,7 +256,7 @@ class AuthenticatedClient:
                 timeout=self._timeout,
                 verify=self._verify_ssl,
                 follow_redirects=self._follow_redirects,
-                **self._httpx_args,
+                **self._sync_args(),
             )
         return self._client
 
@@ -250,7 +280,7 @@ class AuthenticatedClient:
     def get_async_httpx_client(self) -> httpx.AsyncClient:
         """Get the underlying httpx.AsyncClient, constructing a new one if not previously set"""
         if self._async_client is None:
-            self._headers[self.auth_header_name] = f"{self.prefix} {self.token}" if self.prefix else self.token
+            self._headers[self.auth_header_name] = self._token_value()
             self._async_client = httpx.AsyncClient(
                 base_url=self._base_url,
                 cookies=self._cookies,
@@ -258,7 +288,7 @@ class AuthenticatedClient:
                 timeout=self._timeout,
                 verify=self._verify_ssl,
                 follow_redirects=self._follow_redirects,
-                **self._httpx_args,
+                **self._async_args(),
             )
         return self._async_client
 

@@ -1,6 +1,7 @@
 """ Contains all the data models used in inputs/outputs """
 
 from .ack_request import AckRequest
+from .auth_action import AuthAction
 from .backlog_quota import BacklogQuota
 from .backlog_quota_events import BacklogQuotaEvents
 from .backlog_quota_map import BacklogQuotaMap
@@ -48,6 +49,7 @@ from .read_page import ReadPage
 from .readiness import Readiness
 from .remove_backlog_quota_backlogquotatype import RemoveBacklogQuotaBacklogquotatype
 from .remove_namespace_backlog_quota_backlogquotatype import RemoveNamespaceBacklogQuotaBacklogquotatype
+from .response_getpermissions import ResponseGetpermissions
 from .retention_policy import RetentionPolicy
 from .retention_policy_update import RetentionPolicyUpdate
 from .rollover_policy import RolloverPolicy
@@ -65,6 +67,7 @@ from .subscriptions import Subscriptions
 from .subscriptions_of_partition import SubscriptionsOfPartition
 from .subscriptions_of_partitioned_topic import SubscriptionsOfPartitionedTopic
 from .tenant import Tenant
+from .tenant_info import TenantInfo
 from .terminate_result import TerminateResult
 from .topic_stats import TopicStats
 from .under_replicated_info import UnderReplicatedInfo
@@ -73,6 +76,7 @@ from .value_encoding import ValueEncoding
 
 __all__ = (
     "AckRequest",
+    "AuthAction",
     "BacklogQuota",
     "BacklogQuotaEvents",
     "BacklogQuotaMap",
@@ -120,6 +124,7 @@ __all__ = (
     "ReadPage",
     "RemoveBacklogQuotaBacklogquotatype",
     "RemoveNamespaceBacklogQuotaBacklogquotatype",
+    "ResponseGetpermissions",
     "RetentionPolicy",
     "RetentionPolicyUpdate",
     "RolloverPolicy",
@@ -137,6 +142,7 @@ __all__ = (
     "SubscriptionsOfPartitionedTopic",
     "SubscriptionStats",
     "Tenant",
+    "TenantInfo",
     "TerminateResult",
     "TopicStats",
     "UnderReplicatedInfo",

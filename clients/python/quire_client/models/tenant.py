@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..types import UNSET, Unset
 from typing import cast
 
 
@@ -25,10 +26,14 @@ class Tenant:
         Attributes:
             name (str):
             namespaces (list[str]):
+            admin_roles (list[str] | Unset):
+            allowed_clusters (list[str] | Unset):
      """
 
     name: str
     namespaces: list[str]
+    admin_roles: list[str] | Unset = UNSET
+    allowed_clusters: list[str] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -42,6 +47,18 @@ class Tenant:
 
 
 
+        admin_roles: list[str] | Unset = UNSET
+        if not isinstance(self.admin_roles, Unset):
+            admin_roles = self.admin_roles
+
+
+
+        allowed_clusters: list[str] | Unset = UNSET
+        if not isinstance(self.allowed_clusters, Unset):
+            allowed_clusters = self.allowed_clusters
+
+
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -49,6 +66,10 @@ class Tenant:
             "name": name,
             "namespaces": namespaces,
         })
+        if admin_roles is not UNSET:
+            field_dict["adminRoles"] = admin_roles
+        if allowed_clusters is not UNSET:
+            field_dict["allowedClusters"] = allowed_clusters
 
         return field_dict
 
@@ -62,9 +83,17 @@ class Tenant:
         namespaces = cast(list[str], d.pop("namespaces"))
 
 
+        admin_roles = cast(list[str], d.pop("adminRoles", UNSET))
+
+
+        allowed_clusters = cast(list[str], d.pop("allowedClusters", UNSET))
+
+
         tenant = cls(
             name=name,
             namespaces=namespaces,
+            admin_roles=admin_roles,
+            allowed_clusters=allowed_clusters,
         )
 
 

@@ -9,15 +9,20 @@ from ...types import Response, UNSET
 from ... import errors
 
 from ...models.problem import Problem
+from ...models.tenant_info import TenantInfo
+from ...types import UNSET, Unset
 from typing import cast
 
 
 
 def _get_kwargs(
     tenant: str,
+    *,
+    body: None | TenantInfo | Unset = UNSET,
 
 ) -> dict[str, Any]:
-    
+    headers: dict[str, Any] = {}
+
 
     
 
@@ -28,7 +33,15 @@ def _get_kwargs(
         "url": "/admin/v2/tenants/{tenant}".format(tenant=quote(str(tenant), safe=""),),
     }
 
+    
+    if isinstance(body, TenantInfo):
+        _kwargs["json"] = body.to_dict()
+    else:
+        _kwargs["json"] = body
 
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
     return _kwargs
 
 
@@ -37,6 +50,20 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
     if response.status_code == 204:
         response_204 = cast(Any, None)
         return response_204
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
 
     if response.status_code == 409:
         response_409 = Problem.from_dict(response.json())
@@ -78,12 +105,14 @@ def sync_detailed(
     tenant: str,
     *,
     client: AuthenticatedClient | Client,
+    body: None | TenantInfo | Unset = UNSET,
 
 ) -> Response[Any | Problem]:
-    """ Create Tenant
+    """ Create a tenant, with the roles that administer it (Pulsar's TenantInfo)
 
     Args:
         tenant (str):
+        body (None | TenantInfo | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -96,6 +125,7 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         tenant=tenant,
+body=body,
 
     )
 
@@ -109,12 +139,14 @@ def sync(
     tenant: str,
     *,
     client: AuthenticatedClient | Client,
+    body: None | TenantInfo | Unset = UNSET,
 
 ) -> Any | Problem | None:
-    """ Create Tenant
+    """ Create a tenant, with the roles that administer it (Pulsar's TenantInfo)
 
     Args:
         tenant (str):
+        body (None | TenantInfo | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -128,6 +160,7 @@ def sync(
     return sync_detailed(
         tenant=tenant,
 client=client,
+body=body,
 
     ).parsed
 
@@ -135,12 +168,14 @@ async def asyncio_detailed(
     tenant: str,
     *,
     client: AuthenticatedClient | Client,
+    body: None | TenantInfo | Unset = UNSET,
 
 ) -> Response[Any | Problem]:
-    """ Create Tenant
+    """ Create a tenant, with the roles that administer it (Pulsar's TenantInfo)
 
     Args:
         tenant (str):
+        body (None | TenantInfo | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -153,6 +188,7 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         tenant=tenant,
+body=body,
 
     )
 
@@ -166,12 +202,14 @@ async def asyncio(
     tenant: str,
     *,
     client: AuthenticatedClient | Client,
+    body: None | TenantInfo | Unset = UNSET,
 
 ) -> Any | Problem | None:
-    """ Create Tenant
+    """ Create a tenant, with the roles that administer it (Pulsar's TenantInfo)
 
     Args:
         tenant (str):
+        body (None | TenantInfo | Unset):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -185,5 +223,6 @@ async def asyncio(
     return (await asyncio_detailed(
         tenant=tenant,
 client=client,
+body=body,
 
     )).parsed

@@ -42,6 +42,20 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
 
         return response_200
 
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
+
     if response.status_code == 404:
         response_404 = Problem.from_dict(response.json())
 
@@ -84,7 +98,7 @@ def sync_detailed(
     client: AuthenticatedClient | Client,
 
 ) -> Response[Problem | Tenant]:
-    """ Get Tenant
+    """ A tenant: its namespaces, admin roles and allowed clusters
 
     Args:
         tenant (str):
@@ -115,7 +129,7 @@ def sync(
     client: AuthenticatedClient | Client,
 
 ) -> Problem | Tenant | None:
-    """ Get Tenant
+    """ A tenant: its namespaces, admin roles and allowed clusters
 
     Args:
         tenant (str):
@@ -141,7 +155,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient | Client,
 
 ) -> Response[Problem | Tenant]:
-    """ Get Tenant
+    """ A tenant: its namespaces, admin roles and allowed clusters
 
     Args:
         tenant (str):
@@ -172,7 +186,7 @@ async def asyncio(
     client: AuthenticatedClient | Client,
 
 ) -> Problem | Tenant | None:
-    """ Get Tenant
+    """ A tenant: its namespaces, admin roles and allowed clusters
 
     Args:
         tenant (str):

@@ -8,6 +8,7 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
+from ...models.problem import Problem
 from typing import cast
 
 
@@ -31,11 +32,25 @@ def _get_kwargs(
 
 
 
-def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> list[str] | None:
+def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Problem | list[str] | None:
     if response.status_code == 200:
         response_200 = cast(list[str], response.json())
 
         return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+
+
+        return response_403
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)
@@ -43,7 +58,7 @@ def _parse_response(*, client: AuthenticatedClient | Client, response: httpx.Res
         return None
 
 
-def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[list[str]]:
+def _build_response(*, client: AuthenticatedClient | Client, response: httpx.Response) -> Response[Problem | list[str]]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -56,7 +71,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[list[str]]:
+) -> Response[Problem | list[str]]:
     """ All tenants
 
     Raises:
@@ -64,7 +79,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[str]]
+        Response[Problem | list[str]]
      """
 
 
@@ -82,7 +97,7 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 
-) -> list[str] | None:
+) -> Problem | list[str] | None:
     """ All tenants
 
     Raises:
@@ -90,7 +105,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[str]
+        Problem | list[str]
      """
 
 
@@ -103,7 +118,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 
-) -> Response[list[str]]:
+) -> Response[Problem | list[str]]:
     """ All tenants
 
     Raises:
@@ -111,7 +126,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[list[str]]
+        Response[Problem | list[str]]
      """
 
 
@@ -129,7 +144,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 
-) -> list[str] | None:
+) -> Problem | list[str] | None:
     """ All tenants
 
     Raises:
@@ -137,7 +152,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        list[str]
+        Problem | list[str]
      """
 
 
