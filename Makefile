@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast check fmt bench bench-replication bench-brokers bench-bookie bench-ml bench-compaction soak chaos chaos-fuzz client openapi clean
+.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-compaction soak chaos chaos-fuzz client openapi clean
 
 setup: $(STAMP)
 
@@ -38,6 +38,11 @@ fmt: setup
 bench: setup
 	bash scripts/install-system-deps.sh --bench
 	$(PY) -m bench.bench_api
+
+# The batched produce and consume rows with authentication off, then on (bar: within 10%).
+bench-auth: setup
+	bash scripts/install-system-deps.sh --bench
+	$(PY) -m bench.bench_auth
 
 bench-replication: setup
 	bash scripts/install-system-deps.sh --bench

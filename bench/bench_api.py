@@ -427,10 +427,11 @@ async def _redis_consume(r: object) -> float:
 
 # --- the run -------------------------------------------------------------------------------------
 @contextlib.contextmanager
-def quire_stack(tmp: Path) -> Iterator[int]:
+def quire_stack(tmp: Path, extra_env: dict[str, str] | None = None) -> Iterator[int]:
     """A bookie and a broker process on free ports (stopped by pid on exit); yields the HTTP port."""
     port, bookie_port = free_port(), free_port()
     env = {
+        **(extra_env or {}),
         "QUIRE_DATA_DIR": str(tmp / "quire"),
         "QUIRE_BOOKIES": f'["{HOST}:{bookie_port}"]',
         "QUIRE_BOOKIE_PORT": str(bookie_port),

@@ -16,9 +16,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+# Headers every request of the bench sends (an Authorization header when the broker asks for
+# tokens: bench.bench_api --auth-compare).
+EXTRA_HEADERS: dict[str, str] = {}
+
 _SCRIPT = """
 wrk.method = "{method}"
 wrk.headers["Content-Type"] = "application/json"
+{headers}
 wrk.body = [==[{body}]==]
 done = function(summary, latency, requests)
   local e = summary.errors
@@ -51,7 +56,8 @@ def run_wrk(url: str, method: str, body: bytes, connections: int, duration_s: fl
     assert "]==]" not in text, "the body would end the Lua long string"
     with tempfile.TemporaryDirectory(prefix="quire-wrk-") as tmp:
         script = Path(tmp) / "req.lua"
-        script.write_text(_SCRIPT.format(method=method, body=text))
+        headers = "\n".join(f'wrk.headers["{k}"] = "{v}"' for k, v in EXTRA_HEADERS.items())
+        script.write_text(_SCRIPT.format(method=method, body=text, headers=headers))
         args = [wrk, "-t1", f"-c{connections}", f"-d{duration_s:g}s", "-s", str(script), url]
         out = subprocess.run(args, capture_output=True, text=True, timeout=duration_s + 60, check=True)
     line = next(x for x in out.stdout.splitlines() if x.startswith("QUIRE-WRK "))
@@ -79,7 +85,8 @@ class Connection:
         """One request: (status, its Location header or "", body)."""
         head = (
             f"{method} {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n\r\n"
+            + "".join(f"{k}: {v}\r\n" for k, v in EXTRA_HEADERS.items())
+            + f"Content-Length: {len(body)}\r\n\r\n"
         ).encode()
         self.writer.write(head + body)
         status = int((await self.reader.readline()).split()[1])
