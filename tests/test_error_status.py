@@ -27,7 +27,14 @@ PACKAGES = ("app", "bookie", "common", "compactor", "managed_ledger", "topics")
 # Exceptions used as a signal inside one module, never raised to a caller.
 # Not errors of the service: the fast path's signal to hand a request to FastAPI, and the command
 # line's report of a refusal the server already answered (its line for stderr).
-NOT_ERRORS = {"app.fastpath._FallThrough", "app.admin_cli.base.Refused"}
+# Nor are the security gate's signals: a refused token becomes the gate's own 401, and a key that
+# cannot be used stops the process at start (settings) or `quire tokens` (exit 1).
+NOT_ERRORS = {
+    "app.fastpath._FallThrough",
+    "app.admin_cli.base.Refused",
+    "app.auth.tokens.TokenRefused",
+    "app.auth.keys.KeyProblem",
+}
 
 _500 = "Internal server error"
 _MISSING = "Message not found"

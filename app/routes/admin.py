@@ -401,13 +401,10 @@ def _tenant_routes(router: APIRouter, topics: TopicsApi) -> None:
         response_model=None,
         responses=problems(409, 422),
     )
-    async def create_tenant(tenant: TenantPath, body: schemas.TenantInfo | None = None) -> Response:
-        info = (
-            None
-            if body is None
-            else TenantInfo(tenant, tuple(body.admin_roles), tuple(body.allowed_clusters))
-        )
-        await topics.create_tenant(tenant, info)
+    async def create_tenant(
+        tenant: TenantPath, body: Annotated[schemas.TenantInfo, Body(default_factory=schemas.TenantInfo)]
+    ) -> Response:
+        await topics.create_tenant(tenant, _tenant_info(tenant, body))
         return empty()
 
     @router.post(

@@ -18,7 +18,7 @@ from typing import cast
 def _get_kwargs(
     tenant: str,
     *,
-    body: None | TenantInfo | Unset = UNSET,
+    body: TenantInfo | Unset = UNSET,
 
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -34,10 +34,8 @@ def _get_kwargs(
     }
 
     
-    if isinstance(body, TenantInfo):
+    if not isinstance(body, Unset):
         _kwargs["json"] = body.to_dict()
-    else:
-        _kwargs["json"] = body
 
     headers["Content-Type"] = "application/json"
 
@@ -105,14 +103,16 @@ def sync_detailed(
     tenant: str,
     *,
     client: AuthenticatedClient | Client,
-    body: None | TenantInfo | Unset = UNSET,
+    body: TenantInfo | Unset = UNSET,
 
 ) -> Response[Any | Problem]:
     """ Create a tenant, with the roles that administer it (Pulsar's TenantInfo)
 
     Args:
         tenant (str):
-        body (None | TenantInfo | Unset):
+        body (TenantInfo | Unset): Pulsar's TenantInfo: the roles that administer the tenant (its
+            namespaces, topics, policies
+            and permissions), and the clusters it may use (stored and shown; Quire is one cluster).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -139,14 +139,16 @@ def sync(
     tenant: str,
     *,
     client: AuthenticatedClient | Client,
-    body: None | TenantInfo | Unset = UNSET,
+    body: TenantInfo | Unset = UNSET,
 
 ) -> Any | Problem | None:
     """ Create a tenant, with the roles that administer it (Pulsar's TenantInfo)
 
     Args:
         tenant (str):
-        body (None | TenantInfo | Unset):
+        body (TenantInfo | Unset): Pulsar's TenantInfo: the roles that administer the tenant (its
+            namespaces, topics, policies
+            and permissions), and the clusters it may use (stored and shown; Quire is one cluster).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -168,14 +170,16 @@ async def asyncio_detailed(
     tenant: str,
     *,
     client: AuthenticatedClient | Client,
-    body: None | TenantInfo | Unset = UNSET,
+    body: TenantInfo | Unset = UNSET,
 
 ) -> Response[Any | Problem]:
     """ Create a tenant, with the roles that administer it (Pulsar's TenantInfo)
 
     Args:
         tenant (str):
-        body (None | TenantInfo | Unset):
+        body (TenantInfo | Unset): Pulsar's TenantInfo: the roles that administer the tenant (its
+            namespaces, topics, policies
+            and permissions), and the clusters it may use (stored and shown; Quire is one cluster).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -202,14 +206,16 @@ async def asyncio(
     tenant: str,
     *,
     client: AuthenticatedClient | Client,
-    body: None | TenantInfo | Unset = UNSET,
+    body: TenantInfo | Unset = UNSET,
 
 ) -> Any | Problem | None:
     """ Create a tenant, with the roles that administer it (Pulsar's TenantInfo)
 
     Args:
         tenant (str):
-        body (None | TenantInfo | Unset):
+        body (TenantInfo | Unset): Pulsar's TenantInfo: the roles that administer the tenant (its
+            namespaces, topics, policies
+            and permissions), and the clusters it may use (stored and shown; Quire is one cluster).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
