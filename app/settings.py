@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 from pathlib import Path
 from typing import Literal
 
@@ -131,6 +132,11 @@ class Settings(BaseSettings):
     # Tenant admins and namespace permissions are cached this long per namespace (a change made
     # at another broker is seen within it; at this broker at once).
     authorization_cache_ms: int = Field(1_000, ge=0, le=60_000)
+    # HTTPS on the broker's port: a PEM certificate (chain) and its key; with a CA file, clients
+    # must present a certificate it signed (mutual TLS).
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    tls_ca_file: str = ""
 
     # --- compactor ---------------------------------------------------------------------------
     spark_master: str = "local[*]"
@@ -190,7 +196,31 @@ class Settings(BaseSettings):
                 f"bookie_heartbeat_interval_ms ({self.bookie_heartbeat_interval_ms})"
             )
         self._security_settings_agree()
+        self._tls_settings_agree()
         return self
+
+    def _tls_settings_agree(self) -> None:
+        if not (self.tls_cert_file or self.tls_key_file or self.tls_ca_file):
+            return
+        if not (self.tls_cert_file and self.tls_key_file):
+            raise ValueError("TLS needs both tls_cert_file and tls_key_file (PEM files)")
+        try:
+            self.tls_context()
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(f"TLS files cannot be used: {exc}") from None
+
+    @property
+    def tls_enabled(self) -> bool:
+        return bool(self.tls_cert_file)
+
+    def tls_context(self) -> ssl.SSLContext:
+        """The server side of TLS from the files (raises when they cannot be read or do not match)."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self.tls_cert_file, self.tls_key_file)
+        if self.tls_ca_file:
+            context.load_verify_locations(self.tls_ca_file)
+            context.verify_mode = ssl.CERT_REQUIRED
+        return context
 
     def _security_settings_agree(self) -> None:
         if self.authorization_enabled and not self.authentication_enabled:

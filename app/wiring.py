@@ -107,7 +107,7 @@ def bootstrap(settings: Settings) -> TopicsApi:
         store,
         OwnershipConfig(
             broker_id=address,
-            http_url=f"http://{address}",
+            http_url=f"{'https' if settings.tls_enabled else 'http'}://{address}",
             lease_ms=settings.broker_lease_ms,
             heartbeat_interval_ms=settings.broker_heartbeat_interval_ms,
         ),

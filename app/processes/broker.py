@@ -10,6 +10,7 @@ import asyncio
 import gc
 import logging
 import socket
+import ssl
 from types import FrameType
 
 import uvicorn
@@ -52,6 +53,12 @@ def run(settings: Settings) -> None:
         access_log=False,
         log_level="info",
         timeout_graceful_shutdown=5,
+        # HTTPS with the settings' certificate and key; with a CA file, clients must present a
+        # certificate it signed (mutual TLS). None: plain HTTP.
+        ssl_certfile=settings.tls_cert_file or None,
+        ssl_keyfile=settings.tls_key_file or None,
+        ssl_ca_certs=settings.tls_ca_file or None,
+        ssl_cert_reqs=ssl.CERT_REQUIRED if settings.tls_ca_file else ssl.CERT_NONE,
     )
     try:
         HandoverServer(config, app.state.topics).run()

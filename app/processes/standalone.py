@@ -142,7 +142,8 @@ class Supervisor:
             )
         broker = self.spawn("broker")
         self.wait_for_port(broker, s.host, s.port)
-        _say(f"ready: http://{s.host}:{s.port} (data in {s.data_dir.resolve()})")
+        scheme = "https" if s.tls_enabled else "http"
+        _say(f"ready: {scheme}://{s.host}:{s.port} (data in {s.data_dir.resolve()})")
 
     def watch(self) -> int:
         """Block until a signal (0) or the death of a child the standalone cannot do without (1)."""
