@@ -269,3 +269,21 @@ def test_an_rs256_public_key_app_accepts_its_tokens_only() -> None:
     assert config.verifier.role(jwt.encode({"sub": "a"}, private, algorithm="RS256")) == "a"
     assert security_config(Settings()) is None
     _ = httpx  # the client module is the tests' transport
+
+
+def test_a_route_without_a_rule_stops_the_app_from_serving() -> None:
+    from typing import cast
+
+    from app.auth.gate import RouteTable
+    from app.main import create_app
+    from topics.api import TopicsApi
+
+    app = create_app(cast(TopicsApi, object()), close_topics=False)
+    RouteTable(app.router.routes)  # every route of the app has its row
+
+    async def new_thing() -> dict[str, str]:
+        return {}
+
+    app.add_api_route("/admin/v2/new-thing", new_thing, operation_id="newThing")
+    with pytest.raises(RuntimeError, match="newThing"):
+        RouteTable(app.router.routes)
