@@ -41,7 +41,7 @@ import orjson
 from fastapi import FastAPI, Request
 from starlette.responses import Response
 
-from bench.common import REPO, free_port, pct
+from bench.common import REPO, free_port, pct, scraping, wait_ready
 from bench.http_load import Connection, run_wrk, wrk_path
 
 DURATION_S = float(os.environ.get("QUIRE_BENCH_DURATION_S", "5"))
@@ -464,40 +464,13 @@ def quire_stack(tmp: Path) -> Iterator[int]:
         child(bookie, bookie_port, "quire bookie", tmp / "bookie.log", env),
         child([py, "-m", "app.cli", "broker"], port, "quire broker", tmp / "broker.log", env),
     ):
-        wait_ready(port)
-        with scraping(port):
+        wait_ready(f"http://{HOST}:{port}")
+        with scraping(f"http://{HOST}:{port}/metrics", SCRAPE_INTERVAL_S, SCRAPES):
             yield port
 
 
 SCRAPE_INTERVAL_S = 1.0
 SCRAPES: dict[str, int] = {"count": 0, "series": 0}
-
-
-@contextlib.contextmanager
-def scraping(port: int) -> Iterator[None]:
-    """Scrape the broker's /metrics every SCRAPE_INTERVAL_S while the rows run (Prometheus scrapes
-    every 15 s by default), so the rows are measured with the per-topic series in use."""
-    import threading
-
-    import httpx
-
-    stop = threading.Event()
-
-    def loop() -> None:
-        with httpx.Client(timeout=10) as client:
-            while not stop.wait(SCRAPE_INTERVAL_S):
-                with contextlib.suppress(httpx.HTTPError):
-                    text = client.get(f"http://{HOST}:{port}/metrics").text
-                    SCRAPES["count"] += 1
-                    SCRAPES["series"] = text.count('topic="')
-
-    thread = threading.Thread(target=loop, name="scraper", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=15)
 
 
 def main() -> None:
@@ -523,18 +496,6 @@ def main() -> None:
         print_table(quire, nats, redis, ceiling)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def wait_ready(port: int) -> None:
-    import httpx
-
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"http://{HOST}:{port}/readyz").status_code == 200:
-                return
-        time.sleep(0.2)
-    raise TimeoutError("quire not ready")
 
 
 def print_table(q: Row, n: Row, r: Row, c: Row) -> None:
