@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt
 
 
 class ValueEncoding(StrEnum):
@@ -190,6 +190,52 @@ class RolloverPolicyUpdate(BaseModel):
     maxSizePerLedgerBytes: int | None = Field(None, gt=0, examples=[2147483648])
     minRolloverTimeMs: int | None = Field(None, ge=0, examples=[600000])
     maxRolloverTimeMs: int | None = Field(None, gt=0, examples=[14400000])
+
+
+class KeylessPolicy(StrEnum):
+    """What compaction does with key-less messages: drop them all, or keep them all."""
+
+    drop = "drop"
+    keep = "keep"
+
+
+class CompactionPolicy(BaseModel):
+    """A topic's compaction policy: key-less messages, tombstone retention in the compacted view
+    (Kafka's delete.retention.ms) and two triggers besides the threshold; 0 = off for each."""
+
+    keylessPolicy: KeylessPolicy = Field(
+        examples=["drop"], description="key-less messages: dropped by compaction, or all kept"
+    )
+    deleteRetentionMs: int = Field(
+        ge=0,
+        examples=[86400000],
+        description="a tombstone stays in the compacted view this long after it was published "
+        "(0: dropped at once)",
+    )
+    maxLagMs: int = Field(
+        ge=0,
+        examples=[600000],
+        description="request a run when the oldest message after the horizon is older than this",
+    )
+    minCleanableDirtyRatio: float = Field(
+        ge=0.0,
+        le=1.0,
+        examples=[0.5],
+        description="request a run when the bytes after the horizon pass this share of the "
+        "compacted view plus them",
+    )
+
+
+class CompactionPolicyUpdate(BaseModel):
+    """A compaction policy as posted: the fields left out (or null) keep the scope's own value,
+    else the next level's (topic > namespace > settings). Types are strict: `"5"` is not 5."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    keylessPolicy: KeylessPolicy | None = Field(None, examples=["keep"])
+    deleteRetentionMs: StrictInt | None = Field(None, ge=0, le=2**63 - 1, examples=[86400000])
+    maxLagMs: StrictInt | None = Field(None, ge=0, le=2**63 - 1, examples=[600000])
+    minCleanableDirtyRatio: StrictFloat | None = Field(None, ge=0.0, le=1.0, examples=[0.5])
 
 
 QuotaPolicy = Literal["producer_request_hold", "producer_exception", "consumer_backlog_eviction"]

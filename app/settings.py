@@ -146,6 +146,11 @@ class Settings(BaseSettings):
     # (and so is a request no compactor took within it).
     compaction_lease_ms: int = Field(30_000, gt=0)
     keyless_compaction_policy: Literal["drop", "keep"] = "drop"
+    # The settings level of compactionPolicy: how long a tombstone stays in the compacted view
+    # (0: dropped at once), and the time and dirty-ratio triggers (0 = off).
+    compaction_delete_retention_ms: int = Field(0, ge=0)
+    compaction_max_lag_ms: int = Field(0, ge=0)
+    compaction_min_cleanable_dirty_ratio: float = Field(0.0, ge=0.0, le=1.0)
     # inputs (estimated bytes) up to this run as one Spark task: no shuffle stage (0 = never)
     compaction_single_task_max_bytes: int = Field(32 * 1024**2, ge=0)
     # Prometheus metrics at http://<host>:<this>/metrics; 0 = not served, except by `quire

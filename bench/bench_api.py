@@ -13,21 +13,27 @@ wrk`), one thread, closed loop. The latency rows are open loop: one message per 
 at fixed send times, RATE per second; latency counts from the scheduled send time, so a client
 that falls behind shows up in the figures instead of hiding (no coordinated omission). The peers
 are driven by their Python clients (nats-py, redis-py), as the issue asks.
+
+`python -m bench.bench_api --rows consume,consume_ks --rounds 5` runs only the Quire rows named,
+without the peers, rounds in one stack: on a noisy machine compare the ratio of two rows of one
+round (printed per round, and their median), never absolute rates of different runs.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,7 +41,7 @@ import orjson
 from fastapi import FastAPI, Request
 from starlette.responses import Response
 
-from bench.common import REPO, free_port, pct
+from bench.common import REPO, free_port, pct, scraping, wait_ready
 from bench.http_load import Connection, run_wrk, wrk_path
 
 DURATION_S = float(os.environ.get("QUIRE_BENCH_DURATION_S", "5"))
@@ -266,19 +272,31 @@ async def quire_consume(port: int, name: str = "drain", kind: str = "shared", co
     return got / (time.perf_counter() - started)
 
 
-def measure_quire(port: int) -> Row:
-    out = {
-        "single": wrk_rate(port, f"{TOPIC}/single/messages", batch_body(1), CONNECTIONS),
-        "batch100": 100 * wrk_rate(port, f"{TOPIC}/b100/messages", batch_body(100), BATCH_CONNECTIONS),
-        "batch1000": 1000 * wrk_rate(port, f"{TOPIC}/b1000/messages", batch_body(1000), BATCH_CONNECTIONS),
+def quire_rows(port: int, tag: str = "") -> dict[str, Callable[[], Row]]:
+    """Quire's rows by name, each measured when called; `tag` names the topics of one round."""
+
+    def rate(topic: str, batch: int, connections: int) -> float:
+        return batch * wrk_rate(port, f"{TOPIC}/{topic}{tag}/messages", batch_body(batch), connections)
+
+    def consume(name: str, kind: str = "shared", consumers: int = 1) -> float:
+        return bounded(quire_consume(port, name + tag, kind, consumers), PHASE_TIMEOUT_S, f"quire {name}")
+
+    return {
+        "single": lambda: {"single": rate("single", 1, CONNECTIONS)},
+        "batch100": lambda: {"batch100": rate("b100", 100, BATCH_CONNECTIONS)},
+        "batch1000": lambda: {"batch1000": rate("b1000", 1000, BATCH_CONNECTIONS)},
+        "latency": lambda: bounded(quire_latency(port), PHASE_TIMEOUT_S, "quire latency"),
+        "consume": lambda: {"consume": consume("drain")},
+        "consume_ks": lambda: {"consume_ks": consume("drain-ks", "key_shared", consumers=4)},
     }
-    progress("quire latency")
-    out.update(bounded(quire_latency(port), PHASE_TIMEOUT_S, "quire latency"))
-    progress("quire consume")
-    out["consume"] = bounded(quire_consume(port), PHASE_TIMEOUT_S, "quire consume")
-    progress("quire consume, key_shared")
-    ks = quire_consume(port, "drain-ks", "key_shared", consumers=4)
-    out["consume_ks"] = bounded(ks, PHASE_TIMEOUT_S, "quire key_shared")
+
+
+def measure_quire(port: int, tag: str = "", rows: Collection[str] | None = None) -> Row:
+    out: Row = {}
+    for name, measure in quire_rows(port, tag).items():
+        if rows is None or name in rows:
+            progress(f"quire {name}{tag}")
+            out.update(measure())
     return out
 
 
@@ -447,40 +465,13 @@ def quire_stack(tmp: Path, extra_env: dict[str, str] | None = None) -> Iterator[
         child(bookie, bookie_port, "quire bookie", tmp / "bookie.log", env),
         child([py, "-m", "app.cli", "broker"], port, "quire broker", tmp / "broker.log", env),
     ):
-        wait_ready(port)
-        with scraping(port):
+        wait_ready(f"http://{HOST}:{port}")
+        with scraping(f"http://{HOST}:{port}/metrics", SCRAPE_INTERVAL_S, SCRAPES):
             yield port
 
 
 SCRAPE_INTERVAL_S = 1.0
 SCRAPES: dict[str, int] = {"count": 0, "series": 0}
-
-
-@contextlib.contextmanager
-def scraping(port: int) -> Iterator[None]:
-    """Scrape the broker's /metrics every SCRAPE_INTERVAL_S while the rows run (Prometheus scrapes
-    every 15 s by default), so the rows are measured with the per-topic series in use."""
-    import threading
-
-    import httpx
-
-    stop = threading.Event()
-
-    def loop() -> None:
-        with httpx.Client(timeout=10) as client:
-            while not stop.wait(SCRAPE_INTERVAL_S):
-                with contextlib.suppress(httpx.HTTPError):
-                    text = client.get(f"http://{HOST}:{port}/metrics").text
-                    SCRAPES["count"] += 1
-                    SCRAPES["series"] = text.count('topic="')
-
-    thread = threading.Thread(target=loop, name="scraper", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=15)
 
 
 def main() -> None:
@@ -506,18 +497,6 @@ def main() -> None:
         print_table(quire, nats, redis, ceiling)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def wait_ready(port: int) -> None:
-    import httpx
-
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"http://{HOST}:{port}/readyz").status_code == 200:
-                return
-        time.sleep(0.2)
-    raise TimeoutError("quire not ready")
 
 
 def print_table(q: Row, n: Row, r: Row, c: Row) -> None:
@@ -580,8 +559,40 @@ def print_table(q: Row, n: Row, r: Row, c: Row) -> None:
     )
 
 
+def main_rows(rows: list[str], rounds: int) -> None:
+    """`--rows`: these Quire rows, `rounds` times in one stack; key_shared/shared per round."""
+    ratios = []
+    with (
+        tempfile.TemporaryDirectory(prefix="quire-bench-", ignore_cleanup_errors=True) as tmp,
+        quire_stack(Path(tmp)) as port,
+    ):
+        for i in range(rounds):
+            row = measure_quire(port, f"-r{i}", rows)
+            print(f"round {i + 1}: " + ", ".join(f"{k} {v:,.2f}" for k, v in row.items()), flush=True)
+            if "consume" in row and "consume_ks" in row:
+                ratios.append(row["consume_ks"] / row["consume"])
+    if ratios:
+        print("key_shared / shared consume per round:", *(f"{x:.2f}" for x in ratios), end="; ")
+        print(f"median {statistics.median(ratios):.2f}")
+
+
+def parse_args() -> argparse.Namespace:
+    rows = tuple(quire_rows(0))  # the names only: nothing is measured until a row is called
+    parser = argparse.ArgumentParser(description="make bench: Quire's REST API next to its peers")
+    parser.add_argument("--ceiling", type=int, help=argparse.SUPPRESS)  # the ceiling's own process
+    parser.add_argument("--rows", type=lambda text: text.split(","), help=f"only: {','.join(rows)}")
+    parser.add_argument("--rounds", type=int, default=1, help="with --rows: rounds in one stack")
+    args = parser.parse_args()
+    if args.rows and not set(args.rows) <= set(rows):
+        parser.error(f"unknown rows in {','.join(args.rows)}; known: {','.join(rows)}")
+    return args
+
+
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--ceiling":
-        ceiling_server(int(sys.argv[2]))
+    cli = parse_args()
+    if cli.ceiling is not None:
+        ceiling_server(cli.ceiling)
+    elif cli.rows is not None:
+        main_rows(cli.rows, cli.rounds)
     else:
         main()

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -85,3 +86,44 @@ def stop_bookie(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+
+
+def wait_ready(base_url: str, timeout_s: float = 90) -> None:
+    """Until the broker at `base_url` answers /readyz 200 (TimeoutError past `timeout_s`)."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{base_url}/readyz").status_code == 200:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"{base_url} not ready")
+
+
+@contextlib.contextmanager
+def scraping(url: str, interval_s: float, counts: dict[str, int]) -> Iterator[None]:
+    """GET the Prometheus `url` every `interval_s` while the block runs (Prometheus scrapes every
+    15 s by default), so a benchmark measures with the metrics in use; `counts` gets the number
+    of scrapes and of topic-labelled samples in the last one."""
+    import threading
+
+    import httpx
+
+    stop = threading.Event()
+
+    def loop() -> None:
+        with httpx.Client(timeout=10) as client:
+            while not stop.wait(interval_s):
+                with contextlib.suppress(httpx.HTTPError):
+                    text = client.get(url).text
+                    counts["count"] = counts.get("count", 0) + 1
+                    counts["series"] = text.count('topic="')
+
+    thread = threading.Thread(target=loop, name="scraper", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=15)

@@ -20,9 +20,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-import httpx
-
-from bench.common import REPO, free_port
+from bench.common import REPO, free_port, wait_ready
 
 HOST = "127.0.0.1"
 START_TIMEOUT_S = 90.0
@@ -141,7 +139,7 @@ class Stack:
         }
         self.quire("broker", port, "broker", env=env)
         base = f"http://{HOST}:{port}"
-        wait_ready(base)
+        wait_ready(base, START_TIMEOUT_S)
         return base
 
     def autorecovery(self) -> int:
@@ -150,16 +148,6 @@ class Stack:
         env = {"QUIRE_DATA_DIR": str(self.tmp / "autorecovery"), **FAST_RECOVERY}
         self.quire("autorecovery", port, "autorecovery", env=env)
         return port
-
-
-def wait_ready(base: str) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                return
-        time.sleep(0.2)
-    raise TimeoutError(f"broker at {base} not ready within {START_TIMEOUT_S:g} s")
 
 
 def quire_stack(

@@ -9,6 +9,31 @@ KeylessPolicy = Literal["drop", "keep"]
 
 
 @dataclass(frozen=True, slots=True)
+class CompactionRules:
+    """What one run keeps besides the newest value of each key (the topic's compactionPolicy
+    as the service resolves it, topics.policies): key-less messages by `keyless_policy`, and a
+    tombstone (a keyed message with an empty value) whose key it deletes stays in the view
+    while it is younger than `delete_retention_ms` at `now_ms` (Kafka's delete.retention.ms;
+    0: never, Pulsar's rule). The runner sets `now_ms` when the run starts, so every engine
+    and every task of one run draws the same line."""
+
+    keyless_policy: KeylessPolicy = "drop"
+    delete_retention_ms: int = 0
+    now_ms: int = 0
+
+    @property
+    def tombstones_after_ms(self) -> int | None:
+        """Tombstones published after this time stay in the view; None: none stays."""
+        if self.delete_retention_ms <= 0:
+            return None
+        return self.now_ms - self.delete_retention_ms
+
+    def keeps_tombstone(self, publish_time_ms: int) -> bool:
+        after = self.tombstones_after_ms
+        return after is not None and publish_time_ms > after
+
+
+@dataclass(frozen=True, slots=True)
 class CompactorConfig:
     """Everything a compaction run needs besides the store and the ledger client.
 
@@ -22,7 +47,8 @@ class CompactorConfig:
     ensemble_size: int = 1
     write_quorum: int = 1
     ack_quorum: int = 1
-    keyless_policy: KeylessPolicy = "drop"
+    keyless_policy: KeylessPolicy = "drop"  # the settings' default of compactionPolicy.keylessPolicy
+    delete_retention_ms: int = 0  # ... and of compactionPolicy.deleteRetentionMs
     entry_max_messages: int = 1_000
     entry_max_bytes: int = 1024 * 1024
     read_chunk_bytes: int = 4 * 1024 * 1024  # one read request of a Spark task asks for about this much
@@ -46,3 +72,7 @@ class CompactorConfig:
     test_run_delay_ms: int = 0
     # ... only for managed ledgers whose name contains this (empty: every run)
     test_run_delay_match: str = ""
+
+    def rules(self) -> CompactionRules:
+        """The rules of a run of a topic without a compactionPolicy of its own or its namespace's."""
+        return CompactionRules(self.keyless_policy, self.delete_retention_ms)

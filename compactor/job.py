@@ -1,4 +1,4 @@
-"""The compaction job on PySpark: `SparkEngine.compute(plan, keyless_policy, sink)`.
+"""The compaction job on PySpark: `SparkEngine.compute(plan, rules, sink)`.
 
 The driver turns the plan into a small list of ledger ranges (a few per core) and parallelizes
 it; Spark tasks read those ranges straight from the bookies and decode them to Arrow
@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from bookie.api import LedgerClient
-from compactor.config import CompactorConfig, KeylessPolicy
+from compactor.config import CompactionRules, CompactorConfig
 from compactor.errors import SparkJobError
 from compactor.plan import CompactionPlan, ReadRange, split_ranges
 from compactor.reference import EntrySink
@@ -96,7 +96,7 @@ class SparkEngine:
             for r in pieces
         ]
 
-    def build(self, plan: CompactionPlan, keyless_policy: KeylessPolicy) -> DataFrame:
+    def build(self, plan: CompactionPlan, rules: CompactionRules) -> DataFrame:
         """The job's DataFrame of packed compacted entries (PACK_SCHEMA), in id order."""
         from pyspark.sql import functions as F
 
@@ -106,8 +106,9 @@ class SparkEngine:
         task_plan = TaskPlan(
             _as_tuple(plan.old_horizon),
             _as_tuple(plan.new_horizon),
-            keyless_policy == "keep",
+            rules.keyless_policy == "keep",
             self.client_factory,
+            rules.tombstones_after_ms,
         )
         input_bytes = sum(r.entries * r.entry_bytes_hint for r in plan.ranges)
         if input_bytes <= self.config.single_task_max_bytes:
@@ -127,27 +128,27 @@ class SparkEngine:
             read = read.repartition(1)
         msg_id = F.struct("ledger", "entry", "batch_index")
         newest = read.groupBy("key", "solo").agg(
-            F.max_by(F.struct("ledger", "entry", "batch_index", "tombstone", "payload"), msg_id).alias("m"),
+            F.max_by(F.struct("ledger", "entry", "batch_index", "deleted", "payload"), msg_id).alias("m"),
             F.sum("messages").alias("messages"),
         )
-        flat = newest.select("m.ledger", "m.entry", "m.batch_index", "m.tombstone", "m.payload", "messages")
+        flat = newest.select("m.ledger", "m.entry", "m.batch_index", "m.deleted", "m.payload", "messages")
         if partitions > 1:  # range partitions come back to the driver one at a time, in id order
             flat = flat.repartitionByRange(partitions, "ledger", "entry", "batch_index")
         ordered = flat.sortWithinPartitions("ledger", "entry", "batch_index")
         pack = pack_partition(self.config.entry_max_messages, self.config.entry_max_bytes)
         return ordered.mapInArrow(pack, PACK_DDL)
 
-    def _start(self, plan: CompactionPlan, keyless_policy: KeylessPolicy) -> Iterator[Any]:
-        return self.build(plan, keyless_policy).toLocalIterator(prefetchPartitions=True)
+    def _start(self, plan: CompactionPlan, rules: CompactionRules) -> Iterator[Any]:
+        return self.build(plan, rules).toLocalIterator(prefetchPartitions=True)
 
-    async def compute(self, plan: CompactionPlan, keyless_policy: KeylessPolicy, sink: EntrySink) -> int:
+    async def compute(self, plan: CompactionPlan, rules: CompactionRules, sink: EntrySink) -> int:
         """Feed compacted entries to sink in id order; returns the number of messages read."""
         if not plan.ranges:
             return 0
         rows: Iterator[Any] | None = None
         messages_in = 0
         try:
-            rows = await asyncio.to_thread(self._start, plan, keyless_policy)
+            rows = await asyncio.to_thread(self._start, plan, rules)
             while (row := await asyncio.to_thread(next, rows, None)) is not None:
                 messages_in += row["messages_in"]
                 if row["payload"] is not None:

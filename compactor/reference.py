@@ -7,7 +7,10 @@ Pulsar's TwoPhaseCompactor with Quire's key-less policy):
 - the input is the previous compacted ledger plus the topic's messages with
   old_horizon < id <= new_horizon; a topic ledger deleted meanwhile (retention) contributes what
   was read of it, as its data is gone;
-- per key, the message with the highest id wins; if its value is empty the key is deleted;
+- per key, the message with the highest id wins; if its value is empty (a tombstone) the key is
+  deleted: the tombstone stays in the view while it is younger than the rules'
+  delete_retention_ms (so a consumer rebuilding state from the view sees the delete), and goes
+  at the first run after that (at once with 0, Pulsar's rule);
 - key-less messages are dropped (policy "drop", the default) or all kept ("keep");
 - survivors are written in id order, each with its original id, key, properties and times.
 """
@@ -18,7 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 
 from bookie.api import LedgerClient, read_ranges
 from bookie.errors import NoSuchLedgerError
-from compactor.config import KeylessPolicy
+from compactor.config import CompactionRules
 from compactor.plan import CompactionPlan, ReadRange
 from managed_ledger.entry_format import StoredMessage, encode_compacted, iter_messages
 
@@ -56,19 +59,20 @@ def _in_window(plan: CompactionPlan, m: StoredMessage) -> bool:
     return plan.new_horizon is None or m.message_id <= plan.new_horizon
 
 
-def survivors(messages: Iterable[StoredMessage], keyless_policy: KeylessPolicy) -> list[StoredMessage]:
-    """The compaction rules proper: newest per key, tombstones deleted, key-less by policy."""
+def survivors(messages: Iterable[StoredMessage], rules: CompactionRules) -> list[StoredMessage]:
+    """The compaction rules proper: newest per key, tombstones deleted (or kept while young),
+    key-less by policy."""
     latest: dict[str, StoredMessage] = {}
     keyless: list[StoredMessage] = []
     for m in messages:
         if m.key is None:
-            if keyless_policy == "keep":
+            if rules.keyless_policy == "keep":
                 keyless.append(m)
             continue
         seen = latest.get(m.key)
         if seen is None or m.message_id > seen.message_id:
             latest[m.key] = m
-    kept = [m for m in latest.values() if m.value] + keyless
+    kept = [m for m in latest.values() if m.value or rules.keeps_tombstone(m.publish_time)] + keyless
     kept.sort(key=lambda m: m.message_id)
     return kept
 
@@ -100,11 +104,9 @@ class ReferenceEngine:
         self._max_messages = entry_max_messages
         self._max_bytes = entry_max_bytes
 
-    async def compute(self, plan: CompactionPlan, keyless_policy: KeylessPolicy, sink: EntrySink) -> int:
+    async def compute(self, plan: CompactionPlan, rules: CompactionRules, sink: EntrySink) -> int:
         """Feed the compacted entries to `sink` in id order; returns the number of messages read."""
         messages = await read_messages(self._client, plan)
-        for payload, count in pack_entries(
-            survivors(messages, keyless_policy), self._max_messages, self._max_bytes
-        ):
+        for payload, count in pack_entries(survivors(messages, rules), self._max_messages, self._max_bytes):
             await sink(payload, count)
         return len(messages)

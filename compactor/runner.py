@@ -5,7 +5,10 @@ Sequence (docs/semantics.md, Compaction), each step a compare-and-set on the top
 1. take the run: RUNNING, this compactor as lease holder, `requested` cleared, started_ms set. A
    run requested but not yet taken is taken; one held under a live lease is a conflict, a lapsed
    one is ERROR first. A ledger a dead run left behind (`run_ledger_id`) is deleted first.
-2. the plan: new horizon = the topic's last message id now; ranges to read.
+2. the plan: new horizon = the topic's last message id now; ranges to read. The run's rules
+   (`CompactionRules`) take the time now, which decides the tombstones kept. Nothing new: the
+   view stays as it is, unless tombstones are kept a while (deleteRetentionMs > 0): then it is
+   written again, so that those that aged out go.
 3. a NEW ledger: metadata created, recorded as `run_ledger_id`, then written by the engine
    (Spark job or reference) and closed.
 4. ONE CAS: compacted ledger id + horizon + SUCCESS + counts (run_ledger_id and lease cleared).
@@ -29,7 +32,7 @@ from typing import Any, Protocol
 
 from bookie.api import LedgerClient
 from bookie.ledgers import EnsemblePlacement, StaticPlacement
-from compactor.config import CompactorConfig, KeylessPolicy
+from compactor.config import CompactionRules, CompactorConfig
 from compactor.errors import CompactionError, CompactionRunConflictError, LeaseLostError
 from compactor.lease import RunLease
 from compactor.plan import CompactionPlan, build_plan
@@ -54,7 +57,7 @@ CANCELLED = "compaction cancelled: the compactor stopped"
 class CompactionEngine(Protocol):
     name: str
 
-    async def compute(self, plan: CompactionPlan, keyless_policy: KeylessPolicy, sink: EntrySink) -> int:
+    async def compute(self, plan: CompactionPlan, rules: CompactionRules, sink: EntrySink) -> int:
         """Feed compacted entries (payload, message count) to sink in id order; return messages read."""
         ...
 
@@ -105,16 +108,17 @@ class CompactionRunner:
             raise CompactionRunConflictError(f"compaction state of {ml_name} changed under us") from exc
         return RunLease(self.store, state, self.config.lease_ms, self.clock)
 
-    async def run(self, ml_name: str, keyless_policy: KeylessPolicy | None = None) -> CompactionState:
-        """A whole run; returns the final state (SUCCESS), or raises CompactionError (ERROR kept,
-        unless the run lost its lease: then whoever holds the state now has the say)."""
+    async def run(self, ml_name: str, rules: CompactionRules | None = None) -> CompactionState:
+        """A whole run by `rules` (None: the config's defaults); returns the final state
+        (SUCCESS), or raises CompactionError (ERROR kept, unless the run lost its lease: then
+        whoever holds the state now has the say)."""
         lease = await self.start(ml_name)
-        policy = keyless_policy or self.config.keyless_policy
+        rules = replace(rules or self.config.rules(), now_ms=self.clock.now_ms())
         heartbeat = asyncio.create_task(lease.heartbeat(), name=f"compaction-lease {ml_name}")
         started, succeeded = time.monotonic(), False
         self.stats.running += 1
         try:
-            done = await self._compact(lease, policy)
+            done = await self._compact(lease, rules)
             succeeded = True
             return done
         except asyncio.CancelledError:
@@ -133,10 +137,12 @@ class CompactionRunner:
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
 
-    async def _compact(self, lease: RunLease, policy: KeylessPolicy) -> CompactionState:
+    async def _compact(self, lease: RunLease, rules: CompactionRules) -> CompactionState:
         state = lease.state
         plan = await build_plan(self.store, self.client, state.topic, state)
-        if not plan.has_new_messages:
+        # Nothing new: the view stays, unless it may hold tombstones that have aged out since.
+        rewrite = rules.delete_retention_ms > 0 and state.compacted_ledger_id is not None
+        if not plan.has_new_messages and not (rewrite and plan.ranges):
             changes = _succeeded(state, state.compacted_ledger_id, plan, 0, None, self.clock.now_ms())
             return await lease.write(**changes)
         quorums = (self.config.ensemble_size, self.config.write_quorum, self.config.ack_quorum)
@@ -144,7 +150,7 @@ class CompactionRunner:
         lease.run_ledger_id = writer.ledger_id  # from here on a failure deletes it
         await lease.write(run_ledger_id=writer.ledger_id)
         try:
-            messages_in = await self.engine.compute(plan, policy, writer.add)
+            messages_in = await self.engine.compute(plan, rules, writer.add)
             await self._test_delay(state.topic)
             closed = await writer.close()
         except BaseException:

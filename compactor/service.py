@@ -13,31 +13,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import cast
 
 from bookie.api import LedgerClient
 from bookie.ledgers import EnsemblePlacement
-from compactor.config import CompactorConfig, KeylessPolicy
+from compactor.config import CompactionRules, CompactorConfig
 from compactor.errors import CompactionError
 from compactor.runner import CompactionEngine, CompactionRunner
 from managed_ledger.clock import Clock
 from managed_ledger.metadata.api import CompactionState, MetadataStore
-from topics import compaction_lease
+from topics import compaction_lease, policies
+from topics.api import CompactionPolicy
 from topics.names import namespace_of, partition_index
 
 log = logging.getLogger("quire.compactor")
-KEYLESS_POLICY = "keylessCompactionPolicy"  # the policy's name in topics.policies
 
 
-def keyless_policy_for(store: MetadataStore, ml_name: str, default: KeylessPolicy) -> KeylessPolicy:
-    """The topic's key-less policy (topic over namespace over the compactor's default)."""
+def rules_for(store: MetadataStore, ml_name: str, config: CompactorConfig) -> CompactionRules:
+    """The run's rules from the topic's compactionPolicy, resolved as the broker resolves it
+    (topic over namespace over the settings' defaults in `config`; topics.policies)."""
     partition = partition_index(ml_name)
     topic = partition[0] if partition is not None else ml_name
-    for scope in (topic, namespace_of(topic)):
-        value = store.get_policies(scope).get(KEYLESS_POLICY)
-        if value in ("drop", "keep"):
-            return cast(KeylessPolicy, value)
-    return default
+    base = CompactionPolicy(
+        keyless_policy=config.keyless_policy, delete_retention_ms=config.delete_retention_ms
+    )
+    policy = policies.resolve_compaction(
+        base, store.get_policies(namespace_of(topic)), store.get_policies(topic)
+    )
+    return CompactionRules(policy.keyless_policy, policy.delete_retention_ms)
 
 
 class CompactionService:
@@ -70,10 +72,15 @@ class CompactionService:
 
     async def run_one(self, ml_name: str) -> CompactionState | None:
         """One run; a failure is recorded in the store (ERROR + reason) and logged, not raised."""
-        policy = await asyncio.to_thread(keyless_policy_for, self.store, ml_name, self.config.keyless_policy)
-        log.info("compacting %s (key-less messages: %s)", ml_name, policy)
+        rules = await asyncio.to_thread(rules_for, self.store, ml_name, self.config)
+        log.info(
+            "compacting %s (key-less messages: %s, tombstones kept %d ms)",
+            ml_name,
+            rules.keyless_policy,
+            rules.delete_retention_ms,
+        )
         try:
-            state = await self.runner.run(ml_name, policy)
+            state = await self.runner.run(ml_name, rules)
         except CompactionError as exc:
             log.warning("compaction of %s failed: %s", ml_name, exc)
             return None

@@ -14,8 +14,10 @@ that is a dict store; rows are encoded only for each task's survivors. Output ro
     solo       string   null for keyed rows; unique per key-less message / stats row, so that
                         grouping by (key, solo) keeps them apart
     ledger, entry, batch_index   the message id (-1, -1, -1 for the stats row)
-    tombstone  bool     the newest value is empty (the key is deleted); true for the stats row
-    payload    binary   the message as one kind-1 row (msgpack), null for tombstones and stats
+    deleted    bool     the key is deleted: its newest value is empty (a tombstone) and not
+                        young enough to stay (TaskPlan.tombstones_after_ms); true for the stats
+                        row. A tombstone that stays is a row like any other (not deleted)
+    payload    binary   the message as one kind-1 row (msgpack), null for deleted keys and stats
     messages   int64    input messages this row accounts for: 0, or the task's total (stats row)
 
 Pack stage (`pack_partition`, after the global sort by id): consecutive survivors are joined
@@ -64,7 +66,7 @@ READ_SCHEMA = pa.schema(
         ("ledger", pa.int64()),
         ("entry", pa.int64()),
         ("batch_index", pa.int32()),
-        ("tombstone", pa.bool_()),
+        ("deleted", pa.bool_()),
         ("payload", pa.binary()),
         ("messages", pa.int64()),
     ]
@@ -72,7 +74,7 @@ READ_SCHEMA = pa.schema(
 PACK_SCHEMA = pa.schema([("payload", pa.binary()), ("count", pa.int64()), ("messages_in", pa.int64())])
 # the same schemas as Spark DDL, for mapInArrow's return type
 READ_DDL = (
-    "key string, solo string, ledger long, entry long, batch_index int, tombstone boolean, "
+    "key string, solo string, ledger long, entry long, batch_index int, deleted boolean, "
     "payload binary, messages long"
 )
 PACK_DDL = "payload binary, count long, messages_in long"
@@ -88,6 +90,8 @@ class TaskPlan:
     new_horizon: tuple[int, int, int] | None
     keep_keyless: bool
     client_factory: ClientFactory
+    # tombstones published after this time (ms) stay in the view; None: none stays
+    tombstones_after_ms: int | None = None
 
 
 class _Latest:
@@ -200,12 +204,12 @@ async def _read_all(plan: TaskPlan, ranges: list[dict[str, Any]]) -> _Latest:
     return latest
 
 
-def _rows(latest: _Latest, stats_solo: str) -> Iterator[tuple[Any, ...]]:
-    """(key, solo, ledger, entry, batch_index, tombstone, payload, messages) per output row."""
+def _rows(latest: _Latest, stats_solo: str, tombstones_after_ms: int | None) -> Iterator[tuple[Any, ...]]:
+    """(key, solo, ledger, entry, batch_index, deleted, payload, messages) per output row."""
     packb = msgpack.packb
     yield (None, stats_solo, -1, -1, -1, True, None, latest.messages)
     for key, (lid, eid, i, pt, prod, row) in latest.by_key.items():
-        if len(row[1]) == 0:
+        if len(row[1]) == 0 and (tombstones_after_ms is None or pt <= tombstones_after_ms):
             yield (key, None, lid, eid, i, True, None, 0)
         else:
             yield (key, None, lid, eid, i, False, packb([lid, eid, i, pt, prod, *row], use_bin_type=True), 0)
@@ -245,7 +249,7 @@ def read_partition(
         latest = asyncio.run(_read_all(plan, ranges))
         first = min(ranges, key=lambda r: (r["ledger_id"], r["first_entry_id"]))
         stats_solo = f"stats:{first['ledger_id']}:{first['first_entry_id']}"  # ranges never overlap
-        yield from _batches(_rows(latest, stats_solo), READ_SCHEMA)
+        yield from _batches(_rows(latest, stats_solo, plan.tombstones_after_ms), READ_SCHEMA)
 
     return run
 
@@ -262,13 +266,13 @@ def array_header(n: int) -> bytes:
 def _packed(
     rows: Iterator[tuple[bytes | None, bool, int]], max_messages: int, max_bytes: int
 ) -> Iterator[tuple[bytes | None, int, int]]:
-    """PACK rows from (payload, tombstone, messages) rows in id order: consecutive survivors
+    """PACK rows from (payload, deleted, messages) rows in id order: consecutive survivors
     joined into compacted entries, then one last row carrying the messages-in count."""
     batch: list[bytes] = []
     size = messages_in = 0
-    for payload, tombstone, n in rows:
+    for payload, deleted, n in rows:
         messages_in += n
-        if tombstone or payload is None:
+        if deleted or payload is None:
             continue
         if batch and (len(batch) >= max_messages or size + len(payload) > max_bytes):
             yield (_COMPACTED_HEADER + array_header(len(batch)) + b"".join(batch), len(batch), 0)
@@ -301,7 +305,7 @@ def pack_partition(
         for b in batches:
             yield from zip(
                 b.column("payload").to_pylist(),
-                b.column("tombstone").to_pylist(),
+                b.column("deleted").to_pylist(),
                 b.column("messages").to_pylist(),
                 strict=True,
             )
@@ -328,7 +332,7 @@ def compact_partition(
             b.column("id")  # the one input row only says "run"
         latest = asyncio.run(_read_all(plan, pieces))
         rows = sorted(
-            (r for r in _rows(latest, "stats") if not r[5] or r[7]),
+            (r for r in _rows(latest, "stats", plan.tombstones_after_ms) if not r[5] or r[7]),
             key=lambda r: (r[2], r[3], r[4]),  # the stats row has id -1:-1:-1, first
         )
         survivors = ((r[6], r[5], r[7]) for r in rows)

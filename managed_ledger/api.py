@@ -42,6 +42,9 @@ class ManagedLedgerConfig:
     rollover: RolloverPolicy = field(default_factory=RolloverPolicy)
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
     dedup_enabled: bool = False
+    # Compaction is on for the topic: retention keeps every ledger not wholly at or before the
+    # compaction horizon (`ManagedLedger.compacted_through`), as Pulsar's `__compaction` cursor.
+    retain_uncompacted: bool = False
     ensemble_size: int = 1
     write_quorum: int = 1
     ack_quorum: int = 1
@@ -125,6 +128,10 @@ class Cursor(Protocol):
 
 
 class ManagedLedger(Protocol):
+    compacted_through: Position | None
+    """The compaction horizon's entry as the topic's owner last learnt it (None: no run yet, or
+    not known yet). With `config.retain_uncompacted`, retention keeps every ledger after it."""
+
     @property
     def name(self) -> str: ...
 

@@ -104,6 +104,9 @@ class ManagedLedger:
         self._last_flush_ms = now
         self._dedup.last_snapshot_ms = now
         self.on_close: Callable[[ManagedLedger], None] | None = None
+        # The compaction horizon's entry as the topic's owner last read it; None: no run yet, or
+        # not known yet. With `retain_uncompacted` retention keeps what lies after it.
+        self.compacted_through: Position | None = None
 
     async def start(self, properties: Mapping[str, str], *, timers: bool) -> None:
         """Finish an open: claim the recovered list (one CAS), finish interrupted deletions,
@@ -373,7 +376,10 @@ class ManagedLedger:
                 return
             now = self._clock.now_ms()
             slowest = self.slowest_durable_mark_delete()
-            ids = retention.ledgers_to_delete(list(self._ledgers), slowest, self._config.retention, now)
+            ledgers = list(self._ledgers)
+            ids = retention.ledgers_to_delete(ledgers, slowest, self._config.retention, now)
+            if self._config.retain_uncompacted:
+                ids = retention.compacted_only(ledgers, ids, self.compacted_through)
             if not ids:
                 return
             if self._config.dedup_enabled:

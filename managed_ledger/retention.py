@@ -9,6 +9,10 @@ one that is neither stops the walk, so what remains is always a suffix of the li
 -1 means unlimited for either limit; 0 with 0 means "delete as soon as consumed" (Pulsar's
 default). Non-durable readers are not cursors here, so they never hold data.
 
+Compaction holds data like a cursor (Pulsar's `__compaction` cursor): on a topic whose
+compaction is on, `compacted_only` keeps the ledgers that are not wholly at or before the
+compaction horizon, whatever the subscriptions acked, until a run has read them.
+
 Deletion order (`remove_ledgers`): the ledger list loses the ids and records them under the
 `deleting` property in one compare-and-set, then each ledger is deleted by
 `bookie.ledgers.LedgerManager.delete` (its own crash-safe order), then the property is cleared.
@@ -29,7 +33,14 @@ from managed_ledger.position import Position
 from managed_ledger.ranges import LedgerInfo, LedgerList
 from managed_ledger.record import DELETING, ManagedLedgerRecord, deleting_ids
 
-__all__ = ["DELETING", "deleting_ids", "finish_deletions", "ledgers_to_delete", "remove_ledgers"]
+__all__ = [
+    "DELETING",
+    "compacted_only",
+    "deleting_ids",
+    "finish_deletions",
+    "ledgers_to_delete",
+    "remove_ledgers",
+]
 
 MB = 1024 * 1024
 
@@ -61,6 +72,20 @@ def ledgers_to_delete(
             break
         out.append(info.ledger_id)
         size_to_delete += info.size_bytes
+    return out
+
+
+def compacted_only(ledgers: Sequence[LedgerInfo], ids: Sequence[int], horizon: Position | None) -> list[int]:
+    """The leading `ids` (oldest first, as `ledgers_to_delete` gives them) whose ledgers lie
+    wholly at or before the compaction horizon; None (no run yet, or not known yet): none."""
+    if horizon is None:
+        return []
+    last = {info.ledger_id: info.last_position for info in ledgers}
+    out: list[int] = []
+    for ledger_id in ids:
+        if last[ledger_id] > horizon:
+            break
+        out.append(ledger_id)
     return out
 
 

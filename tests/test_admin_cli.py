@@ -101,3 +101,32 @@ def test_backlog_quota_and_namespace_policy_commands_read_pulsar_admins_flags() 
     ):
         with pytest.raises(SystemExit):
             parser().parse_args(bad)
+
+
+def test_compaction_policy_commands_send_only_the_flags_given() -> None:
+    from app.admin_cli.base import ratio_arg
+    from app.admin_cli.policies import compaction_policy_body
+
+    args = parser().parse_args(["topics", "set-compaction-policy", "t", "-d", "1d", "-r", "0.5"])
+    assert args.topic == ("public", "default", "t")
+    assert compaction_policy_body(args).to_dict() == {
+        "deleteRetentionMs": 86_400_000,
+        "minCleanableDirtyRatio": 0.5,
+    }
+    args = parser().parse_args(["namespaces", "set-compaction-policy", "a/b", "-k", "keep", "-l", "10m"])
+    assert args.namespace == ("a", "b")
+    assert compaction_policy_body(args).to_dict() == {"keylessPolicy": "keep", "maxLagMs": 600_000}
+    for command in ("get-compaction-policy", "remove-compaction-policy"):
+        assert parser().parse_args(["topics", command, "t"]).topic == ("public", "default", "t")
+        assert parser().parse_args(["namespaces", command, "a/b"]).namespace == ("a", "b")
+    assert [ratio_arg(r) for r in ("0", "0.25", "1")] == [0.0, 0.25, 1.0]
+    for bad in ("1.5", "-0.1", "nan", "half"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            ratio_arg(bad)
+    for bad_args in (
+        ["topics", "set-compaction-policy", "t", "-k", "shred"],
+        ["topics", "set-compaction-policy", "t", "-r", "2"],
+        ["namespaces", "set-compaction-policy", "a/b", "-d", "-5"],
+    ):
+        with pytest.raises(SystemExit):
+            parser().parse_args(bad_args)

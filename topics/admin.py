@@ -9,6 +9,9 @@ import logging
 from dataclasses import replace
 from typing import Any
 
+from managed_ledger.api import ManagedLedger
+from managed_ledger.entry_format import batch_publish_time
+from managed_ledger.errors import EntryNotFoundError
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
     BrokerRecord,
@@ -19,9 +22,10 @@ from managed_ledger.metadata.api import (
     NotFoundError,
     TenantInfo,
 )
-from managed_ledger.position import MessageId, Position
-from topics import compaction_lease, names, policies
+from managed_ledger.position import MessageId
+from topics import compaction_check, compaction_lease, names, policies
 from topics.api import PolicyName, TopicPolicies
+from topics.base import OpenTopic
 from topics.errors import (
     CompactionConflictError,
     InvalidArgumentError,
@@ -37,7 +41,6 @@ from topics.errors import (
     TopicNotFoundError,
 )
 from topics.ownership import BrokerInfo
-from topics.stats import number_of_entries
 from topics.tenancy import TenancyOps, tenant_info
 
 log = logging.getLogger("quire.topics")
@@ -323,15 +326,19 @@ class AdminPlane(TenancyOps):
         return await self._resolve_policies(t.name)
 
     async def set_policy(self, topic: str, name: PolicyName, value: Any) -> None:
+        """Set a policy on the topic; an object policy given in part keeps the topic's own other
+        fields (those it never set fall back to the namespace, then the settings)."""
         stored_value = policies.validate(name, value)
         t = await self._topic(topic)
-        await self._call(self._store.update_policies, t.name, {name: stored_value})
+        own = await self._call(self._store.get_policies, t.name)
+        changes = policies.scope_changes(name, stored_value, own, await self._resolve_policies(t.name))
+        await self._call(self._store.update_policies, t.name, changes)
         await self._apply_policies(t)
 
     async def delete_policy(self, topic: str, name: PolicyName) -> None:
         policies.api_value(self._defaults, name)  # unknown names are an error
         t = await self._topic(topic)
-        await self._call(self._store.update_policies, t.name, {name: None})
+        await self._call(self._store.update_policies, t.name, policies.removal(name))
         await self._apply_policies(t)
 
     # --- compaction ----------------------------------------------------------------------------
@@ -403,36 +410,57 @@ class AdminPlane(TenancyOps):
                     await self._apply_policies(t)
 
     async def check_compaction_thresholds(self) -> list[str]:
-        """Request compaction of every open managed ledger whose bytes since its horizon exceed
-        its topic's compactionThreshold (0 = off). Returns the managed ledgers requested."""
+        """For every open topic whose compaction is on (a threshold, maxLagMs or
+        minCleanableDirtyRatio): tell each managed ledger its compaction horizon (retention keeps
+        what lies after it), and request a run where a trigger fires (topics.compaction_check).
+        Returns the managed ledgers requested."""
         requested = []
         for t in list(self._topics.values()):
-            threshold = t.policies.compaction_threshold_bytes
-            if threshold <= 0:
+            if not t.policies.compaction_on:
                 continue
-            for ml in t.mls:
+            for partition, ml in enumerate(t.mls):
                 now = self._clock.now_ms()
                 state = await self._call(compaction_lease.observe, self._store, ml.name, now)
-                if compaction_lease.live(state, now) or _bytes_since_horizon(ml, state) <= threshold:
+                ml.compacted_through = compaction_check.horizon_position(state)
+                if compaction_lease.live(state, now):
+                    continue
+                reason = await self._compaction_trigger(t, partition, ml, state, now)
+                if reason is None:
                     continue
                 lease_ms = self._config.compaction_lease_ms
                 if await self._call(compaction_lease.request, self._store, ml.name, now, lease_ms):
+                    log.info("compaction of %s requested: %s", ml.name, reason)
                     requested.append(ml.name)
         return requested
 
+    async def _compaction_trigger(
+        self, t: OpenTopic, partition: int, ml: ManagedLedger, state: CompactionState, now: int
+    ) -> str | None:
+        """Why a run of this managed ledger is due, or None."""
+        reason = compaction_check.size_trigger(
+            t.policies, compaction_check.bytes_since_horizon(ml, state), state
+        )
+        if reason is None and t.policies.compaction.max_lag_ms > 0:
+            first = await self._first_publish_after_horizon(t, partition, ml, state)
+            reason = compaction_check.lag_trigger(t.policies, first, now)
+        return reason
 
-def _bytes_since_horizon(ml: Any, state: CompactionState) -> int:
-    """Bytes stored after the horizon, estimated at the average entry size (Pulsar measures the
-    compaction cursor's backlog the same way)."""
-    total: int = ml.total_size_bytes
-    last = ml.last_confirmed_position
-    if state.horizon is None or last is None:
-        return total
-    entries = number_of_entries(ml.internal_stats())
-    if entries <= 0:
-        return 0
-    since: int = ml.count_entries(Position(state.horizon[0], state.horizon[1]), last)
-    return total * since // entries
+    async def _first_publish_after_horizon(
+        self, t: OpenTopic, partition: int, ml: ManagedLedger, state: CompactionState
+    ) -> int | None:
+        """The publish time of the first entry after the horizon: read once, then kept on the
+        topic until the horizon moves (one entry read per run, not one per check)."""
+        first = compaction_check.first_after_horizon(ml, state)
+        if first is None:
+            return None
+        known = t.first_after_horizon.get(partition)
+        if known is None or known[0] != first:
+            try:
+                known = (first, batch_publish_time(await ml.read_entry(first)))
+            except EntryNotFoundError:  # trimmed meanwhile: the next check finds the new first
+                return None
+            t.first_after_horizon[partition] = known
+        return known[1]
 
 
 def _overall(states: list[CompactionState]) -> CompactionState:

@@ -117,6 +117,24 @@ class TopicSample:
     quota_events: dict[str, int]
 
 
+KeylessPolicy = Literal["drop", "keep"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPolicy:
+    """A topic's effective `compactionPolicy` (topics.policies resolves it field by field): what
+    a run does with key-less messages, how long a tombstone stays in the compacted view after it
+    was published (Kafka's delete.retention.ms; 0: dropped at once, Pulsar's rule), and two
+    triggers besides the threshold: the oldest message after the horizon is older than
+    `max_lag_ms` (RocketMQ's time dimension), or the bytes after the horizon pass this share of
+    the compacted view plus them (Kafka's min.cleanable.dirty.ratio). 0 = off for each trigger."""
+
+    keyless_policy: KeylessPolicy = "drop"
+    delete_retention_ms: int = 0
+    max_lag_ms: int = 0
+    min_cleanable_dirty_ratio: float = 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class TopicPolicies:
     """Effective policies of a topic (topic > namespace > settings)."""
@@ -129,15 +147,27 @@ class TopicPolicies:
     max_size_per_ledger_bytes: int
     min_rollover_time_ms: int
     max_rollover_time_ms: int
-    keyless_compaction_policy: Literal["drop", "keep"] = "drop"
+    compaction: CompactionPolicy = CompactionPolicy()
     message_ttl_seconds: int = 0
     # Only the types set somewhere (settings: none); topics.backlog_quota enforces them.
     backlog_quotas: Mapping[QuotaType, BacklogQuota] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def compaction_on(self) -> bool:
+        """Some trigger requests runs on its own (threshold, time or ratio): then retention keeps
+        what compaction has not read yet, as Pulsar's `__compaction` cursor does."""
+        c = self.compaction
+        return self.compaction_threshold_bytes > 0 or c.max_lag_ms > 0 or c.min_cleanable_dirty_ratio > 0
+
 
 PolicyName = Literal[
-    "retention", "compactionThreshold", "deduplicationEnabled", "rolloverPolicy", "messageTTL"
+    "retention",
+    "compactionThreshold",
+    "deduplicationEnabled",
+    "rolloverPolicy",
+    "messageTTL",
+    "compactionPolicy",
 ]
 
 

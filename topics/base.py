@@ -23,7 +23,7 @@ from managed_ledger.metadata.api import (
     NotFoundError,
     TopicMetadata,
 )
-from managed_ledger.position import MessageId
+from managed_ledger.position import MessageId, Position
 from topics import names, policies
 from topics.api import TopicPolicies
 from topics.backlog_quota import QuotaState
@@ -90,6 +90,9 @@ class OpenTopic:
         self.lock = asyncio.Lock()  # subscription create/delete
         self.ledger_partition: dict[int, int] = {}  # ledger id -> partition, learnt on demand
         self.meters = TopicMeters(meta.partitions)  # counters and rates (topics.meters)
+        # partition -> (first entry after the compaction horizon, its publish time): the maxLagMs
+        # trigger reads that entry once per horizon (topics.compaction_check)
+        self.first_after_horizon: dict[int, tuple[Position, int]] = {}
         # Set when the topic left this broker (unloaded, handed over, its lease lost) rather than
         # being deleted: a long poll that was waiting on it answers empty, and the client's retry
         # finds the new owner.

@@ -41,6 +41,10 @@ class TopicsConfig:
     min_rollover_time_ms: int = 10 * 60_000
     max_rollover_time_ms: int = 240 * 60_000
     keyless_compaction_policy: Literal["drop", "keep"] = "drop"
+    # compactionPolicy's other fields (topics.api.CompactionPolicy); 0 = off
+    compaction_delete_retention_ms: int = 0
+    compaction_max_lag_ms: int = 0
+    compaction_min_cleanable_dirty_ratio: float = 0.0
     message_ttl_seconds: int = 0  # Pulsar's message TTL: unacked messages older than it are acked
     # --- managed ledger placement (not policies) ----------------------------------------------
     ensemble_size: int = 1

@@ -211,22 +211,17 @@ class QuotaOps(BacklogOps):
         policy given in part keeps the namespace's other fields."""
         stored_value = policies.validate(name, value)
         await self._check_namespace(namespace)
-        if isinstance(stored_value, dict) and name != backlog_quota.POLICY:
-            stored = await self._call(self._store.get_policies, namespace)
-            own = stored.get(name)
-            if isinstance(own, Mapping):
-                stored_value = {**own, **stored_value}
-            # Cross-field rules (min rollover time <= max) hold for what the namespace will have.
-            effective = policies.api_value(policies.resolve(self._defaults, stored, {}), name)
-            policies.validate(name, {**effective, **stored_value})
-        await self._call(self._store.update_policies, namespace, {name: stored_value})
+        stored = await self._call(self._store.get_policies, namespace)
+        effective = policies.resolve(self._defaults, stored, {})
+        changes = policies.scope_changes(name, stored_value, stored, effective)
+        await self._call(self._store.update_policies, namespace, changes)
         await self._reapply_namespace(namespace)
 
     async def delete_namespace_policy(self, namespace: str, name: str) -> None:
         if name not in policies.POLICY_NAMES:
             raise InvalidPolicyError(name, f"unknown policy; known: {list(policies.POLICY_NAMES)}")
         await self._check_namespace(namespace)
-        await self._call(self._store.update_policies, namespace, {name: None})
+        await self._call(self._store.update_policies, namespace, policies.removal(name))
         await self._reapply_namespace(namespace)
 
     async def _reapply_namespace(self, namespace: str) -> None:

@@ -110,7 +110,7 @@ class Subscription:
         # Per partition: the redelivery count of the last delivery of a delivered, unacked message.
         self._counts: list[dict[MessageId, int]] = [{} for _ in cursors]
         self._redeliver: list[MessageId] = []
-        self._redeliver_msgs: dict[MessageId, tuple[int, StoredMessage]] = {}
+        self._redeliver_msgs: dict[MessageId, _Pending] = {}  # as it was pending: who had it
         self._ready: deque[tuple[int, StoredMessage]] = deque()
         self._entries: dict[Position, EntryAcks] = {}
         self._compacted_next: list[MessageId | None] = [None] * len(cursors)
@@ -181,15 +181,15 @@ class Subscription:
             while self._redeliver and len(out) < max_messages:
                 mid = heapq.heappop(self._redeliver)
                 item = self._redeliver_msgs.get(mid)
-                if item is None or self._is_acked(item[0], mid):
+                if item is None or self._is_acked(item.partition, mid):
                     self._redeliver_msgs.pop(mid, None)
                     continue
-                if keyed and self.keys.consumer_of(item[1].key or "") != consumer:
+                if keyed and self.keys.consumer_of(item.message.key or "") != consumer:
                     skipped.append(mid)
                     continue
                 del self._redeliver_msgs[mid]
-                touched.add(item[0])
-                self._hand_out(out, item[0], item[1], now, consumer)
+                touched.add(item.partition)
+                self._hand_out(out, item.partition, item.message, now, consumer)
             if keyed:
                 await self._fill_keyed(consumer, max_messages, now, out, touched)
                 return out
@@ -271,8 +271,6 @@ class Subscription:
         count = 0 if previous is None else previous + 1
         counts[mid] = count
         self.pending[mid] = _Pending(message, partition, now + self.ack_timeout_ms, consumer)
-        if self.options.type == "key_shared":
-            self.keys.holder[message.key or ""] = consumer
         return Delivery(message, count)
 
     # --- consumers (failover, key_shared) -------------------------------------------------------
@@ -292,6 +290,9 @@ class Subscription:
         if gone:
             for mid in [m for m, p in self.pending.items() if p.consumer in gone]:
                 self._to_redeliver(mid, "consumer left")
+            for pending in self._redeliver_msgs.values():
+                if pending.consumer in gone:
+                    pending.consumer = None  # nobody has it now (key_shared: its key is free)
         if self.options.type == "failover":
             active = min(self._consumers)
             if active != self._owner:
@@ -300,7 +301,9 @@ class Subscription:
                     self._to_redeliver(mid, "consumer left")
                 self._owner = active
         elif joined or gone:
-            self.keys.set_consumers(self._consumers)
+            out = [(p.message, p.consumer) for p in self.pending.values()]
+            out.extend((p.message, p.consumer) for p in self._redeliver_msgs.values())
+            self.keys.set_consumers(self._consumers, out)
 
     def _claim(self, consumer: str, now: int) -> None:
         owner = self._owner
@@ -325,7 +328,7 @@ class Subscription:
         if pending is not None:
             self._reasons[mid] = reason
             heapq.heappush(self._redeliver, mid)
-            self._redeliver_msgs[mid] = (pending.partition, pending.message)
+            self._redeliver_msgs[mid] = pending
 
     def next_redelivery_ms(self) -> int | None:
         """Milliseconds until something may be handed out without a new message: the earliest
@@ -448,14 +451,10 @@ class Subscription:
         """Drop a message from the in-memory queues and its count; its partition when known
         (the caller reports the change of that partition's delivery state)."""
         partition: int | None = None
-        if (pending := self.pending.pop(mid, None)) is not None:
+        if (pending := self.pending.pop(mid, None) or self._redeliver_msgs.pop(mid, None)) is not None:
             partition = pending.partition
-            if self.keys.out:
+            if self.keys.sticky:
                 self.keys.settled(pending.message)
-        elif (item := self._redeliver_msgs.pop(mid, None)) is not None:
-            partition = item[0]
-            if self.keys.out:
-                self.keys.settled(item[1])
         elif (state := self._entries.get(mid.position)) is not None:
             partition = state.partition  # a count restored from the delivery state, maybe
         self._reasons.pop(mid, None)
@@ -510,7 +509,7 @@ class Subscription:
         """The cursor acked up to `mid`: forget those messages and the entries' states before `pos`."""
         for other in [m for m, p in self.pending.items() if p.partition == partition and m <= mid]:
             self._forget(other)
-        for other in [m for m, (p, _) in self._redeliver_msgs.items() if p == partition and m <= mid]:
+        for other in [m for m, p in self._redeliver_msgs.items() if p.partition == partition and m <= mid]:
             self._forget(other)
         counts = self._counts[partition]  # restored counts of messages not delivered again yet
         for other in [m for m in counts if m <= mid]:

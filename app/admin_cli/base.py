@@ -158,3 +158,14 @@ def count_arg(text: str) -> int:
     if not text.strip().isdigit():
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of 0 or more")
     return int(text)
+
+
+def ratio_arg(text: str) -> float:
+    """A share from 0 to 1: `0.5`, `0`, `1`."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"{text!r} is not a ratio from 0 to 1")
+    return value

@@ -1,7 +1,9 @@
 """`quire admin namespaces get-X|set-X|remove-X` (the namespace policies) and the backlog quota
 commands of topics and namespaces, in pulsar-admin's grammar:
 `set-backlog-quota NAME -l 10M|-lt 1h -p POLICY [-t destination_storage|message_age]`,
-`get-backlog-quotas NAME`, `remove-backlog-quota NAME [-t TYPE]`."""
+`get-backlog-quotas NAME`, `remove-backlog-quota NAME [-t TYPE]`. Also the compaction policy's
+body and flags (`set-compaction-policy NAME [-k drop|keep] [-d 1d] [-l 10m] [-r 0.5]`), on
+topics and namespaces alike; the flags left out keep their value."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from quire_client import Client
 from quire_client.api.admin import (
     get_backlog_quota_map,
     get_namespace_backlog_quota_map,
+    get_namespace_compaction_policy,
     get_namespace_compaction_threshold,
     get_namespace_deduplication,
     get_namespace_message_ttl,
@@ -19,6 +22,7 @@ from quire_client.api.admin import (
     get_namespace_rollover_policy,
     remove_backlog_quota,
     remove_namespace_backlog_quota,
+    remove_namespace_compaction_policy,
     remove_namespace_compaction_threshold,
     remove_namespace_deduplication,
     remove_namespace_message_ttl,
@@ -26,6 +30,7 @@ from quire_client.api.admin import (
     remove_namespace_rollover_policy,
     set_backlog_quota,
     set_namespace_backlog_quota,
+    set_namespace_compaction_policy,
     set_namespace_compaction_threshold,
     set_namespace_deduplication,
     set_namespace_message_ttl,
@@ -35,6 +40,8 @@ from quire_client.api.admin import (
 from quire_client.models import (
     BacklogQuota,
     BacklogQuotaPolicy,
+    CompactionPolicyUpdate,
+    KeylessPolicy,
     RemoveBacklogQuotaBacklogquotatype,
     RemoveNamespaceBacklogQuotaBacklogquotatype,
     RetentionPolicyUpdate,
@@ -51,6 +58,7 @@ from app.admin_cli.base import (
     namespace_arg,
     or_unlimited,
     positive_int,
+    ratio_arg,
     result,
     size_arg,
 )
@@ -144,6 +152,44 @@ def _rollover_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-time", type=duration_arg, help="e.g. 4h")
 
 
+def compaction_policy_body(args: argparse.Namespace) -> CompactionPolicyUpdate:
+    """The fields given on the command line; the others keep their value."""
+    return CompactionPolicyUpdate(
+        keyless_policy=UNSET if args.keyless_policy is None else KeylessPolicy(args.keyless_policy),
+        delete_retention_ms=_given(args.delete_retention),
+        max_lag_ms=_given(args.max_lag),
+        min_cleanable_dirty_ratio=UNSET if args.dirty_ratio is None else args.dirty_ratio,
+    )
+
+
+def compaction_policy_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-k", "--keyless-policy", choices=[k.value for k in KeylessPolicy], help="key-less messages"
+    )
+    p.add_argument(
+        "-d",
+        "--delete-retention",
+        type=duration_arg,
+        help="how long a tombstone stays in the compacted view, e.g. 1d; 0: dropped at once",
+    )
+    p.add_argument(
+        "-l", "--max-lag", type=duration_arg, help="compact when a message waits longer, e.g. 10m; 0 off"
+    )
+    p.add_argument(
+        "-r",
+        "--min-cleanable-dirty-ratio",
+        dest="dirty_ratio",
+        metavar="RATIO",
+        type=ratio_arg,
+        help="compact when the uncompacted share passes this, 0 to 1; 0 off",
+    )
+
+
+def _set_compaction_policy(client: Client, args: argparse.Namespace) -> Any:
+    body = compaction_policy_body(args)
+    return result(set_namespace_compaction_policy.sync_detailed(*_ns(args), client=client, body=body))
+
+
 NAMESPACE_POLICIES = (
     # name, what it is, its get, set and remove, the set command's flags
     (
@@ -185,6 +231,14 @@ NAMESPACE_POLICIES = (
         _set_rollover,
         remove_namespace_rollover_policy,
         _rollover_flags,
+    ),
+    (
+        "compaction-policy",
+        "compaction policy (key-less messages, tombstone retention, time and ratio triggers)",
+        get_namespace_compaction_policy,
+        _set_compaction_policy,
+        remove_namespace_compaction_policy,
+        compaction_policy_flags,
     ),
 )
 

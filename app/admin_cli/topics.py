@@ -18,6 +18,7 @@ from quire_client.api.admin import (
     examine_message,
     expire_messages,
     expire_messages_all_subscriptions,
+    get_compaction_policy,
     get_compaction_status,
     get_compaction_threshold,
     get_deduplication_enabled,
@@ -32,12 +33,14 @@ from quire_client.api.admin import (
     list_topics,
     lookup_topic,
     peek_message,
+    remove_compaction_policy,
     remove_compaction_threshold,
     remove_deduplication_enabled,
     remove_message_ttl,
     remove_retention,
     remove_rollover_policy,
     reset_cursor,
+    set_compaction_policy,
     set_compaction_threshold,
     set_deduplication_enabled,
     set_message_ttl,
@@ -76,7 +79,7 @@ from app.admin_cli.base import (
     result,
     size_arg,
 )
-from app.admin_cli.policies import add_topic_backlog_quotas
+from app.admin_cli.policies import add_topic_backlog_quotas, compaction_policy_body, compaction_policy_flags
 
 
 def _topic(args: argparse.Namespace) -> TopicName:
@@ -345,6 +348,11 @@ def _message_ttl_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("-t", "--ttl", type=duration_arg, required=True, help="e.g. 3600s, 1h; 0 off")
 
 
+def _set_compaction_policy(client: Client, args: argparse.Namespace) -> Any:
+    body = compaction_policy_body(args)
+    return result(set_compaction_policy.sync_detailed(*_topic(args), client=client, body=body))
+
+
 def _set_rollover(client: Client, args: argparse.Namespace) -> Any:
     body = RolloverPolicy(
         max_entries_per_ledger=args.max_entries,
@@ -396,6 +404,14 @@ POLICIES = (
         _set_rollover,
         remove_rollover_policy,
         _rollover_flags,
+    ),
+    (
+        "compaction-policy",
+        "compaction policy (key-less messages, tombstone retention, time and ratio triggers)",
+        get_compaction_policy,
+        _set_compaction_policy,
+        remove_compaction_policy,
+        compaction_policy_flags,
     ),
 )
 

@@ -47,8 +47,10 @@ _CONSUME = (
 _LOOKUP = (
     "lookupTopic getPartitions listTopics getNamespace getTopicStats getPartitionedStats getInternalStats"
 )
-_TOPIC_POLICIES = "Retention RolloverPolicy CompactionThreshold DeduplicationEnabled MessageTTL"
-_NAMESPACE_POLICIES = "Retention RolloverPolicy CompactionThreshold Deduplication MessageTTL"
+_TOPIC_POLICIES = (
+    "Retention RolloverPolicy CompactionThreshold CompactionPolicy DeduplicationEnabled MessageTTL"
+)
+_NAMESPACE_POLICIES = "Retention RolloverPolicy CompactionThreshold CompactionPolicy Deduplication MessageTTL"
 _TENANT_ADMIN = (
     "createTopic deleteTopic createPartitionedTopic updatePartitionedTopic unloadTopic "
     "triggerCompaction getCompactionStatus terminateTopic truncateTopic truncateTopicBefore "

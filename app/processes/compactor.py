@@ -29,6 +29,7 @@ def compactor_config(settings: Settings) -> CompactorConfig:
         write_quorum=settings.write_quorum,
         ack_quorum=settings.ack_quorum,
         keyless_policy=settings.keyless_compaction_policy,
+        delete_retention_ms=settings.compaction_delete_retention_ms,
         spark_master=settings.spark_master,
         single_task_max_bytes=settings.compaction_single_task_max_bytes,
         poll_interval_ms=settings.compaction_poll_interval_ms,

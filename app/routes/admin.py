@@ -209,8 +209,9 @@ def _stats_routes(router: APIRouter, topics: TopicsApi) -> None:
 def _policy_routes(router: APIRouter, topics: TopicsApi) -> None:
     """GET (effective value), POST (set on the topic), DELETE (fall back) for each policy.
 
-    `set_policy` receives the API's value as is: the dict of Pulsar's field names for retention
-    and rolloverPolicy, an int for compactionThreshold, a bool for deduplicationEnabled.
+    `set_policy` receives the API's value as is: the dict of Pulsar's field names for retention,
+    rolloverPolicy and compactionPolicy (the fields given: the others keep the topic's own value,
+    else the namespace's), an int for compactionThreshold, a bool for deduplicationEnabled.
     """
     _policy(
         router, topics, "retention", schemas.RetentionPolicy, namespace_policies.retention_body, "Retention"
@@ -238,6 +239,15 @@ def _policy_routes(router: APIRouter, topics: TopicsApi) -> None:
         Annotated[bool, Body(examples=[True])],
         lambda p: p.deduplication_enabled,
         "DeduplicationEnabled",
+    )
+    _policy(
+        router,
+        topics,
+        "compactionPolicy",
+        schemas.CompactionPolicyUpdate,
+        namespace_policies.compaction_policy,
+        "CompactionPolicy",
+        schemas.CompactionPolicy,
     )
 
 
@@ -286,10 +296,18 @@ def _message_ttl_routes(router: APIRouter, topics: TopicsApi) -> None:
 
 
 def _policy(
-    router: APIRouter, topics: TopicsApi, name: PolicyName, body_type: Any, get: Any, op: str
+    router: APIRouter,
+    topics: TopicsApi,
+    name: PolicyName,
+    body_type: Any,
+    get: Any,
+    op: str,
+    response_type: Any = None,
 ) -> None:
+    """`response_type`: what GET answers (None: the body's type)."""
     path = PERSISTENT + "/{topic}/" + name
-    response_type = body_type if isinstance(body_type, type) else body_type.__origin__
+    if response_type is None:
+        response_type = body_type if isinstance(body_type, type) else body_type.__origin__
 
     @router.get(
         path,
@@ -310,7 +328,7 @@ def _policy(
         responses=problems(404, 422),
     )
     async def set_policy(tenant: Tenant, namespace: Namespace, topic: Topic, value: body_type) -> Response:  # type: ignore[valid-type]
-        plain = value.model_dump() if hasattr(value, "model_dump") else value
+        plain = value.model_dump(mode="json", exclude_none=True) if hasattr(value, "model_dump") else value
         await topics.set_policy(full_name(tenant, namespace, topic), name, plain)
         return empty()
 

@@ -1,5 +1,6 @@
 """Namespace policies in Pulsar's admin grammar: `GET|POST|DELETE /admin/v2/namespaces/{tenant}/
-{namespace}/{retention|messageTTL|compactionThreshold|deduplication|rolloverPolicy}` with the
+{namespace}/{retention|messageTTL|compactionThreshold|deduplication|rolloverPolicy|
+compactionPolicy}` with the
 topic-level bodies (backlog quotas: app.routes.backlog_quota). GET answers the namespace's
 effective value (its own, else the settings'); POST of an object policy may carry some fields
 only (the others keep their value); DELETE falls back to the settings. A change applies at once
@@ -29,6 +30,16 @@ def rollover_body(p: TopicPolicies) -> schemas.RolloverPolicy:
         maxSizePerLedgerBytes=p.max_size_per_ledger_bytes,
         minRolloverTimeMs=p.min_rollover_time_ms,
         maxRolloverTimeMs=p.max_rollover_time_ms,
+    )
+
+
+def compaction_policy(p: TopicPolicies) -> schemas.CompactionPolicy:
+    c = p.compaction
+    return schemas.CompactionPolicy(
+        keylessPolicy=c.keyless_policy,
+        deleteRetentionMs=c.delete_retention_ms,
+        maxLagMs=c.max_lag_ms,
+        minCleanableDirtyRatio=c.min_cleanable_dirty_ratio,
     )
 
 
@@ -66,6 +77,14 @@ def namespace_policy_routes(router: APIRouter, topics: TopicsApi) -> None:
         bool,
         lambda p: p.deduplication_enabled,
     )
+    _policy(
+        router,
+        topics,
+        ("compactionPolicy", "compactionPolicy", "CompactionPolicy"),
+        schemas.CompactionPolicyUpdate,
+        schemas.CompactionPolicy,
+        compaction_policy,
+    )
     _message_ttl(router, topics)
 
 
@@ -100,7 +119,7 @@ def _policy(
         responses=problems(404, 422),
     )
     async def set_policy(tenant: Tenant, namespace: Namespace, value: body_type) -> Response:  # type: ignore[valid-type]
-        plain = value.model_dump(exclude_none=True) if hasattr(value, "model_dump") else value
+        plain = value.model_dump(mode="json", exclude_none=True) if hasattr(value, "model_dump") else value
         await topics.set_namespace_policy(f"{tenant}/{namespace}", policy, plain)
         return empty()
 

@@ -14,7 +14,7 @@ import pytest
 
 from bookie.memory import InMemoryLedgerClient
 from bookie.types import LedgerSpec
-from compactor.config import CompactorConfig, KeylessPolicy
+from compactor.config import CompactionRules, CompactorConfig
 from compactor.errors import CompactionRunConflictError, LeaseLostError
 from compactor.plan import CompactionPlan
 from compactor.reference import EntrySink, ReferenceEngine
@@ -59,8 +59,8 @@ class HookedEngine:
     def __init__(self, inner: ReferenceEngine, hook: Callable[[], Awaitable[None]]) -> None:
         self.inner, self.hook = inner, hook
 
-    async def compute(self, plan: CompactionPlan, keyless_policy: KeylessPolicy, sink: EntrySink) -> int:
-        read = await self.inner.compute(plan, keyless_policy, sink)
+    async def compute(self, plan: CompactionPlan, rules: CompactionRules, sink: EntrySink) -> int:
+        read = await self.inner.compute(plan, rules, sink)
         await self.hook()
         return read
 

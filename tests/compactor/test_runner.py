@@ -11,11 +11,12 @@ from hypothesis import strategies as st
 
 from bookie.errors import BookieError, ErrorCode
 from bookie.memory import InMemoryLedgerClient
-from compactor.config import CompactorConfig
+from compactor.config import CompactionRules, CompactorConfig
 from compactor.errors import CompactionError
 from compactor.plan import CompactionPlan
 from compactor.reference import EntrySink, ReferenceEngine
 from compactor.runner import CompactionRunner
+from managed_ledger.clock import ManualClock
 from managed_ledger.entry_format import Message, StoredMessage, decode_compacted
 from managed_ledger.metadata.api import CompactionStatus, NotFoundError
 from managed_ledger.metadata.memory import InMemoryMetadataStore
@@ -27,12 +28,16 @@ ML = "public/default/prices"
 
 
 def make(
-    keyless: str = "drop", entry_max_messages: int = 3
+    keyless: str = "drop", entry_max_messages: int = 3, delete_retention_ms: int = 0
 ) -> tuple[InMemoryMetadataStore, InMemoryLedgerClient, CompactionRunner]:
     store, client = InMemoryMetadataStore(), InMemoryLedgerClient()
-    config = CompactorConfig(bookies=("b:1",), keyless_policy=keyless)  # type: ignore[arg-type]
+    config = CompactorConfig(
+        bookies=("b:1",),
+        keyless_policy=keyless,  # type: ignore[arg-type]
+        delete_retention_ms=delete_retention_ms,
+    )
     engine = ReferenceEngine(client, entry_max_messages=entry_max_messages)
-    return store, client, CompactionRunner(store, client, config, engine)
+    return store, client, CompactionRunner(store, client, config, engine, ManualClock())
 
 
 async def compacted_messages(
@@ -50,34 +55,47 @@ def msg(key: str | None, value: bytes) -> Message:
     return Message(value=value, key=key, properties={"k": key or "-"}, event_time=7)
 
 
-# one step: a batch of (key, value) messages, a ledger roll, or a compaction run
+# one step: a batch of (key, value) messages, a ledger roll, time passing, or a compaction run
 batches = st.lists(
     st.tuples(st.sampled_from(["a", "b", "c", "d", None]), st.sampled_from([b"", b"x", b"yy"])),
     min_size=1,
     max_size=5,
 )
-steps = st.lists(st.one_of(batches, st.just("roll"), st.just("compact")), min_size=1, max_size=25)
+steps = st.lists(
+    st.one_of(batches, st.just("roll"), st.just("tick"), st.just("compact")), min_size=1, max_size=25
+)
+TICK_MS = 40
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps=steps, keyless=st.sampled_from(["drop", "keep"]))
-def test_incremental_runs_equal_the_rules_over_everything(steps: list[object], keyless: str) -> None:
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=steps, keyless=st.sampled_from(["drop", "keep"]), retention=st.sampled_from([0, 50, 100]))
+def test_incremental_runs_equal_the_rules_over_everything(
+    steps: list[object], keyless: str, retention: int
+) -> None:
+    """Tombstones stay while younger than `retention` at each run (0: never), so each run's view
+    is the rules over everything written with that run's time, whatever earlier runs kept."""
+
     async def go() -> None:
-        store, client, runner = make(keyless)
+        store, client, runner = make(keyless, delete_retention_ms=retention)
+        clock = runner.clock
+        assert isinstance(clock, ManualClock)
         topic = TopicWriter(store, client, ML)
         for step in [*steps, "compact"]:
             if step == "roll":
                 await topic.roll()
+            elif step == "tick":
+                clock.advance(TICK_MS)
             elif step == "compact":
                 state = await runner.run(ML)
                 assert state.status == CompactionStatus.SUCCESS
                 horizon = MessageId(*state.horizon) if state.horizon else None
-                expected = model(topic.written, horizon, keyless)
+                after = clock.now_ms() - retention if retention else None
+                expected = model(topic.written, horizon, keyless, after)
                 assert await compacted_messages(store, client) == expected
                 assert horizon == (topic.written[-1].message_id if topic.written else None)
             else:
                 assert isinstance(step, list)
-                await topic.append([msg(k, v) for k, v in step])
+                await topic.append([msg(k, v) for k, v in step], publish_time=clock.now_ms())
         # only the current compacted ledger is left besides the topic's own ledgers
         ml = store.get_managed_ledger(ML)
         assert ml is not None
@@ -114,7 +132,7 @@ class FailingEngine:
     def __init__(self, inner: ReferenceEngine) -> None:
         self.inner = inner
 
-    async def compute(self, plan: CompactionPlan, keyless_policy: str, sink: EntrySink) -> int:
+    async def compute(self, plan: CompactionPlan, rules: CompactionRules, sink: EntrySink) -> int:
         await sink(b"\x51\x01\x01\x90", 0)
         raise BookieError(ErrorCode.UNAVAILABLE, "bookie went away")
 
@@ -256,3 +274,63 @@ async def test_compacted_view_of_a_topic_never_compacted_or_all_deleted() -> Non
     assert await view.horizon(ML) == ids[-1]
     assert await view.read(ML, MessageId(0, 0, 0), 10) == []
     assert await view.last_message_id(ML) is None
+
+
+async def test_a_tombstone_stays_for_its_retention_then_goes() -> None:
+    store, client, runner = make(delete_retention_ms=1_000)
+    clock = runner.clock
+    assert isinstance(clock, ManualClock)
+    topic = TopicWriter(store, client, ML)
+    await topic.append([msg("a", b"1"), msg("b", b"1")], publish_time=clock.now_ms())
+    clock.advance(10)
+    (deleted,) = await topic.append([msg("a", b"")], publish_time=clock.now_ms())
+    first = await runner.run(ML)
+    view = await compacted_messages(store, client)
+    assert [(m.key, m.value, m.message_id) for m in view] == [
+        ("b", b"1", view[0].message_id),
+        ("a", b"", deleted),
+    ]
+    assert first.messages_out == 2
+    clock.advance(999)  # 999 ms old: it stays, also through a run with nothing new
+    assert [m.key for m in await compacted_messages(store, client)] == ["b", "a"]
+    again = await runner.run(ML)
+    assert [m.key for m in await compacted_messages(store, client)] == ["b", "a"]
+    assert again.horizon == first.horizon
+    clock.advance(1)  # deleteRetentionMs after it was published: the next run drops it
+    last = await runner.run(ML)
+    assert [m.key for m in await compacted_messages(store, client)] == ["b"]
+    assert (last.horizon, last.messages_out) == (first.horizon, 1)
+    assert first.compacted_ledger_id not in client.ledgers  # each rewrite replaced the view
+
+
+async def test_without_tombstone_retention_a_run_with_nothing_new_writes_nothing() -> None:
+    store, client, runner = make()
+    topic = TopicWriter(store, client, ML)
+    await topic.append([msg("a", b"1"), msg("b", b"")])
+    first = await runner.run(ML)
+    assert [m.key for m in await compacted_messages(store, client)] == ["a"]  # Pulsar's rule
+    assert (await runner.run(ML)).compacted_ledger_id == first.compacted_ledger_id
+
+
+def test_the_rules_come_from_the_compaction_policy() -> None:
+    from compactor.service import rules_for
+
+    store = InMemoryMetadataStore()
+    config = CompactorConfig(keyless_policy="keep", delete_retention_ms=7)
+    assert rules_for(store, ML, config) == CompactionRules("keep", 7)
+    store.update_policies("public/default", {"compactionPolicy": {"deleteRetentionMs": 60_000}})
+    store.update_policies(ML, {"compactionPolicy": {"keylessPolicy": "drop", "maxLagMs": 5}})
+    assert rules_for(store, ML, config) == CompactionRules("drop", 60_000)
+    assert rules_for(store, ML + "-partition-3", config) == CompactionRules("drop", 60_000)
+    store.update_policies(ML, {"compactionPolicy": None, "keylessCompactionPolicy": "drop"})
+    assert rules_for(store, ML, config) == CompactionRules("drop", 60_000)  # the legacy key, read
+    # the broker resolves the very same policy (one source of truth)
+    from topics import policies
+    from topics.config import TopicsConfig
+
+    broker = policies.resolve(
+        policies.defaults(TopicsConfig(keyless_compaction_policy="keep", compaction_delete_retention_ms=7)),
+        store.get_policies("public/default"),
+        store.get_policies(ML),
+    )
+    assert (broker.compaction.keyless_policy, broker.compaction.delete_retention_ms) == ("drop", 60_000)

@@ -9,7 +9,7 @@ import pytest
 
 from bookie.errors import BookieError, ErrorCode
 from bookie.memory import InMemoryLedgerClient
-from compactor.config import CompactorConfig, KeylessPolicy
+from compactor.config import CompactionRules, CompactorConfig
 from compactor.errors import CompactionError, CompactionRunConflictError
 from compactor.plan import CompactionPlan
 from compactor.reference import EntrySink, ReferenceEngine
@@ -24,7 +24,7 @@ ML = "public/default/prices"
 class BrokenEngine:
     name = "broken"
 
-    async def compute(self, plan: CompactionPlan, keyless_policy: KeylessPolicy, sink: EntrySink) -> int:
+    async def compute(self, plan: CompactionPlan, rules: CompactionRules, sink: EntrySink) -> int:
         raise BookieError(ErrorCode.UNAVAILABLE, "bookie went away")
 
 
@@ -36,10 +36,10 @@ class PausedEngine(ReferenceEngine):
         self.started = asyncio.Event()
         self.go = asyncio.Event()
 
-    async def compute(self, plan: CompactionPlan, keyless_policy: KeylessPolicy, sink: EntrySink) -> int:
+    async def compute(self, plan: CompactionPlan, rules: CompactionRules, sink: EntrySink) -> int:
         self.started.set()
         await self.go.wait()
-        return await super().compute(plan, keyless_policy, sink)
+        return await super().compute(plan, rules, sink)
 
 
 def make() -> tuple[InMemoryMetadataStore, InMemoryLedgerClient, CompactionRunner]:

@@ -1,7 +1,8 @@
 """The Spark job against the plain-Python reference, on a real bookie and the SQL store (SQLite).
 
 One Spark session (local[2]) for the module. Hypothesis draws workloads — keys, tombstones,
-key-less messages, batches, ledger rolls, several runs with writes in between — and after every
+key-less messages, batches, ledger rolls, time passing, several runs with writes in between,
+tombstone retention (deleteRetentionMs) on or off — and after every
 Spark run the compacted ledger it wrote must hold exactly what the reference rules compute from
 the same inputs (the previous compacted ledger plus the topic's new messages), ids included, and
 what the rules give over everything written (nothing is trimmed here).
@@ -21,13 +22,14 @@ from hypothesis import strategies as st
 
 from bookie.client import BookieLedgerClient
 from bookie.ledgers import ledger_spec
-from compactor.config import CompactorConfig
+from compactor.config import CompactionRules, CompactorConfig
 from compactor.errors import SparkJobError
 from compactor.job import SparkEngine
 from compactor.plan import build_plan
 from compactor.reference import read_messages, survivors
 from compactor.runner import CompactionRunner
 from compactor.spark import stop_session
+from managed_ledger.clock import ManualClock
 from managed_ledger.entry_format import Message, StoredMessage, decode_compacted
 from managed_ledger.metadata.api import CompactionStatus
 from managed_ledger.metadata.sql import SqlMetadataStore
@@ -81,8 +83,11 @@ batch = st.lists(st.tuples(keys, values), min_size=1, max_size=8)
 step = st.one_of(
     st.lists(batch, min_size=1, max_size=15),  # several batches (entries) at once
     st.just("roll"),
+    st.just("tick"),
     st.just("compact"),
 )
+TICK_MS = 40
+RETENTION_MS = 100
 
 
 # a fixed workload first: repeated keys inside a batch, across batches and ledgers, tombstones
@@ -96,42 +101,72 @@ FIXED = [
     "compact",
     [[("d", b"2")]],
 ]
+# tombstones kept while young: a run keeps them, a later one (nothing new, or new writes) drops
+# those that aged out, and a key that comes back replaces its kept tombstone
+TOMBSTONES = [
+    [[("a", b"1"), ("b", b"1"), ("c", b"1")], [("a", b""), (None, b"k")]],
+    "tick",
+    [[("b", b"")]],
+    "compact",
+    "tick",
+    "tick",
+    "compact",  # a's tombstone is 120 ms old: gone; b's (80 ms) stays
+    [[("b", b"2"), ("c", b"")]],
+    "tick",
+    "tick",
+    "tick",
+]
 
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(steps=st.lists(step, min_size=1, max_size=8), keyless=st.sampled_from(["drop", "keep"]))
-@example(steps=FIXED, keyless="drop")
-@example(steps=FIXED, keyless="keep")
+@given(
+    steps=st.lists(step, min_size=1, max_size=8),
+    keyless=st.sampled_from(["drop", "keep"]),
+    retention=st.sampled_from([0, RETENTION_MS]),
+)
+@example(steps=FIXED, keyless="drop", retention=0)
+@example(steps=FIXED, keyless="keep", retention=0)
+@example(steps=TOMBSTONES, keyless="keep", retention=RETENTION_MS)
 def test_spark_job_matches_reference(
-    steps: list[object], keyless: str, store: SqlMetadataStore, engine: SparkEngine, bookie: Bookie
+    steps: list[object],
+    keyless: str,
+    retention: int,
+    store: SqlMetadataStore,
+    engine: SparkEngine,
+    bookie: Bookie,
 ) -> None:
     ml = f"public/default/t-{uuid.uuid4().hex[:8]}"
 
     async def go() -> None:
         client = BookieLedgerClient()
-        config = replace(engine.config, keyless_policy=keyless)  # type: ignore[arg-type]
-        runner = CompactionRunner(store, client, config, engine)
+        clock = ManualClock()
+        rules = CompactionRules(keyless, retention)  # type: ignore[arg-type]
+        runner = CompactionRunner(store, client, engine.config, engine, clock)
         topic = TopicWriter(store, client, ml, (bookie.address,))
         runs = 0
         for s in [*steps, "compact"]:
             if s == "roll":
                 await topic.roll()
+            elif s == "tick":
+                clock.advance(TICK_MS)
             elif s == "compact":
                 before = store.get_compaction(ml)
                 plan = await build_plan(store, client, ml, before)
-                expected = survivors(await read_messages(client, plan), keyless)  # type: ignore[arg-type]
-                state = await runner.run(ml)
+                now = replace(rules, now_ms=clock.now_ms())  # the runner's time: the clock stands still
+                expected = survivors(await read_messages(client, plan), now)
+                state = await runner.run(ml, rules)
                 runs += 1
                 assert state.status == CompactionStatus.SUCCESS
                 got = await compacted_view(store, client, ml)
                 assert got == expected
                 horizon = MessageId(*state.horizon) if state.horizon else None
-                assert got == model(topic.written, horizon, keyless)
+                assert got == model(topic.written, horizon, keyless, now.tombstones_after_ms)
                 assert horizon == (topic.written[-1].message_id if topic.written else None)
             else:
                 assert isinstance(s, list)
                 for b in s:
-                    await topic.append([Message(value=v, key=k, properties={"i": str(runs)}) for k, v in b])
+                    batch = [Message(value=v, key=k, properties={"i": str(runs)}) for k, v in b]
+                    await topic.append(batch, publish_time=clock.now_ms())
         await client.close()
 
     asyncio.run(go())

@@ -89,8 +89,14 @@ class TopicWriter:
         self.writer = self.meta = None
 
 
-def model(messages: Sequence[StoredMessage], horizon: MessageId | None, keyless: str) -> list[StoredMessage]:
-    """The compaction rules over everything written up to the horizon (no trimming)."""
+def model(
+    messages: Sequence[StoredMessage],
+    horizon: MessageId | None,
+    keyless: str,
+    tombstones_after_ms: int | None = None,
+) -> list[StoredMessage]:
+    """The compaction rules over everything written up to the horizon (no trimming); a
+    tombstone published after `tombstones_after_ms` stays (None: none stays)."""
     latest: dict[str, StoredMessage] = {}
     kept: list[StoredMessage] = []
     for m in messages:
@@ -101,4 +107,6 @@ def model(messages: Sequence[StoredMessage], horizon: MessageId | None, keyless:
                 kept.append(m)
         else:
             latest[m.key] = m
-    return sorted([m for m in latest.values() if m.value] + kept, key=lambda m: m.message_id)
+    after = tombstones_after_ms
+    survivors = [m for m in latest.values() if m.value or (after is not None and m.publish_time > after)]
+    return sorted(survivors + kept, key=lambda m: m.message_id)

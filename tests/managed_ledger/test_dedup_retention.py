@@ -189,3 +189,35 @@ async def test_crash_between_metadata_and_bookie_delete_is_finished_on_open() ->
     meta = env.store.get_managed_ledger("t")
     assert meta is not None and retention.deleting_ids(meta.properties) == []
     assert {m.ledger_id for m in env.store.list_ledgers()} == {pos[2].ledger_id}
+
+
+@pytest.mark.parametrize(
+    ("horizon", "expected"),
+    [
+        (None, []),  # no run yet (or not known yet): compaction holds everything
+        (Position(1, 4), [1]),
+        (Position(2, 3), [1]),  # ledger 2 only partly compacted
+        (Position(2, 4), [1, 2]),
+        (Position(9, 0), [1, 2, 3]),  # what retention allows, no more
+    ],
+)
+def test_compaction_holds_ledgers_after_the_horizon(horizon: Position | None, expected: list[int]) -> None:
+    ledgers = _infos((1, 5, MB, 1), (2, 5, MB, 2), (3, 5, MB, 3), (4, 5, MB, 0))
+    assert retention.compacted_only(ledgers, [1, 2, 3], horizon) == expected
+
+
+async def test_trim_with_compaction_on_waits_for_the_horizon() -> None:
+    from dataclasses import replace
+
+    env = Env()
+    held = replace(config(max_entries=1, retention_minutes=0, retention_mb=0), retain_uncompacted=True)
+    ml = await env.factory().open("c", held)
+    pos = [await ml.append(b"%d" % i) for i in range(4)]  # one entry per ledger
+    await ml.trim()  # no cursor: all consumed, but none compacted
+    assert len(ml.ledger_list) == 4
+    ml.compacted_through = pos[1]
+    await ml.trim()
+    assert [info.ledger_id for info in ml.ledger_list] == [p.ledger_id for p in pos[2:]]
+    ml.update_config(replace(held, retain_uncompacted=False))
+    await ml.trim()
+    assert [info.ledger_id for info in ml.ledger_list] == [pos[3].ledger_id]

@@ -123,6 +123,35 @@ async def test_a_key_shared_long_poll_wakes_when_the_read_ahead_frees_up(
     assert values(await asyncio.wait_for(waiting, 5)) == ["b0"]
 
 
+async def test_a_key_shared_consumer_back_from_leaving_does_not_take_a_key_another_holds(
+    svc: TopicService, env: Env
+) -> None:
+    # c1 leaves holding a0 and a1; c3 takes a0 (a1 still waits for redelivery). When c1 comes
+    # back, the ring gives it the key again, but a0 is out with c3: the key stays with c3 (a1
+    # too, after a0) until both are acked, whoever had a1 before.
+    ring = KeyRouter()
+    ring.set_consumers(["c1", "c3"])
+    key = next(k for k in (f"k{i}" for i in range(100)) if ring.consumer_of(k) == "c1")
+    await svc.create_subscription(
+        T, "k", SubscriptionOptions("earliest", "key_shared", ack_timeout_ms=600_000)
+    )
+    for c in ("c1", "c3"):
+        assert await svc.receive(T, "k", 10, 0, c) == []
+    await produce(svc, "a0", "a1", key=key)
+    assert values(await svc.receive(T, "k", 10, 0, "c1")) == ["a0", "a1"]
+    env.clock.advance(IDLE_MS // 2)
+    assert await svc.receive(T, "k", 10, 0, "c3") == []
+    env.clock.advance(IDLE_MS // 2 + 1)  # c1 silent for the idle time: it leaves
+    a0 = await svc.receive(T, "k", 1, 0, "c3")
+    assert values(a0) == ["a0"]
+    assert await svc.receive(T, "k", 10, 0, "c1") == []  # back, but a0 is with c3
+    a1 = await svc.receive(T, "k", 10, 0, "c3")
+    assert values(a1) == ["a1"]
+    await svc.ack(T, "k", [d.message.message_id for d in a0 + a1])
+    await produce(svc, "a2", key=key)  # the key is free: the ring's choice again
+    assert values(await svc.receive(T, "k", 10, 0, "c1")) == ["a2"]
+
+
 @dataclass
 class Model:
     """What each consumer holds, and the checks of key_shared's promises."""

@@ -12,6 +12,8 @@ from .bookie_list import BookieList
 from .broker_info import BrokerInfo
 from .checks import Checks
 from .compacted_ledger_info import CompactedLedgerInfo
+from .compaction_policy import CompactionPolicy
+from .compaction_policy_update import CompactionPolicyUpdate
 from .compaction_stats import CompactionStats
 from .compaction_status import CompactionStatus
 from .compaction_status_status import CompactionStatusStatus
@@ -23,6 +25,7 @@ from .examine_message_initialposition import ExamineMessageInitialposition
 from .health import Health
 from .internal_stats import InternalStats
 from .internal_stats_by_partition import InternalStatsByPartition
+from .keyless_policy import KeylessPolicy
 from .last_message_id import LastMessageId
 from .ledger_info import LedgerInfo
 from .lookup_result import LookupResult
@@ -87,6 +90,8 @@ __all__ = (
     "BrokerInfo",
     "Checks",
     "CompactedLedgerInfo",
+    "CompactionPolicy",
+    "CompactionPolicyUpdate",
     "CompactionStats",
     "CompactionStatus",
     "CompactionStatusStatus",
@@ -98,6 +103,7 @@ __all__ = (
     "Health",
     "InternalStats",
     "InternalStatsByPartition",
+    "KeylessPolicy",
     "LastMessageId",
     "LedgerInfo",
     "LookupResult",
