@@ -11,6 +11,7 @@ import random
 import re
 import signal
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -43,6 +44,17 @@ def free_port_run(count: int) -> int:
     raise RuntimeError(f"no {count} consecutive free ports")
 
 
+_STARTED: list[QuireProcess] = []
+
+
+@pytest.fixture(autouse=True)
+def _stop_what_was_started() -> Iterator[None]:
+    """Every standalone a test started is stopped (its process group) however the test ends."""
+    yield
+    while _STARTED:
+        _STARTED.pop().stop()
+
+
 def start(tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> tuple[QuireProcess, int]:
     """A standalone on free ports, runs of 4 for the bookies and their metrics (the default
     metrics ports, 8000 on, may be taken)."""
@@ -65,6 +77,7 @@ def start(tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> tup
         {**metrics, **(env or {})},
         tmp_path / "standalone.log",
     ).start()
+    _STARTED.append(proc)
 
     def ready() -> bool:
         assert proc.alive(), proc.log()
@@ -179,6 +192,7 @@ def test_standalone_refuses_fewer_bookies_than_the_ensemble(tmp_path: Path) -> N
         {},
         tmp_path / "standalone.log",
     ).start()
+    _STARTED.append(proc)
     try:
         assert proc.proc is not None and proc.proc.wait(timeout=60) == 2
         assert "ensemble_size=3" in proc.log()
