@@ -135,8 +135,15 @@ class CompactionService:
             await keeping
 
     async def _poll_until(self, stop: asyncio.Event) -> None:
-        await self.start()
         interval_s = self.config.poll_interval_ms / 1000
+        while not stop.is_set():  # the store may be down now: the compactor waits, not dies
+            try:
+                await self.start()
+                break
+            except Exception:
+                log.exception("compactor start failed (sweep or warm-up); trying again")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=interval_s)
         while not stop.is_set():
             try:
                 await self.poll_once()

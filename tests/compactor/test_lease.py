@@ -211,3 +211,33 @@ async def test_a_renewal_after_the_run_recorded_its_end_writes_nothing() -> None
     assert (await lease.renew()).version == lease.state.version == 2  # taken, then renewed
     ended = await lease.write(status=CompactionStatus.SUCCESS, lease_holder="", lease_expires_ms=None)
     assert await lease.renew() == ended == env.state()  # a late heartbeat leaves the end alone
+
+
+async def test_a_store_down_when_the_service_starts_is_waited_out_not_fatal() -> None:
+    env = Env()
+    await topic_with(env, ML, b"1")
+    compaction_lease.request(env.store, ML, env.clock.now_ms(), LEASE_MS)
+    config = replace(env.config, poll_interval_ms=10)
+    service = CompactionService(env.store, env.client, config, env.engine, env.clock)
+    real_sweep, failures = service.runner.sweep, [3]
+
+    async def sweep() -> list[str]:  # the store refuses the first three sweeps, as a stopped server
+        if failures[0]:
+            failures[0] -= 1
+            raise ConnectionError("metadata store down")
+        return await real_sweep()
+
+    service.runner.sweep = sweep  # type: ignore[method-assign]
+    stop = asyncio.Event()
+    serving = asyncio.create_task(service.serve(stop))
+    try:
+        await asyncio.wait_for(_until_success(env), timeout=30)
+        assert failures == [0] and not serving.done()
+    finally:
+        stop.set()
+        await asyncio.wait_for(serving, timeout=30)
+
+
+async def _until_success(env: Env) -> None:
+    while env.state().status != CompactionStatus.SUCCESS:
+        await asyncio.sleep(0.01)
