@@ -15,9 +15,13 @@ import asyncio
 import contextlib
 import logging
 import signal
+from typing import TYPE_CHECKING
 
 from app.settings import Settings
 from compactor.config import CompactorConfig
+
+if TYPE_CHECKING:
+    from managed_ledger.metadata.sql import SqlMetadataStore
 
 log = logging.getLogger("quire.compactor")
 
@@ -48,10 +52,15 @@ async def serve(settings: Settings) -> None:
     from compactor.job import SparkEngine
     from compactor.service import CompactionService
     from compactor.spark import stop_session
-    from managed_ledger.metadata.sql import SqlMetadataStore
 
     config = compactor_config(settings)
-    store = SqlMetadataStore(settings.effective_database_url, auto_upgrade=settings.auto_migrate)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    store = await _open_store(settings, stop)
+    if store is None:
+        return  # stopped while waiting for the metadata store
     client = BookieLedgerClient(
         BookieClientConfig(
             max_frame_bytes=settings.bookie_max_frame_bytes,
@@ -59,10 +68,6 @@ async def serve(settings: Settings) -> None:
             speculative_read_timeout_s=settings.speculative_read_timeout_ms / 1000,
         )
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
     # Compacted ledgers are placed on live writable bookies of the registry (same store).
     registry = MetadataBookieRegistry(store, registry_config(settings))
     service = CompactionService(store, client, config, SparkEngine(config), placement=registry)
@@ -82,6 +87,22 @@ async def serve(settings: Settings) -> None:
         # a SIGTERM to the process group may have stopped the JVM already: nothing left to stop
         with contextlib.suppress(Exception):
             await asyncio.to_thread(stop_session)
+
+
+async def _open_store(settings: Settings, stop: asyncio.Event) -> SqlMetadataStore | None:
+    """Open the metadata store, waiting (a try a second) while it does not answer: a compactor
+    started during a database outage waits it out instead of exiting. None: stopped meanwhile."""
+    from managed_ledger.metadata.sql import SqlMetadataStore
+
+    url = settings.effective_database_url
+    while not stop.is_set():
+        try:
+            return await asyncio.to_thread(SqlMetadataStore, url, auto_upgrade=settings.auto_migrate)
+        except Exception as exc:  # the database is down or refuses us for now
+            log.warning("metadata store not reachable (%s); trying again in 1 s", type(exc).__name__)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=1.0)
+    return None
 
 
 def run(settings: Settings) -> None:
