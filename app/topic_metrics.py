@@ -51,7 +51,7 @@ SUB_SERIES: dict[str, tuple[str, bool]] = {
     "quire_subscription_consumers_count": ("Consumers heard within the idle time", False),
     "quire_subscription_out_messages": ("Messages delivered", True),
     "quire_subscription_redelivered_messages": ("Messages delivered again (nack, ack timeout)", True),
-    "quire_subscription_expired_messages": ("Messages acked by expiry, message TTL or eviction", True),
+    "quire_subscription_expired_messages": ("Messages acked by expiry, TTL or age eviction", True),
     "quire_subscription_dead_lettered_messages": ("Messages written to the dead-letter topic", True),
 }
 
