@@ -42,7 +42,17 @@ from bookie.api import LedgerClient
 from bookie.errors import NoSuchLedgerError
 from bookie.ledgers import ledger_spec
 from bookie.types import Segment
-from managed_ledger.entry_format import KIND_COMPACTED, KIND_TOPIC, MAGIC, VERSION
+from managed_ledger.entry_format import (
+    KIND_COMPACTED,
+    KIND_TOPIC,
+    MAGIC,
+    NO_OFFSET,
+    VERSION,
+    VERSION_1,
+    body_start,
+    entry_offsets,
+    header,
+)
 
 ClientFactory = Callable[[], LedgerClient]
 
@@ -79,7 +89,6 @@ READ_DDL = (
 )
 PACK_DDL = "payload binary, count long, messages_in long"
 OUTPUT_ROWS_PER_BATCH = 8_192
-_COMPACTED_HEADER = bytes((MAGIC, VERSION, KIND_COMPACTED))
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,31 +107,37 @@ class _Latest:
     """The newest message per key among what one task read, plus key-less ones and a count."""
 
     def __init__(self, keep_keyless: bool) -> None:
-        self.by_key: dict[str, tuple[int, int, int, int, Any, list[Any]]] = {}
-        self.keyless: list[tuple[int, int, int, int, Any, list[Any]]] = []
+        # (ledger, entry, batch_index, publish_time, producer, row, offset) per survivor, where
+        # row = [key, value, properties, event_time, sequence_id]
+        self.by_key: dict[str, tuple[int, int, int, int, Any, list[Any], int]] = {}
+        self.keyless: list[tuple[int, int, int, int, Any, list[Any], int]] = []
         self.keep_keyless = keep_keyless
         self.messages = 0
 
     def add_topic_rows(
-        self, lid: int, eid: int, pt: int, prod: Any, rows: list[Any], lo: int, hi: int
+        self, lid: int, eid: int, pt: int, prod: Any, rows: list[Any], window: tuple[int, int], base: int
     ) -> None:
-        """Rows lo..hi-1 of a topic batch (row = [key, value, properties, event_time, seq])."""
+        """Rows lo..hi-1 of a topic batch (row = [key, value, properties, event_time, seq]) whose
+        first message has Kafka offset `base` (NO_OFFSET: none)."""
         by_key = self.by_key
+        lo, hi = window
         self.messages += hi - lo
         for i in range(lo, hi):
             row = rows[i]
             key = row[0]
+            offset = base + i if base >= 0 else NO_OFFSET
             if key is None:
                 if self.keep_keyless:
-                    self.keyless.append((lid, eid, i, pt, prod, row))
+                    self.keyless.append((lid, eid, i, pt, prod, row, offset))
             else:
-                by_key[key] = (lid, eid, i, pt, prod, row)
+                by_key[key] = (lid, eid, i, pt, prod, row, offset)
 
     def add_compacted_rows(self, rows: list[Any]) -> None:
-        """Rows of a compacted batch: [ledger, entry, batch_index, publish_time, producer, key, ...]."""
+        """Rows of a compacted batch: [ledger, entry, batch_index, publish_time, producer, key,
+        value, properties, event_time, sequence_id, offset (absent in version 1)]."""
         self.messages += len(rows)
         for r in rows:
-            item = (r[0], r[1], r[2], r[3], r[4], r[5:])
+            item = (r[0], r[1], r[2], r[3], r[4], r[5:10], r[10] if len(r) > 10 else NO_OFFSET)
             if r[5] is None:
                 if self.keep_keyless:
                     self.keyless.append(item)
@@ -181,14 +196,18 @@ async def _read_range(client: LedgerClient, plan: TaskPlan, r: dict[str, Any], l
         nxt = min(first + step - 1, last)
         pending = asyncio.ensure_future(client.read_entries(spec, first, nxt)) if first <= last else None
         for eid, payload in enumerate(payloads, start=start):
-            if payload[0] != MAGIC or payload[1] != VERSION:
-                raise ValueError(f"entry {lid}:{eid} is not a Quire entry of version {VERSION}")
-            body = unpackb(memoryview(payload)[3:], raw=False, strict_map_key=False)
+            if payload[0] != MAGIC or payload[1] not in (VERSION, VERSION_1):
+                raise ValueError(f"entry {lid}:{eid} is not a Quire entry of version 1 or {VERSION}")
+            offsets = entry_offsets(payload)
+            body = unpackb(memoryview(payload)[body_start(payload) :], raw=False, strict_map_key=False)
             if payload[2] == KIND_TOPIC:
-                lo, hi = _window(plan, lid, eid, len(body[2]))
-                latest.add_topic_rows(lid, eid, body[0], body[1], body[2], lo, hi)
-            else:
+                window = _window(plan, lid, eid, len(body[2]))
+                base = offsets[0] if offsets is not None else NO_OFFSET
+                latest.add_topic_rows(lid, eid, body[0], body[1], body[2], window, base)
+            elif payload[2] == KIND_COMPACTED:
                 latest.add_compacted_rows(body)
+            else:
+                raise ValueError(f"entry {lid}:{eid} is of kind {payload[2]}, which compaction cannot read")
 
 
 async def _read_all(plan: TaskPlan, ranges: list[dict[str, Any]]) -> _Latest:
@@ -208,13 +227,14 @@ def _rows(latest: _Latest, stats_solo: str, tombstones_after_ms: int | None) -> 
     """(key, solo, ledger, entry, batch_index, deleted, payload, messages) per output row."""
     packb = msgpack.packb
     yield (None, stats_solo, -1, -1, -1, True, None, latest.messages)
-    for key, (lid, eid, i, pt, prod, row) in latest.by_key.items():
+    for key, (lid, eid, i, pt, prod, row, off) in latest.by_key.items():
         if len(row[1]) == 0 and (tombstones_after_ms is None or pt <= tombstones_after_ms):
             yield (key, None, lid, eid, i, True, None, 0)
         else:
-            yield (key, None, lid, eid, i, False, packb([lid, eid, i, pt, prod, *row], use_bin_type=True), 0)
-    for lid, eid, i, pt, prod, row in latest.keyless:
-        payload = packb([lid, eid, i, pt, prod, *row], use_bin_type=True)
+            packed = packb([lid, eid, i, pt, prod, *row, off], use_bin_type=True)
+            yield (key, None, lid, eid, i, False, packed, 0)
+    for lid, eid, i, pt, prod, row, off in latest.keyless:
+        payload = packb([lid, eid, i, pt, prod, *row, off], use_bin_type=True)
         yield (None, f"{lid}:{eid}:{i}", lid, eid, i, False, payload, 0)
 
 
@@ -275,13 +295,18 @@ def _packed(
         if deleted or payload is None:
             continue
         if batch and (len(batch) >= max_messages or size + len(payload) > max_bytes):
-            yield (_COMPACTED_HEADER + array_header(len(batch)) + b"".join(batch), len(batch), 0)
+            yield (_compacted_entry(batch), len(batch), 0)
             batch, size = [], 0
         batch.append(payload)
         size += len(payload)
     if batch:
-        yield (_COMPACTED_HEADER + array_header(len(batch)) + b"".join(batch), len(batch), 0)
+        yield (_compacted_entry(batch), len(batch), 0)
     yield (None, 0, messages_in)
+
+
+def _compacted_entry(rows: list[bytes]) -> bytes:
+    """A kind-1 entry from rows packed one by one (no decode, no re-encode)."""
+    return header(KIND_COMPACTED, len(rows)) + array_header(len(rows)) + b"".join(rows)
 
 
 def _in_groups(rows: Iterator[tuple[Any, ...]], n: int) -> Iterator[pa.RecordBatch]:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from managed_ledger.offsets import OffsetIndex
 from managed_ledger.position import MessageId, Position
 
 GIB = 1024**3
@@ -152,6 +153,29 @@ class ManagedLedger(Protocol):
         """Durably append one entry; returns its position. Many may be in flight; positions are
         assigned in call order. With dedup on, pass the batch's producer and highest sequence
         id (after `dedup_check`), so the persisted state advances once the entry is durable."""
+        ...
+
+    async def append_entry(
+        self, payload: bytes, producer_name: str | None = None, highest_sequence_id: int | None = None
+    ) -> tuple[Position, int]:
+        """`append`, also returning the Kafka offset the entry's first message got."""
+        ...
+
+    # --- Kafka offsets (managed_ledger.offsets): continuous per managed ledger -------------------
+    @property
+    def high_watermark(self) -> int:
+        """The offset after the last durable message."""
+        ...
+
+    @property
+    def offsets(self) -> OffsetIndex: ...
+
+    async def log_start_offset(self) -> int:
+        """The first readable offset (the high watermark when nothing is readable)."""
+        ...
+
+    async def find_offset(self, offset: int) -> Position | None:
+        """The readable entry holding `offset`; None when none does."""
         ...
 
     def dedup_check(self, producer_name: str, sequence_ids: Sequence[int | None]) -> list[bool]:

@@ -28,7 +28,7 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bookie.api import LedgerClient
@@ -38,6 +38,7 @@ from bookie.ledgers import LedgerHandle, LedgerManager, ledger_spec
 from bookie.registry import NotEnoughBookiesError
 from managed_ledger.api import ManagedLedgerConfig
 from managed_ledger.clock import Clock
+from managed_ledger.entry_format import entry_offsets, stamp_offset
 from managed_ledger.errors import (
     ManagedLedgerError,
     ManagedLedgerFencedError,
@@ -46,6 +47,7 @@ from managed_ledger.errors import (
     NoBookiesError,
 )
 from managed_ledger.fencing import Fence
+from managed_ledger.offsets import OffsetIndex
 from managed_ledger.position import Position
 from managed_ledger.ranges import LedgerInfo, LedgerList
 from managed_ledger.record import ManagedLedgerRecord
@@ -82,6 +84,10 @@ class _Segment:
     info: LedgerInfo
     handle: LedgerHandle
     created_ms: int
+    first_offset: int
+    # base offset and message count of each pushed entry, by entry id
+    bases: list[int] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
     pushed_entries: int = 0
     pushed_size: int = 0
     accepting: bool = True
@@ -93,7 +99,7 @@ class _PendingAppend:
     payload: bytes
     producer_name: str | None
     sequence_id: int | None
-    future: asyncio.Future[Position]
+    future: asyncio.Future[tuple[Position, int]]
 
 
 class LedgerAppender:
@@ -108,8 +114,14 @@ class LedgerAppender:
         ledgers: LedgerList,
         record: ManagedLedgerRecord,
         fence: Fence,
+        offsets: OffsetIndex,
     ) -> None:
         self._name = name
+        self._offsets = offsets
+        # The offset the next pushed entry gets, and the end of what is durable (Kafka's high
+        # watermark); both set from the stored entries when the managed ledger starts.
+        self.next_offset = 0
+        self.high_watermark = 0
         self._owner = owner
         self._lifecycle = lifecycle
         self._client = client
@@ -133,12 +145,15 @@ class LedgerAppender:
         return self._segment.info if self._segment is not None else None
 
     # --- append --------------------------------------------------------------------------------
-    async def append(self, payload: bytes, producer_name: str | None, sequence_id: int | None) -> Position:
+    async def append(
+        self, payload: bytes, producer_name: str | None, sequence_id: int | None
+    ) -> tuple[Position, int]:
+        """The entry's position and base offset, once durable."""
         seg = self._segment
         if seg is not None and seg.accepting and not self._pending and self._starting == 0:
-            self._push(seg, payload)
+            payload = self._push(seg, payload)
             return await self._write(seg, payload, producer_name, sequence_id)
-        future: asyncio.Future[Position] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[tuple[Position, int]] = asyncio.get_running_loop().create_future()
         self._pending.append(_PendingAppend(payload, producer_name, sequence_id, future))
         if seg is not None and seg.accepting:
             if self._starting == 0:
@@ -147,13 +162,22 @@ class LedgerAppender:
             self._start_switch()
         return await future
 
-    def _push(self, seg: _Segment, payload: bytes) -> None:
-        """Count the entry into its ledger; the entry that fills the ledger is its last."""
+    def _push(self, seg: _Segment, payload: bytes) -> bytes:
+        """Count the entry into its ledger and give it its offsets (the payload comes back
+        stamped); the entry that fills the ledger is its last. Entries are pushed in entry id
+        order, so entry id = the number pushed before."""
+        header = entry_offsets(payload)
+        count = header[1] if header is not None else 1
+        seg.bases.append(self.next_offset)
+        seg.counts.append(count)
+        payload = stamp_offset(payload, self.next_offset)
+        self.next_offset += count
         seg.pushed_entries += 1
         seg.pushed_size += len(payload)
         if self._is_full(seg):
             seg.accepting = False
             self._start_switch()
+        return payload
 
     def _is_full(self, seg: _Segment) -> bool:
         """Pulsar's currentLedgerIsFull."""
@@ -168,7 +192,9 @@ class LedgerAppender:
             return False
         return age_ms > policy.min_rollover_time_ms if policy.min_rollover_time_ms > 0 else True
 
-    async def _write(self, seg: _Segment, payload: bytes, producer: str | None, seq: int | None) -> Position:
+    async def _write(
+        self, seg: _Segment, payload: bytes, producer: str | None, seq: int | None
+    ) -> tuple[Position, int]:
         try:
             entry_id = await seg.handle.add_entry(payload)
         except BookieError as exc:
@@ -184,10 +210,13 @@ class LedgerAppender:
             info.spec = seg.handle.spec
         if entry_id >= info.entries:
             info.entries = entry_id + 1
+        base, count = seg.bases[entry_id], seg.counts[entry_id]
+        self.high_watermark = max(self.high_watermark, base + count)
+        self._offsets.note(base, Position(info.ledger_id, entry_id), count)
         info.size_bytes += len(payload)
         self.entries_added += 1
         self._owner.entry_persisted(producer, seq)
-        return Position(info.ledger_id, entry_id)
+        return Position(info.ledger_id, entry_id), base
 
     def _add_failed(self, seg: _Segment, exc: BookieError) -> None:
         if isinstance(exc, FencedError):
@@ -213,7 +242,7 @@ class LedgerAppender:
         loop = asyncio.get_running_loop()
         while self._pending and seg.accepting and self._segment is seg:
             op = self._pending.popleft()
-            self._push(seg, op.payload)
+            op.payload = self._push(seg, op.payload)
             self._starting += 1
             self._all_started.clear()
             task = loop.create_task(self._run_drained(seg, op))
@@ -228,13 +257,13 @@ class LedgerAppender:
                 # Created now, these start after this task has handed its entry to the writer.
                 self._drain(seg)
         try:
-            position = await self._write(seg, op.payload, op.producer_name, op.sequence_id)
+            appended = await self._write(seg, op.payload, op.producer_name, op.sequence_id)
         except ManagedLedgerError as exc:
             if not op.future.done():
                 op.future.set_exception(exc)
             return
         if not op.future.done():
-            op.future.set_result(position)
+            op.future.set_result(appended)
 
     # --- ledger switch -------------------------------------------------------------------------
     def _start_switch(self) -> None:
@@ -284,8 +313,9 @@ class LedgerAppender:
             raise NoBookiesError(f"{self._name}: cannot create ledger: {exc}") from exc
         except BookieError as exc:
             raise ManagedLedgerWriteError(f"{self._name}: cannot create ledger: {exc}") from exc
+        first_offset = self.next_offset
         try:
-            await self._record.add_ledger(handle.ledger_id)
+            await self._record.add_ledger(handle.ledger_id, first_offset)
         except ManagedLedgerFencedError:
             # Another owner's list: no list names the new ledger, so nothing may keep it.
             with contextlib.suppress(*SWITCH_ERRORS):
@@ -293,7 +323,8 @@ class LedgerAppender:
             raise
         info = LedgerInfo(handle.ledger_id, 0, 0, 0, handle.spec)
         self._ledgers.add(info)
-        seg = _Segment(info, handle, now)
+        self._offsets.set_first(handle.ledger_id, first_offset)
+        seg = _Segment(info, handle, now, first_offset)
         self._segment = seg
         return seg
 
@@ -310,6 +341,10 @@ class LedgerAppender:
                 self._owner.entry_recovered(payload)
         info.entries, info.size_bytes = last + 1, closed.length_bytes
         info.timestamp_ms = closed.closed_ms or self._clock.now_ms()
+        # Offsets of entries pushed after the last durable one were never used: the next ledger
+        # starts right after it, so offsets stay without gaps.
+        self.next_offset = seg.bases[last] + seg.counts[last] if last >= 0 else seg.first_offset
+        self.high_watermark = max(self.high_watermark, self.next_offset)
         self._segment = None
         # Every write to this ledger is resolved: durable ones are persisted, the rest are lost.
         self._resolve_writes()

@@ -3,12 +3,20 @@
 Every entry a topic writes holds one produce batch (one message or many, stored atomically).
 Compacted ledgers hold batches of surviving messages, each with its original message id.
 
-Byte layout, version 1:
+Byte layout, version 2 (written since the Kafka listener; version 1 is still read):
 
-    offset 0  1 byte   magic 0x51 ('Q')
-    offset 1  1 byte   format version (1)
-    offset 2  1 byte   kind: 0 = topic batch, 1 = compacted batch
-    offset 3  ...      MessagePack body
+    offset 0   1 byte   magic 0x51 ('Q')
+    offset 1   1 byte   format version (2)
+    offset 2   1 byte   kind: 0 = topic batch, 1 = compacted batch, 2 = Kafka record batch
+    offset 3   8 bytes  base offset, int64 big-endian: the Kafka offset of the entry's first
+                        message, stamped by the managed ledger as it appends the entry (-1 until
+                        then, and always in compacted entries, whose rows carry their own)
+    offset 11  4 bytes  message count, uint32 big-endian (the entry's next base offset is
+                        base offset + count)
+    offset 15  ...      the body
+
+Version 1 is the same without the offset and count: the body starts at offset 3. Its entries
+have no Kafka offset (the managed ledger counts them but cannot find them by offset later).
 
     kind 0 body: [publish_time_ms, producer_name | nil, [message, ...]]
         message: [key | nil, value (bin), properties (map str->str) | nil,
@@ -17,7 +25,12 @@ Byte layout, version 1:
 
     kind 1 body: [[ledger_id, entry_id, batch_index, publish_time_ms, producer_name | nil,
                    key | nil, value (bin), properties | nil, event_time_ms | nil,
-                   sequence_id | nil], ...]   (in message-id order)
+                   sequence_id | nil, offset], ...]   (in message-id order; offset is the
+                   message's Kafka offset, -1 when its entry had none; absent in version 1)
+
+    kind 2 body: publish_time_ms (int64 big-endian), then one Kafka record batch (magic 2)
+                 exactly as the producer sent it; its own base offset field is not trusted
+                 (the header's is) and is patched on the way out to Kafka consumers.
 
 The bookie checksums the whole payload (CRC32C), so this format carries no checksum of its own.
 An empty value is a tombstone for compaction.
@@ -25,6 +38,7 @@ An empty value is a tombstone for compaction.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,11 +49,26 @@ from common.errors import ErrorKind, QuireError
 from managed_ledger.position import MessageId
 
 MAGIC = 0x51
-VERSION = 1
+VERSION = 2
+VERSION_1 = 1
 KIND_TOPIC = 0
 KIND_COMPACTED = 1
-_HEADER_TOPIC = bytes((MAGIC, VERSION, KIND_TOPIC))
-_HEADER_COMPACTED = bytes((MAGIC, VERSION, KIND_COMPACTED))
+KIND_KAFKA = 2
+NO_OFFSET = -1
+_HEADER = struct.Struct(">BBBqI")
+HEADER_SIZE = _HEADER.size  # 15: the body's offset in a version 2 entry
+_OFFSET = struct.Struct(">q")
+_COUNT = struct.Struct(">I")
+
+
+def header(kind: int, count: int) -> bytes:
+    """A version 2 header with no offset yet (the managed ledger stamps it)."""
+    return _HEADER.pack(MAGIC, VERSION, kind, NO_OFFSET, count)
+
+
+def body_start(payload: bytes) -> int:
+    """Where the body starts: 15 in a version 2 entry, 3 in a version 1 entry."""
+    return HEADER_SIZE if payload[1] == VERSION else 3
 
 
 class EntryFormatError(QuireError, ValueError):
@@ -74,39 +103,73 @@ class StoredMessage:
     sequence_id: int | None
     publish_time: int
     producer_name: str | None = field(default=None)
+    # The message's Kafka offset; None when its entry has none (version 1, or not stamped)
+    offset: int | None = field(default=None)
 
 
 def encode_batch(publish_time: int, producer_name: str | None, messages: Iterable[Message]) -> bytes:
-    body = [
-        publish_time,
-        producer_name,
-        [[m.key, m.value, m.properties or None, m.event_time, m.sequence_id] for m in messages],
+    rows: list[list[object]] = [
+        [m.key, m.value, m.properties or None, m.event_time, m.sequence_id] for m in messages
     ]
-    return _HEADER_TOPIC + msgpack.packb(body, use_bin_type=True)
+    return encode_batch_raw(publish_time, producer_name, rows)
 
 
 def encode_batch_raw(publish_time: int, producer_name: str | None, rows: list[list[object]]) -> bytes:
     """Encode rows already shaped [key, value, properties, event_time, sequence_id] (hot path)."""
-    return _HEADER_TOPIC + msgpack.packb([publish_time, producer_name, rows], use_bin_type=True)
+    return header(KIND_TOPIC, len(rows)) + msgpack.packb(
+        [publish_time, producer_name, rows], use_bin_type=True
+    )
+
+
+def encode_kafka(publish_time: int, batch: bytes, count: int) -> bytes:
+    """A kind 2 entry: one Kafka record batch of `count` records, stored as it came."""
+    return header(KIND_KAFKA, count) + _OFFSET.pack(publish_time) + batch
+
+
+def _check_header(payload: bytes) -> int:
+    """The entry's version, after checking magic and length."""
+    if len(payload) < 3 or payload[0] != MAGIC:
+        raise EntryFormatError("not a Quire entry (bad magic)")
+    version = payload[1]
+    if version == VERSION:
+        if len(payload) < HEADER_SIZE:
+            raise EntryFormatError("truncated entry header")
+    elif version != VERSION_1:
+        raise EntryFormatError(f"unsupported entry format version {version}")
+    return version
 
 
 def _body(payload: bytes, kind: int) -> Any:
-    if len(payload) < 3 or payload[0] != MAGIC:
-        raise EntryFormatError("not a Quire entry (bad magic)")
-    if payload[1] != VERSION:
-        raise EntryFormatError(f"unsupported entry format version {payload[1]}")
+    version = _check_header(payload)
     if payload[2] != kind:
         raise EntryFormatError(f"entry kind {payload[2]}, expected {kind}")
     try:
-        return msgpack.unpackb(memoryview(payload)[3:], raw=False, strict_map_key=False)
+        start = HEADER_SIZE if version == VERSION else 3
+        return msgpack.unpackb(memoryview(payload)[start:], raw=False, strict_map_key=False)
     except Exception as exc:  # msgpack raises several unrelated types
         raise EntryFormatError(f"undecodable entry body: {exc}") from exc
 
 
 def entry_kind(payload: bytes) -> int:
-    if len(payload) < 3 or payload[0] != MAGIC:
-        raise EntryFormatError("not a Quire entry (bad magic)")
+    _check_header(payload)
     return payload[2]
+
+
+def entry_offsets(payload: bytes) -> tuple[int, int] | None:
+    """(base offset, message count) of a version 2 entry; None for anything else (a version 1
+    entry, or a payload that is not a Quire entry at all, as the managed ledger's own tests
+    append). The base offset is -1 until the managed ledger stamps it."""
+    if len(payload) < HEADER_SIZE or payload[0] != MAGIC or payload[1] != VERSION:
+        return None
+    return _OFFSET.unpack_from(payload, 3)[0], _COUNT.unpack_from(payload, 11)[0]
+
+
+def stamp_offset(payload: bytes, base_offset: int) -> bytes:
+    """The entry with its base offset set (a copy: the bytes are immutable). Payloads without a
+    version 2 header are returned as they are."""
+    if len(payload) < HEADER_SIZE or payload[0] != MAGIC or payload[1] != VERSION:
+        return payload
+    return payload[:3] + _OFFSET.pack(base_offset) + payload[11:]
 
 
 def decode_batch_header(payload: bytes) -> tuple[int, str | None, list[list[Any]]]:
@@ -117,6 +180,8 @@ def decode_batch_header(payload: bytes) -> tuple[int, str | None, list[list[Any]
 
 def decode_batch(ledger_id: int, entry_id: int, payload: bytes) -> list[StoredMessage]:
     publish_time, producer_name, rows = decode_batch_header(payload)
+    offsets = entry_offsets(payload)
+    base = offsets[0] if offsets is not None and offsets[0] >= 0 else None
     out = []
     for i, row in enumerate(rows):
         key, value, props, event_time, seq = row
@@ -130,6 +195,7 @@ def decode_batch(ledger_id: int, entry_id: int, payload: bytes) -> list[StoredMe
                 seq,
                 publish_time,
                 producer_name,
+                None if base is None else base + i,
             )
         )
     return out
@@ -148,18 +214,20 @@ def encode_compacted(messages: Iterable[StoredMessage]) -> bytes:
             m.properties or None,
             m.event_time,
             m.sequence_id,
+            NO_OFFSET if m.offset is None else m.offset,
         ]
         for m in messages
     ]
-    return _HEADER_COMPACTED + msgpack.packb(rows, use_bin_type=True)
+    return header(KIND_COMPACTED, len(rows)) + msgpack.packb(rows, use_bin_type=True)
 
 
 def decode_compacted(payload: bytes) -> list[StoredMessage]:
     rows = _body(payload, KIND_COMPACTED)
     out = []
     for r in rows:
-        lid, eid, bidx, pt, prod, key, value, props, et, seq = r
-        out.append(StoredMessage(MessageId(lid, eid, bidx), value, key, props, et, seq, pt, prod))
+        lid, eid, bidx, pt, prod, key, value, props, et, seq = r[:10]
+        offset = r[10] if len(r) > 10 and r[10] >= 0 else None
+        out.append(StoredMessage(MessageId(lid, eid, bidx), value, key, props, et, seq, pt, prod, offset))
     return out
 
 

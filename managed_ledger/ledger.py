@@ -30,7 +30,12 @@ from managed_ledger.appender import LedgerAppender
 from managed_ledger.clock import Clock
 from managed_ledger.cursor import ManagedCursor
 from managed_ledger.dedup import Deduplication
-from managed_ledger.entry_format import EntryFormatError, batch_publish_time, decode_batch_header
+from managed_ledger.entry_format import (
+    EntryFormatError,
+    batch_publish_time,
+    decode_batch_header,
+    entry_offsets,
+)
 from managed_ledger.errors import (
     CursorNotFoundError,
     EntryNotFoundError,
@@ -41,6 +46,7 @@ from managed_ledger.errors import (
     SequenceInFlightError,
 )
 from managed_ledger.fencing import Fence
+from managed_ledger.internal_stats import internal_stats
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
     CursorMetadata,
@@ -49,6 +55,7 @@ from managed_ledger.metadata.api import (
     MetadataStore,
     NotFoundError,
 )
+from managed_ledger.offsets import OffsetIndex, parse_offsets, recover_next_offset
 from managed_ledger.position import MessageId, Position
 from managed_ledger.ranges import LedgerList
 from managed_ledger.record import ManagedLedgerRecord
@@ -80,6 +87,7 @@ class ManagedLedger:
         self._ledgers = ledgers
         self._fence = Fence(name, lease)
         self._record = ManagedLedgerRecord(store, meta, self._fence)
+        self.offsets = OffsetIndex(ledgers, parse_offsets(meta.properties), self._read_one)
         self._appender = LedgerAppender(
             name,
             self,
@@ -89,6 +97,7 @@ class ManagedLedger:
             ledgers=ledgers,
             record=self._record,
             fence=self._fence,
+            offsets=self.offsets,
         )
         self._flush_lock = asyncio.Lock()
         self._snapshot_lock = asyncio.Lock()
@@ -113,6 +122,8 @@ class ManagedLedger:
         load the cursors and the dedup state, start the timers."""
         await self._record.claim(self._ledgers.ids, properties)
         await retention.finish_deletions(self._record, self._lifecycle)
+        end = await recover_next_offset(self._ledgers, properties, self._read_one)
+        self._appender.next_offset = self._appender.high_watermark = end
         for meta in await self._fence.call(self._store.list_cursors, self._name):
             self._cursors[meta.name] = ManagedCursor(self, meta)
         if self._config.dedup_enabled:
@@ -192,6 +203,12 @@ class ManagedLedger:
         producer_name: str | None = None,
         highest_sequence_id: int | None = None,
     ) -> Position:
+        return (await self.append_entry(payload, producer_name, highest_sequence_id))[0]
+
+    async def append_entry(
+        self, payload: bytes, producer_name: str | None = None, highest_sequence_id: int | None = None
+    ) -> tuple[Position, int]:
+        """Append; the entry's position and its first message's offset, once durable."""
         self._check_writable()
         if self.is_terminated:
             raise ManagedLedgerTerminatedError(f"{self._name} is terminated")
@@ -237,6 +254,36 @@ class ManagedLedger:
                 raise ManagedLedgerReadError(f"{self._name}: read failed: {exc}") from exc
             out.extend((Position(info.ledger_id, first + i), p) for i, p in enumerate(payloads))
         return out
+
+    async def _read_one(self, position: Position) -> bytes:
+        (entry,) = await self._read_stored(position, 1)
+        return entry[1]
+
+    # --- Kafka offsets (managed_ledger.offsets) --------------------------------------------------
+    @property
+    def high_watermark(self) -> int:
+        """The offset after the last durable message (Kafka's high watermark)."""
+        return self._appender.high_watermark
+
+    async def log_start_offset(self) -> int:
+        """The first offset a reader can read (the high watermark when nothing is stored)."""
+        first = self.first_position
+        if first is None:
+            return self._appender.high_watermark
+        header = entry_offsets(await self._read_one(first))
+        if header is None or header[0] < 0:
+            return self._appender.high_watermark  # entries from before offsets: none readable
+        start = self.log_start
+        inside = start.batch_index if start is not None and (start.ledger_id, start.entry_id) == first else 0
+        return header[0] + inside
+
+    async def find_offset(self, offset: int) -> Position | None:
+        """The readable entry holding `offset`, None when none does."""
+        position = await self.offsets.find(offset)
+        hidden = log_bounds.hidden_through(self.log_start)
+        if position is None or (hidden is not None and position <= hidden):
+            return None
+        return position
 
     async def read_entry(self, position: Position) -> bytes:
         hidden = log_bounds.hidden_through(self.log_start)
@@ -385,7 +432,9 @@ class ManagedLedger:
             if self._config.dedup_enabled:
                 # The dedup replay after a restart starts at the snapshot: cover what we delete.
                 await self.snapshot_dedup()
-            await retention.remove_ledgers(self._record, self._ledgers, self._lifecycle, ids)
+            await retention.remove_ledgers(
+                self._record, self._ledgers, self._lifecycle, ids, self.offsets, self._appender.next_offset
+            )
 
     def slowest_durable_mark_delete(self) -> Position | None:
         return min((c.persisted_mark_delete for c in self._cursors.values()), default=None)
@@ -422,9 +471,11 @@ class ManagedLedger:
         return last_id
 
     async def _last_batch_index(self, position: Position) -> int:
-        (entry,) = await self._read_stored(position, 1)
+        header = entry_offsets(await self._read_one(position))
+        if header is not None:
+            return max(0, header[1] - 1)
         try:
-            return max(0, len(decode_batch_header(entry[1])[2]) - 1)
+            return max(0, len(decode_batch_header(await self._read_one(position))[2]) - 1)
         except EntryFormatError:
             return 0  # not a topic batch: its one message
 
@@ -466,7 +517,9 @@ class ManagedLedger:
         async with self._trim_lock:
             if self._config.dedup_enabled:
                 await self.snapshot_dedup()  # its replay after a restart must not need them
-            await retention.remove_ledgers(self._record, self._ledgers, self._lifecycle, ids)
+            await retention.remove_ledgers(
+                self._record, self._ledgers, self._lifecycle, ids, self.offsets, self._appender.next_offset
+            )
 
     # --- timers --------------------------------------------------------------------------------
     def start_timers(self) -> None:
@@ -535,29 +588,6 @@ class ManagedLedger:
 
     # --- stats ---------------------------------------------------------------------------------
     def internal_stats(self) -> dict[str, object]:
-        last = self.last_confirmed_position
-        current = self._ledgers.last()
-        writing = self._appender.current
-        if last is not None:
-            last_text = str(last)
-        else:
-            last_text = f"{current.ledger_id if current is not None else -1}:-1"
-        return {
-            "entriesAddedCounter": self._appender.entries_added,
-            "numberOfEntries": self._ledgers.total_entries(),
-            "totalSize": self._ledgers.total_size_bytes(),
-            "currentLedgerEntries": writing.entries if writing is not None else 0,
-            "currentLedgerSize": writing.size_bytes if writing is not None else 0,
-            "lastConfirmedEntry": last_text,
-            "state": "LedgerOpened" if writing is not None else "ClosedLedger",
-            "ledgers": [
-                {
-                    "ledgerId": info.ledger_id,
-                    "entries": info.entries,
-                    "size": info.size_bytes,
-                    "timestamp": info.timestamp_ms,
-                }
-                for info in self._ledgers
-            ],
-            "cursors": {name: c.stats() for name, c in self._cursors.items()},
-        }
+        return internal_stats(
+            self._ledgers, self._appender.current, self._appender.entries_added, self._cursors
+        )

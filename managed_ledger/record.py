@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from managed_ledger.fencing import Fence
 from managed_ledger.metadata.api import ManagedLedgerMetadata, MetadataStore
+from managed_ledger.offsets import parse_offsets, with_offsets
 
 DELETING = "deleting"  # property: ledger ids removed from the list but not yet deleted
 
@@ -52,19 +53,31 @@ class ManagedLedgerRecord:
         async with self._lock:
             await self._put(replace(self._meta, ledger_ids=tuple(ledger_ids), properties=dict(properties)))
 
-    async def add_ledger(self, ledger_id: int) -> None:
-        async with self._lock:
-            await self._put(replace(self._meta, ledger_ids=(*self._meta.ledger_ids, ledger_id)))
-
-    async def move_to_deleting(self, ids: Sequence[int]) -> None:
-        """The list loses `ids` and `deleting` gains them, in one compare-and-set."""
+    async def add_ledger(self, ledger_id: int, first_offset: int) -> None:
+        """The list gains the ledger, the `offsets` property its first offset."""
         async with self._lock:
             meta = self._meta
+            offsets = {**parse_offsets(meta.properties), ledger_id: first_offset}
+            await self._put(
+                replace(
+                    meta,
+                    ledger_ids=(*meta.ledger_ids, ledger_id),
+                    properties=with_offsets(meta.properties, offsets, None),
+                )
+            )
+
+    async def move_to_deleting(self, ids: Sequence[int], offset_floor: int) -> None:
+        """The list loses `ids` and `deleting` gains them, in one compare-and-set; the offsets
+        lose them too and the floor becomes `offset_floor` (the first offset still stored)."""
+        async with self._lock:
+            meta = self._meta
+            offsets = {i: o for i, o in parse_offsets(meta.properties).items() if i not in ids}
+            properties = with_deleting(meta.properties, [*deleting_ids(meta.properties), *ids])
             await self._put(
                 replace(
                     meta,
                     ledger_ids=tuple(i for i in meta.ledger_ids if i not in ids),
-                    properties=with_deleting(meta.properties, [*deleting_ids(meta.properties), *ids]),
+                    properties=with_offsets(properties, offsets, offset_floor),
                 )
             )
 

@@ -29,6 +29,7 @@ from bookie.ledgers import LedgerManager
 from managed_ledger.api import RetentionPolicy
 from managed_ledger.errors import ManagedLedgerDeleteError, ManagedLedgerMetadataError
 from managed_ledger.metadata.api import MetadataError
+from managed_ledger.offsets import OffsetIndex
 from managed_ledger.position import Position
 from managed_ledger.ranges import LedgerInfo, LedgerList
 from managed_ledger.record import DELETING, ManagedLedgerRecord, deleting_ids
@@ -90,12 +91,22 @@ def compacted_only(ledgers: Sequence[LedgerInfo], ids: Sequence[int], horizon: P
 
 
 async def remove_ledgers(
-    record: ManagedLedgerRecord, ledgers: LedgerList, lifecycle: LedgerManager, ids: Sequence[int]
+    record: ManagedLedgerRecord,
+    ledgers: LedgerList,
+    lifecycle: LedgerManager,
+    ids: Sequence[int],
+    offsets: OffsetIndex,
+    next_offset: int,
 ) -> None:
-    """Take ids out of the list and record them as `deleting` (one CAS), then delete them."""
-    await record.move_to_deleting(ids)
+    """Take ids out of the list and record them as `deleting` (one CAS), then delete them. The
+    offset floor becomes the first remaining ledger's first offset (`next_offset`, the next one
+    to assign, when none remains)."""
+    remaining = [i.ledger_id for i in ledgers if i.ledger_id not in ids]
+    firsts = [f for f in (offsets.first_offset(i) for i in remaining) if f is not None]
+    await record.move_to_deleting(ids, firsts[0] if firsts else next_offset)
     for ledger_id in ids:
         ledgers.remove(ledger_id)
+    offsets.forget(list(ids))
     await finish_deletions(record, lifecycle)
 
 

@@ -27,7 +27,13 @@ from bookie.errors import NoSuchLedgerError
 from bookie.ledgers import LedgerManager, ledger_spec
 from bookie.types import LedgerSpec
 from common.errors import ErrorKind, QuireError
-from managed_ledger.entry_format import KIND_COMPACTED, StoredMessage, decode_compacted, entry_kind
+from managed_ledger.entry_format import (
+    KIND_COMPACTED,
+    StoredMessage,
+    body_start,
+    decode_compacted,
+    entry_kind,
+)
 from managed_ledger.metadata.api import CompactionState, MetadataStore, NotFoundError
 from managed_ledger.position import MessageId
 
@@ -46,7 +52,7 @@ def first_message_id(payload: bytes) -> MessageId | None:
     if entry_kind(payload) != KIND_COMPACTED:
         raise CompactedViewError("not a compacted entry")
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
-    unpacker.feed(memoryview(payload)[3:])
+    unpacker.feed(memoryview(payload)[body_start(payload) :])
     if unpacker.read_array_header() == 0:
         return None
     if unpacker.read_array_header() < 3:
