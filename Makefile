@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-compaction soak chaos chaos-fuzz client openapi clean
+.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-compaction bench-kafka-wire soak chaos chaos-fuzz client openapi clean
 
 setup: $(STAMP)
 
@@ -59,6 +59,10 @@ bench-ml: setup
 
 bench-compaction: setup
 	$(PY) -m bench.bench_compaction
+
+# The Kafka listener's wire layer alone: codec costs per 1 MB request, and a pipelined connection.
+bench-kafka-wire: setup
+	$(PY) -m bench.bench_kafka_wire
 
 # A steady load on a local cluster (PostgreSQL at 127.0.0.1:5432): RSS and p99 per minute.
 SOAK_S ?= 600
