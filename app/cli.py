@@ -54,6 +54,10 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument(
                 "--ack-quorum", type=int, help="acks before an add is confirmed (QUIRE_ACK_QUORUM)"
             )
+        if name in ("broker", "standalone"):
+            p.add_argument(
+                "--kafka-port", type=int, help="Kafka listener port, 0 turns it off (QUIRE_KAFKA_PORT)"
+            )
         if name in ("bookie", "compactor"):
             p.add_argument(
                 "--metrics-port",
@@ -91,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "QUIRE_WRITE_QUORUM": getattr(args, "write_quorum", None),
         "QUIRE_ACK_QUORUM": getattr(args, "ack_quorum", None),
         f"QUIRE_{args.process.upper()}_METRICS_PORT": getattr(args, "metrics_port", None),
+        "QUIRE_KAFKA_PORT": getattr(args, "kafka_port", None),
     }
     if args.port is not None:
         overrides["QUIRE_BOOKIE_PORT" if args.process == "bookie" else "QUIRE_PORT"] = args.port

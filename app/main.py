@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
@@ -30,6 +30,10 @@ from app.routes.data import DataHandlers, data_router_for
 from app.routes.ops import ops_router
 from app.topic_metrics import TopicCollector
 from topics.api import TopicsApi
+
+if TYPE_CHECKING:
+    from app.kafka_listener.common import KafkaConfig
+    from topics.service import TopicService
 
 VERSION = "0.1.0"
 
@@ -86,16 +90,27 @@ def create_app(
     metrics_max_topics: int = 1_000,
     metrics_max_subscriptions_per_topic: int = 100,
     security: SecurityConfig | None = None,
+    kafka: KafkaConfig | None = None,
 ) -> QuireApp:
-    """The app around `topics`; `security` turns authentication (and authorization) on."""
+    """The app around `topics`; `security` turns authentication (and authorization) on, `kafka`
+    the Kafka listener (started after the topics service, stopped before it)."""
     metrics = Metrics()
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await topics.start()
+        listener = None
         try:
+            if kafka is not None:
+                from app.kafka_listener.listener import KafkaListener
+
+                listener = KafkaListener(cast("TopicService", topics), kafka)
+                await listener.start()
+                app.state.kafka_port = listener.port
             yield
         finally:
+            if listener is not None:
+                await listener.close()
             if close_topics:
                 await topics.close()
 

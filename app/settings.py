@@ -116,6 +116,20 @@ class Settings(BaseSettings):
     backlog_quota_hold_timeout_ms: int = Field(5_000, ge=0, le=60_000)
     backlog_quota_check_interval_ms: int = Field(5_000, gt=0)
 
+    # --- Kafka listener (docs/kafka.md) -------------------------------------------------------
+    # Kafka clients connect here (0: no listener). A Kafka topic T is tenant/namespace/T. The
+    # advertised address is what Metadata tells clients (default: the HTTP advertised host with
+    # this port); the listen address defaults to `host`.
+    kafka_port: int = Field(9092, ge=0, le=65_535)
+    kafka_host: str = ""
+    kafka_advertised_address: str = ""
+    kafka_tenant: str = "public"
+    kafka_namespace: str = "default"
+    kafka_default_partitions: int = Field(1, gt=0, le=1_024)
+    kafka_max_fetch_wait_ms: int = Field(30_000, ge=0, le=300_000)
+    # Kafka's group.initial.rebalance.delay.ms: a new group waits this long for more members.
+    kafka_group_initial_rebalance_delay_ms: int = Field(3_000, ge=0, le=300_000)
+
     # --- security (docs/operations.md#security) ----------------------------------------------
     # Off by default (as Pulsar standalone), for a first run; turn it on in production.
     authentication_enabled: bool = False
@@ -268,6 +282,15 @@ class Settings(BaseSettings):
             return self.advertised_address
         host = socket.getfqdn() if self.host in ("", "0.0.0.0", "::") else self.host
         return f"{host}:{self.port}"
+
+    @property
+    def effective_kafka_advertised_address(self) -> str:
+        """Where Metadata sends Kafka clients: the setting, else the HTTP advertised host with
+        the Kafka port."""
+        if self.kafka_advertised_address:
+            return self.kafka_advertised_address
+        host = self.effective_advertised_address.rpartition(":")[0]
+        return f"{host}:{self.kafka_port}"
 
     @property
     def effective_bookies(self) -> list[str]:

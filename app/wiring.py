@@ -16,6 +16,7 @@ from topics.config import TopicsConfig
 
 if TYPE_CHECKING:
     from app.auth.gate import SecurityConfig
+    from app.kafka_listener.common import KafkaConfig
 
 
 def topics_config(settings: Settings) -> TopicsConfig:
@@ -111,6 +112,7 @@ def bootstrap(settings: Settings) -> TopicsApi:
         OwnershipConfig(
             broker_id=address,
             http_url=f"{'https' if settings.tls_enabled else 'http'}://{address}",
+            kafka_url=settings.effective_kafka_advertised_address if settings.kafka_port else "",
             lease_ms=settings.broker_lease_ms,
             heartbeat_interval_ms=settings.broker_heartbeat_interval_ms,
         ),
@@ -118,4 +120,24 @@ def bootstrap(settings: Settings) -> TopicsApi:
     # The service owns what it is handed: closing it closes the factory, client and store.
     return TopicService(
         store, factory, client, topics_config(settings), close_dependencies=True, ownership=ownership
+    )
+
+
+def kafka_config(settings: Settings) -> KafkaConfig | None:
+    """The Kafka listener's settings; None when it is off (port 0)."""
+    if settings.kafka_port == 0:
+        return None
+    from app.kafka_listener.common import KafkaConfig
+
+    host, _, port = settings.effective_kafka_advertised_address.rpartition(":")
+    return KafkaConfig(
+        host=settings.kafka_host or settings.host,
+        port=settings.kafka_port,
+        advertised_host=host,
+        advertised_port=int(port),
+        tenant=settings.kafka_tenant,
+        namespace=settings.kafka_namespace,
+        default_partitions=settings.kafka_default_partitions,
+        max_fetch_wait_ms=settings.kafka_max_fetch_wait_ms,
+        group_initial_rebalance_delay_ms=settings.kafka_group_initial_rebalance_delay_ms,
     )

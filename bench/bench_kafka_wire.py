@@ -30,9 +30,9 @@ from kio.schema.produce.v7.request import PartitionProduceData, ProduceRequest, 
 from kio.schema.produce.v7.response import PartitionProduceResponse, ProduceResponse, TopicProduceResponse
 
 from app.kafka_listener import wire
-from app.kafka_listener.records import KafkaRecord, encode_batch, join_batches, parse_produced_batch
 from app.kafka_listener.server import KafkaServer, RequestContext
 from app.kafka_listener.versions import ApiKey
+from common.kafka_records import KafkaRecord, encode_batch, join_batches, parse_produced_batch
 
 VALUE = b"x" * 100
 MB = 1_000_000

@@ -44,12 +44,14 @@ from bookie.ledgers import ledger_spec
 from bookie.types import Segment
 from managed_ledger.entry_format import (
     KIND_COMPACTED,
+    KIND_KAFKA,
     KIND_TOPIC,
     MAGIC,
     NO_OFFSET,
     VERSION,
     VERSION_1,
     body_start,
+    decode_batch_header,
     entry_offsets,
     header,
 )
@@ -199,6 +201,11 @@ async def _read_range(client: LedgerClient, plan: TaskPlan, r: dict[str, Any], l
             if payload[0] != MAGIC or payload[1] not in (VERSION, VERSION_1):
                 raise ValueError(f"entry {lid}:{eid} is not a Quire entry of version 1 or {VERSION}")
             offsets = entry_offsets(payload)
+            if payload[2] == KIND_KAFKA:  # records decoded into topic batch rows
+                pt, prod, rows = decode_batch_header(payload)
+                base = offsets[0] if offsets is not None else NO_OFFSET
+                latest.add_topic_rows(lid, eid, pt, prod, rows, _window(plan, lid, eid, len(rows)), base)
+                continue
             body = unpackb(memoryview(payload)[body_start(payload) :], raw=False, strict_map_key=False)
             if payload[2] == KIND_TOPIC:
                 window = _window(plan, lid, eid, len(body[2]))

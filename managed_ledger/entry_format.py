@@ -173,9 +173,72 @@ def stamp_offset(payload: bytes, base_offset: int) -> bytes:
 
 
 def decode_batch_header(payload: bytes) -> tuple[int, str | None, list[list[Any]]]:
-    """Return (publish_time, producer_name, rows) of a topic batch, rows as encoded."""
+    """Return (publish_time, producer_name, rows) of a topic batch, rows as encoded; a Kafka
+    batch's records come as the same rows (kafka_rows)."""
+    if len(payload) > 2 and payload[2] == KIND_KAFKA and payload[0] == MAGIC:
+        return kafka_publish_time(payload), kafka_producer(payload)[0], kafka_rows(payload)
     body: list[Any] = _body(payload, KIND_TOPIC)
     return body[0], body[1], body[2]
+
+
+# --- kind 2: a Kafka record batch (field positions: the record batch v2 layout) ------------------
+_KAFKA_AT = HEADER_SIZE + 8  # the batch after the publish time
+_KAFKA_PRODUCER = struct.Struct(">qhi")  # producerId, producerEpoch, baseSequence at batch byte 43
+_KAFKA_HEADER_BYTES = 61
+
+
+def _kafka_checked(payload: bytes) -> None:
+    if len(payload) < _KAFKA_AT + _KAFKA_HEADER_BYTES or payload[1] != VERSION:
+        raise EntryFormatError("truncated Kafka entry")
+
+
+def kafka_batch(payload: bytes) -> memoryview:
+    """The record batch of a kind 2 entry, as the producer sent it."""
+    _kafka_checked(payload)
+    return memoryview(payload)[_KAFKA_AT:]
+
+
+def kafka_publish_time(payload: bytes) -> int:
+    _kafka_checked(payload)
+    value: int = _OFFSET.unpack_from(payload, HEADER_SIZE)[0]
+    return value
+
+
+def kafka_producer(payload: bytes) -> tuple[str | None, int | None]:
+    """(dedup producer name, the batch's last sequence) of an idempotent producer's batch,
+    (None, None) for others. The name carries the epoch: a new epoch starts its sequences at 0."""
+    _kafka_checked(payload)
+    producer_id, epoch, base_sequence = _KAFKA_PRODUCER.unpack_from(payload, _KAFKA_AT + 43)
+    if producer_id < 0 or base_sequence < 0:
+        return None, None
+    count: int = _COUNT.unpack_from(payload, 11)[0]
+    return f"kafka-{producer_id}-{epoch}", base_sequence + count - 1
+
+
+def kafka_rows(payload: bytes) -> list[list[Any]]:
+    """The records of a kind 2 entry as topic batch rows [key, value, properties, event_time,
+    sequence_id]: keys and header names as UTF-8 text (bytes that are not UTF-8 are replaced,
+    in this view only: Kafka consumers get the batch as stored), a null value as empty (a
+    tombstone), the record's timestamp as its event time."""
+    from common.kafka_records import decode_records
+
+    _kafka_checked(payload)
+    try:
+        records = decode_records(bytes(kafka_batch(payload)))
+    except ValueError as exc:
+        raise EntryFormatError(f"undecodable Kafka batch: {exc}") from exc
+    _, last = kafka_producer(payload)
+    first = None if last is None else last - len(records) + 1
+    return [
+        [
+            None if r.key is None else r.key.decode("utf-8", "replace"),
+            r.value or b"",
+            {k: (v or b"").decode("utf-8", "replace") for k, v in r.headers} or None,
+            r.timestamp,
+            None if first is None else first + i,
+        ]
+        for i, r in enumerate(records)
+    ]
 
 
 def decode_batch(ledger_id: int, entry_id: int, payload: bytes) -> list[StoredMessage]:
@@ -241,11 +304,15 @@ def iter_messages(ledger_id: int, entry_id: int, payload: bytes) -> Iterator[Sto
 
 def batch_publish_time(payload: bytes) -> int:
     """The publish time of a topic batch (used to reset cursors by time)."""
+    if len(payload) > 2 and payload[2] == KIND_KAFKA and payload[0] == MAGIC:
+        return kafka_publish_time(payload)
     return decode_batch_header(payload)[0]
 
 
 def batch_sequence(payload: bytes) -> tuple[str | None, int | None]:
     """(producer_name, highest sequence id) of a topic batch, for rebuilding dedup state."""
+    if len(payload) > 2 and payload[2] == KIND_KAFKA and payload[0] == MAGIC:
+        return kafka_producer(payload)
     _, producer, rows = decode_batch_header(payload)
     seqs: list[int] = [r[4] for r in rows if r[4] is not None]
     return producer, (max(seqs) if seqs else None)

@@ -14,6 +14,11 @@ from pathlib import Path
 
 import pytest
 
+# Brokers started by tests (and the processes they start) run without a Kafka listener unless a
+# test turns one on with a free port: the default 9092 would clash between brokers of one test,
+# between tests, and with a Quire the developer runs.
+os.environ["QUIRE_KAFKA_PORT"] = "0"
+
 POSTGRES_URL = os.environ.get("QUIRE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 

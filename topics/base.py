@@ -97,6 +97,8 @@ class OpenTopic:
         # being deleted: a long poll that was waiting on it answers empty, and the client's retry
         # finds the new owner.
         self.moved = False
+        # Kafka idempotent producers: (partition, producer id) -> state (topics.kafka_ops)
+        self.kafka_producers: dict[tuple[int, int], Any] = {}
 
     @property
     def stale(self) -> bool:

@@ -372,3 +372,47 @@ class MessageIdBeyondEndError(InvalidArgumentError):
         )
         self.topic = topic
         self.message_id = message_id
+
+
+# --- the Kafka listener's cases (topics.kafka_ops) ------------------------------------------------
+class UnknownPartitionError(TopicsError):
+    """A Kafka partition the topic does not have (UNKNOWN_TOPIC_OR_PARTITION)."""
+
+    title = "Unknown partition"
+    code = "unknown-partition"
+    kind = ErrorKind.not_found
+
+    def __init__(self, topic: str, partition: int) -> None:
+        super().__init__(f"topic {topic} has no partition {partition}")
+        self.topic = topic
+        self.partition = partition
+
+
+class OffsetOutOfRangeError(InvalidArgumentError):
+    """A Kafka offset outside [log start, high watermark] (OFFSET_OUT_OF_RANGE)."""
+
+    title = "Offset out of range"
+    code = "offset-out-of-range"
+
+    def __init__(self, topic: str, partition: int, offset: int, start: int, end: int) -> None:
+        super().__init__(
+            f"offset {offset} is outside partition {partition} of topic {topic} "
+            f"(its offsets are {start}..{end})"
+        )
+        self.offset = offset
+        self.start = start
+        self.end = end
+
+
+class KafkaSequenceError(TopicsError):
+    """An idempotent producer's batch out of turn: `reason` is "epoch" (an older producer epoch:
+    INVALID_PRODUCER_EPOCH), "duplicate" (written before: DUPLICATE_SEQUENCE_NUMBER) or "gap"
+    (a sequence skipped: OUT_OF_ORDER_SEQUENCE_NUMBER). Nothing of the batch was written."""
+
+    title = "Producer sequence out of turn"
+    code = "producer-sequence"
+    kind = ErrorKind.conflict
+
+    def __init__(self, reason: str, producer: str, value: int) -> None:
+        super().__init__(f"{producer}: {reason} at {value}; nothing of the batch was written")
+        self.reason = reason

@@ -25,7 +25,6 @@ from managed_ledger.entry_format import Message, StoredMessage, encode_batch_raw
 from managed_ledger.errors import EntryNotFoundError, ManagedLedgerTerminatedError, SequenceInFlightError
 from managed_ledger.position import MessageId
 from topics import names
-from topics.admin import AdminPlane
 from topics.api import (
     Delivery,
     ProduceResult,
@@ -51,6 +50,7 @@ from topics.errors import (
     WaitTooLongError,
     WriteInFlightError,
 )
+from topics.kafka_ops import KafkaOps
 from topics.readers import EARLIEST, after, decode_entry, latest, read_merged
 from topics.subscription_options import options_to_properties
 from topics.topic_ops import all_terminated, check_writable, subscription_at_end, terminated_error
@@ -59,7 +59,7 @@ _DUPLICATE = ProduceResult(None, True)
 FORWARD_TIMEOUT_S = 10.0  # a dead-letter write forwarded to the topic's owner
 
 
-class TopicService(AdminPlane):
+class TopicService(KafkaOps):
     # --- dead letters --------------------------------------------------------------------------
     async def _dead_letter(self, topic: str, messages: list[Message]) -> None:
         """Produce to the dead-letter topic: here when this broker owns it (or takes it), else

@@ -18,9 +18,9 @@ from kio.static.constants import EntityType
 
 from app.kafka_listener import wire
 from app.kafka_listener.errors import ErrorCode
-from app.kafka_listener.records import RecordBatchError, decode_records, parse_produced_batch
 from app.kafka_listener.server import Handler, KafkaServer, RequestContext
 from app.kafka_listener.versions import ApiKey
+from common.kafka_records import RecordBatchError, decode_records, parse_produced_batch
 
 WAIT_S = 5.0
 

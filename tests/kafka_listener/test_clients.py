@@ -13,9 +13,9 @@ import pytest
 from confluent_kafka import Producer as ConfluentProducer
 from confluent_kafka.admin import AdminClient
 
-from app.kafka_listener.records import HEADER_SIZE, parse_batches
 from app.kafka_listener.server import KafkaServer, RequestContext
 from app.kafka_listener.versions import ADVERTISED, ApiKey
+from common.kafka_records import HEADER_SIZE, parse_batches
 from tests.kafka_listener.support import FakeProduce, init_producer_id_handler, metadata_handler
 
 TOPIC = "quire-kafka"

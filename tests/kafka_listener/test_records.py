@@ -13,7 +13,7 @@ from kafka.record.default_records import DefaultRecordBatch as KpBatch
 from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
 
 from app.kafka_listener.errors import ErrorCode
-from app.kafka_listener.records import (
+from common.kafka_records import (
     CODEC_GZIP,
     CODEC_LZ4,
     CODEC_NONE,

@@ -18,9 +18,9 @@ from kio.schema.produce.v3.request import PartitionProduceData, TopicProduceData
 from kio.schema.produce.v3.request import ProduceRequest as ProduceV3
 
 from app.kafka_listener.errors import ErrorCode
-from app.kafka_listener.records import KafkaRecord, encode_batch
 from app.kafka_listener.server import RequestContext
 from app.kafka_listener.versions import ADVERTISED, ApiKey
+from common.kafka_records import KafkaRecord, encode_batch
 from tests.kafka_listener.support import (
     WAIT_S,
     RawClient,

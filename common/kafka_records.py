@@ -54,12 +54,20 @@ import struct
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import Final
 
 import cramjam
 from crc32c import crc32c
 
-from app.kafka_listener.errors import ErrorCode
+
+class ErrorCode(IntEnum):
+    """The Kafka error codes a batch can earn (the listener's ErrorCode has them all)."""
+
+    CORRUPT_MESSAGE = 2
+    UNSUPPORTED_COMPRESSION_TYPE = 76
+    INVALID_RECORD = 87
+
 
 MAGIC: Final = 2
 HEADER: Final = struct.Struct(">qiibIhiqqqhii")  # the 61 bytes before the records
