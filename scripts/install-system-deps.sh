@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Debian packages Quire needs: a Java runtime for PySpark and python3-venv for the virtual
-# environment; with --bench also wrk (the HTTP load generator of `make bench`) and nats-server
+# Debian packages Quire needs: a Java runtime for PySpark, python3-venv for the virtual
+# environment and kcat for the Kafka listener's tests; with --bench also wrk (the HTTP load generator of `make bench`) and nats-server
 # (the replicated peer `make bench-replication` starts as a cluster of three). Installs only
 # what is missing; does nothing on a machine that has them.
 set -euo pipefail
 need=()
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
+# kcat (librdkafka's command-line client): the Kafka listener's tests drive it as a real client
+command -v kcat >/dev/null 2>&1 || need+=(kcat)
 if [ "${1:-}" = "--bench" ]; then
   command -v wrk >/dev/null 2>&1 || need+=(wrk)
   command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || need+=(nats-server)
