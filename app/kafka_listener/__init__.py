@@ -1,0 +1,1 @@
+"""The Kafka listener: unmodified Kafka clients produce to and consume from Quire topics."""
