@@ -63,7 +63,7 @@ class GroupConfig:
     max_metadata_bytes: int = 4_096  # offset.metadata.max.bytes
 
     def __post_init__(self) -> None:
-        assert 0 <= self.initial_rebalance_delay_ms <= self.max_rebalance_timeout_ms
+        assert self.initial_rebalance_delay_ms >= 0 and self.max_rebalance_timeout_ms > 0
         assert 0 < self.min_session_timeout_ms <= self.max_session_timeout_ms
         assert self.max_group_size > 0 and self.max_metadata_bytes >= 0
 
