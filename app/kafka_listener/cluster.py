@@ -111,13 +111,13 @@ class BrokerListView:
     async def nodes(self) -> Sequence[KafkaNode]:
         now = time.monotonic()
         if self._read_at is None or now - self._read_at >= self._refresh_s:
+            self._read_at = now  # one reader at a time: the others use the last list meanwhile
             try:
                 records = await self._brokers()
             except Exception:  # the store is down: the last list is the best guess
                 log.warning("listing brokers failed; the last list stands", exc_info=True)
                 return self._nodes or (self._me,)
             self._nodes = tuple(_nodes(records))
-            self._read_at = now
         return self._nodes or (self._me,)
 
 

@@ -154,3 +154,17 @@ async def test_a_silent_member_expires_on_real_timers() -> None:
         await coord.close()
         await env.service.close()
         await env.factory.close()
+
+
+async def test_concurrent_requests_read_the_broker_list_once() -> None:
+    calls = 0
+
+    async def slow() -> list[BrokerRecord]:
+        nonlocal calls
+        calls += 1
+        await asyncio.sleep(0.05)
+        return [BrokerRecord("a:8080", "s", "http://a:8080", kafka_url="a:9092")]
+
+    view = BrokerListView(KafkaNode(node_id_for("a:8080"), "a", 9092), slow, refresh_ms=60_000)
+    answers = await asyncio.gather(*(view.nodes() for _ in range(5)))
+    assert calls == 1 and answers[0] == (view.me,)
