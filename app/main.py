@@ -27,6 +27,7 @@ from app.routes.admin import admin_router
 from app.routes.brokers import OwnershipCollector, brokers_router
 from app.routes.cluster import cluster_router
 from app.routes.data import DataHandlers, data_router_for
+from app.routes.kafka_groups import kafka_groups_router
 from app.routes.ops import ops_router
 from app.topic_metrics import TopicCollector
 from topics.api import TopicsApi
@@ -137,6 +138,7 @@ def create_app(
     app.include_router(ops_router(topics, metrics))
     app.include_router(cluster_router())
     app.include_router(brokers_router(topics))
+    app.include_router(kafka_groups_router(topics))
     metrics.registry.register(OwnershipCollector(topics))
     metrics.registry.register(TopicCollector(topics, metrics_max_topics, metrics_max_subscriptions_per_topic))
     if security is not None:
