@@ -34,6 +34,7 @@ from topics.api import TopicsApi
 
 if TYPE_CHECKING:
     from app.kafka_listener.common import KafkaConfig
+    from app.kafka_listener.groups import GroupConfig
     from topics.service import TopicService
 
 VERSION = "0.1.0"
@@ -92,6 +93,7 @@ def create_app(
     metrics_max_subscriptions_per_topic: int = 100,
     security: SecurityConfig | None = None,
     kafka: KafkaConfig | None = None,
+    kafka_groups: GroupConfig | None = None,
 ) -> QuireApp:
     """The app around `topics`; `security` turns authentication (and authorization) on, `kafka`
     the Kafka listener (started after the topics service, stopped before it)."""
@@ -105,7 +107,7 @@ def create_app(
             if kafka is not None:
                 from app.kafka_listener.listener import KafkaListener
 
-                listener = KafkaListener(cast("TopicService", topics), kafka)
+                listener = KafkaListener(cast("TopicService", topics), kafka, kafka_groups)
                 await listener.start()
                 app.state.kafka_port = listener.port
             yield

@@ -144,6 +144,7 @@ def kafka_config(settings: Settings) -> KafkaConfig | None:
 
     host, _, port = settings.effective_kafka_advertised_address.rpartition(":")
     return KafkaConfig(
+        broker_id=settings.effective_advertised_address,
         host=settings.kafka_host or settings.host,
         port=settings.kafka_port,
         advertised_host=host,
@@ -152,5 +153,4 @@ def kafka_config(settings: Settings) -> KafkaConfig | None:
         namespace=settings.kafka_namespace,
         default_partitions=settings.kafka_default_partitions,
         max_fetch_wait_ms=settings.kafka_max_fetch_wait_ms,
-        group_initial_rebalance_delay_ms=settings.kafka_group_initial_rebalance_delay_ms,
     )

@@ -72,14 +72,18 @@ class KafkaNamespace:
 
 
 def quire_topic(ns: TopicNamespace, kafka_topic: str) -> str | None:
-    """The Quire topic `tenant/namespace/T` of Kafka topic `T`; None when `T` is no valid name."""
+    """The Quire topic `tenant/namespace/T` of Kafka topic `T` (a name with slashes is a whole
+    Quire name, as docs/kafka.md says); None when it is no valid name."""
+    if "/" in kafka_topic:
+        parts = kafka_topic.removeprefix("persistent://").split("/")
+        return "/".join(parts) if len(parts) == 3 and all(is_name(p) for p in parts) else None
     return f"{ns.tenant}/{ns.namespace}/{kafka_topic}" if is_name(kafka_topic) else None
 
 
 def kafka_topic(ns: TopicNamespace, topic: str) -> str | None:
-    """The Kafka name of a Quire topic `tenant/namespace/T`; None when it is in another namespace."""
+    """The Kafka name of a Quire topic: `T` in the listener's namespace, the whole name elsewhere."""
     prefix = f"{ns.tenant}/{ns.namespace}/"
-    return topic[len(prefix) :] if topic.startswith(prefix) else None
+    return topic[len(prefix) :] if topic.startswith(prefix) else topic
 
 
 Handler = Callable[[Any, Any], Awaitable[Any]]

@@ -239,21 +239,23 @@ async def test_commit_then_fetch_with_kafka_topic_names(s: Setup, commit_v: int)
         ("bad/name", 0): ErrorCode.unknown_topic_or_partition,
         ("none", 0): ErrorCode.unknown_topic_or_partition,
     }
-    # another namespace's topic: not shown to this listener
+    # another namespace's topic: shown under its whole Quire name (as a Kafka client names it)
     await s.env.service.commit_group_offsets([GroupOffset("g", "public/other/x", 0, 1)])
     for version in (1, 2, 3):
-        r = await s.call(9, version, _fetch(version, {"orders": [0, 1, 9], "a/b": [0]}))
+        r = await s.call(9, version, _fetch(version, {"orders": [0, 1, 9], "a/b": [0], "public/other/x": [0]}))
         assert _offsets(r) == {
             ("orders", 0): (10, "", ErrorCode.none),
             ("orders", 1): (20, "", ErrorCode.none),
             ("orders", 9): (-1, "", ErrorCode.none),
             ("a/b", 0): (-1, "", ErrorCode.unknown_topic_or_partition),
+            ("public/other/x", 0): (1, "", ErrorCode.none),
         }
     for version in (2, 3):
         r = await s.call(9, version, _fetch(version, None))
         assert _offsets(r) == {
             ("orders", 0): (10, "", ErrorCode.none),
             ("orders", 1): (20, "", ErrorCode.none),
+            ("public/other/x", 0): (1, "", ErrorCode.none),
         }
         assert r.error_code == ErrorCode.none
 
@@ -293,4 +295,7 @@ def test_topic_names_map_to_the_listeners_namespace() -> None:
     assert gh.quire_topic(ns, "a/b") is None and gh.quire_topic(ns, "") is None
     assert gh.quire_topic(ns, "x" * 129) is None
     assert gh.kafka_topic(ns, "acme/prod/orders") == "orders"
-    assert gh.kafka_topic(ns, "acme/dev/orders") is None
+    assert gh.kafka_topic(ns, "acme/dev/orders") == "acme/dev/orders"  # another namespace: whole
+    assert gh.quire_topic(ns, "acme/dev/orders") == "acme/dev/orders"
+    assert gh.quire_topic(ns, "persistent://acme/dev/orders") == "acme/dev/orders"
+    assert gh.quire_topic(ns, "acme/dev/") is None
