@@ -7,29 +7,40 @@ prometheus_client's HTTP server; it asks the process's event loop for a snapshot
 (`on_loop`), so that it never reads a histogram half-updated, and turns the snapshot into metric
 families. A loop too busy to answer within `SCRAPE_TIMEOUT_S` fails the scrape rather than
 stalling it.
+
+With authentication and `QUIRE_METRICS_REQUIRE_TOKEN` on, these ports ask for what the broker's
+`/metrics` asks for (`MetricsAuth`): a Bearer token that verifies with the brokers' key and, with
+authorization on, names a super-user role; 401 or 403 otherwise, never echoing the token.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+import socket
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
-from wsgiref.simple_server import WSGIServer
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.core import (
     CounterMetricFamily,
     GaugeMetricFamily,
     HistogramMetricFamily,
     Metric,
 )
+from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
 
 from common.histogram import HistogramSnapshot
 
 if TYPE_CHECKING:
+    from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
+
+    from app.auth.tokens import TokenVerifier
+    from app.settings import Settings
     from bookie.server import BookieServer
     from bookie.storage.engine import LedgerStorage
     from compactor.stats import CompactionStats
@@ -100,6 +111,7 @@ class BookieCollector(Collector):
             ("read_bytes", "Payload bytes of the entries read", server["read_bytes"]),
             ("requests", "Requests received, of every op", server["requests"]),
             ("request_errors", "Requests answered with an error code", server["errors"]),
+            ("auth_refusals", "Connections refused: no AUTH first, or a wrong one", server["auth_refusals"]),
             ("journal_rolls", "Journal segments sealed and rolled over", stats["rolls"]),
             ("gc_runs", "Garbage collector runs", stats["gc_runs"]),
         ):
@@ -163,15 +175,87 @@ class CompactorCollector(Collector):
 # --- serving -----------------------------------------------------------------------------------
 
 
-def serve_metrics(collector: Collector, host: str, port: int, process: str) -> WSGIServer:
-    """Serve `collector` alone at http://host:port/metrics, from a daemon thread; SystemExit
-    naming the address when it cannot listen there. Stop it with `stop_metrics`."""
+@dataclass(frozen=True)
+class MetricsAuth:
+    """The broker's rule for `/metrics` with QUIRE_METRICS_REQUIRE_TOKEN, for a metrics port."""
+
+    verifier: TokenVerifier
+    authorization: bool
+    super_user_roles: frozenset[str]
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def refusal(self, header: str | None) -> tuple[str, str] | None:
+        """None when the `Authorization` header may read the metrics; else (status, reason)."""
+        from app.auth.tokens import TokenRefused, bearer_token
+
+        token = bearer_token(header.encode("latin-1", "replace") if header else None)
+        if token is None:
+            return "401 Unauthorized", "authentication required: send `Authorization: Bearer <token>`"
+        try:
+            with self._lock:  # scrapes come on threads; the verifier's cache is not thread-safe
+                role = self.verifier.role(token)
+        except TokenRefused as exc:
+            return "401 Unauthorized", f"invalid token: {exc}"
+        if self.authorization and role not in self.super_user_roles:
+            return "403 Forbidden", f"role {role!r} is not a super-user: metrics are for super-users"
+        return None
+
+
+def metrics_auth(settings: Settings) -> MetricsAuth | None:
+    """The metrics ports' rule from the settings: None (open) unless authentication and
+    QUIRE_METRICS_REQUIRE_TOKEN are both on, as for the broker's `/metrics`."""
+    if not (settings.authentication_enabled and settings.metrics_require_token):
+        return None
+    from app.auth.tokens import TokenVerifier
+
+    return MetricsAuth(
+        TokenVerifier(settings.token_verification_key()),
+        settings.effective_authorization_enabled,
+        frozenset(settings.super_user_roles),
+    )
+
+
+def _guarded(app: WSGIApplication, auth: MetricsAuth) -> WSGIApplication:
+    def guarded(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        refused = auth.refusal(environ.get("HTTP_AUTHORIZATION"))
+        if refused is None:
+            return app(environ, start_response)
+        status, reason = refused
+        headers = [("Content-Type", "text/plain; charset=utf-8")]
+        if status.startswith("401"):
+            headers.append(("WWW-Authenticate", 'Bearer realm="quire"'))
+        start_response(status, headers)
+        return [reason.encode() + b"\n"]
+
+    return guarded
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # no line per scrape on stderr
+        pass
+
+
+def serve_metrics(
+    collector: Collector, host: str, port: int, process: str, auth: MetricsAuth | None = None
+) -> WSGIServer:
+    """Serve `collector` alone at http://host:port/metrics (asking for a token with `auth`), from
+    a daemon thread; SystemExit naming the address when it cannot listen there. Stop it with
+    `stop_metrics`."""
     registry = CollectorRegistry()
     registry.register(collector)
+    app = make_wsgi_app(registry)
+    if auth is not None:
+        app = _guarded(app, auth)
+
+    class Server(ThreadingWSGIServer):
+        pass
+
     try:
-        server, _ = start_http_server(port, addr=host, registry=registry)
+        Server.address_family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        server = make_server(host, port, app, Server, handler_class=_QuietHandler)
     except OSError as exc:
         raise SystemExit(f"quire {process}: cannot serve metrics on {host}:{port}: {exc}") from exc
+    threading.Thread(target=server.serve_forever, name=f"{process}-metrics", daemon=True).start()
     return server
 
 

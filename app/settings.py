@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.auth.keys import Algorithm, KeyProblem, VerificationKey, verification_key
+from app.auth.keys import Algorithm, KeyProblem, VerificationKey, read_cluster_secret, verification_key
 
 
 class Settings(BaseSettings):
@@ -153,6 +153,17 @@ class Settings(BaseSettings):
     tls_cert_file: str = ""
     tls_key_file: str = ""
     tls_ca_file: str = ""
+    # The bookie port: a secret every bookie client proves it knows (never sent), text or
+    # file:/path, at least 16 bytes; empty: off. Set it on every process of a cluster or on none.
+    bookie_auth_secret: SecretStr = SecretStr("")
+    # TLS on the bookie port: the bookie's PEM certificate and key. The CA: bookie clients speak
+    # TLS and check bookies' certificates against it, and a bookie with a certificate asks its
+    # clients for one the CA signed (mutual TLS): theirs is the client certificate and key.
+    bookie_tls_cert_file: str = ""
+    bookie_tls_key_file: str = ""
+    bookie_tls_ca_file: str = ""
+    bookie_tls_client_cert_file: str = ""
+    bookie_tls_client_key_file: str = ""
 
     # --- compactor ---------------------------------------------------------------------------
     spark_master: str = "local[*]"
@@ -175,6 +186,15 @@ class Settings(BaseSettings):
     # test-only hook, off by default: a run pauses this long before closing its ledger
     compactor_test_run_delay_ms: int = Field(0, ge=0)
     compactor_test_run_delay_match: str = ""
+
+    @field_validator("bookie_auth_secret")
+    @classmethod
+    def _secret_readable(cls, v: SecretStr) -> SecretStr:
+        try:
+            read_cluster_secret(v.get_secret_value())
+        except KeyProblem as exc:
+            raise ValueError(str(exc)) from None
+        return v
 
     @field_validator("disk_usage_low_water")
     @classmethod
@@ -223,7 +243,39 @@ class Settings(BaseSettings):
             )
         self._security_settings_agree()
         self._tls_settings_agree()
+        self._bookie_tls_settings_agree()
         return self
+
+    def bookie_secret(self) -> bytes:
+        """The bookie cluster secret's bytes (b"": off); the validator has read it once already."""
+        return read_cluster_secret(self.bookie_auth_secret.get_secret_value())
+
+    def _bookie_tls_settings_agree(self) -> None:
+        from bookie.auth import ClientSecurity, ServerSecurity
+
+        pairs = (
+            ("bookie_tls_cert_file", "bookie_tls_key_file"),
+            ("bookie_tls_client_cert_file", "bookie_tls_client_key_file"),
+        )
+        for cert, key in pairs:
+            if bool(getattr(self, cert)) != bool(getattr(self, key)):
+                raise ValueError(f"bookie TLS needs both {cert} and {key} (PEM files), or neither")
+        if self.bookie_tls_client_cert_file and not self.bookie_tls_ca_file:
+            raise ValueError(
+                "bookie_tls_client_cert_file needs bookie_tls_ca_file: TLS to bookies is on with a CA"
+            )
+        try:
+            ServerSecurity(
+                b"", self.bookie_tls_cert_file, self.bookie_tls_key_file, self.bookie_tls_ca_file
+            ).ssl_context()
+            ClientSecurity(
+                b"",
+                self.bookie_tls_ca_file,
+                self.bookie_tls_client_cert_file,
+                self.bookie_tls_client_key_file,
+            ).ssl_context()
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(f"bookie TLS files cannot be used: {exc}") from None
 
     def _tls_settings_agree(self) -> None:
         if not (self.tls_cert_file or self.tls_key_file or self.tls_ca_file):

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from app.auth.gate import SecurityConfig
     from app.kafka_listener.common import KafkaConfig
     from app.kafka_listener.groups import GroupConfig
+    from bookie.auth import ClientSecurity
+    from bookie.connection import BookieClientConfig
 
 
 def topics_config(settings: Settings) -> TopicsConfig:
@@ -87,6 +89,33 @@ def security_config(settings: Settings) -> SecurityConfig | None:
     )
 
 
+def bookie_client_security(settings: Settings) -> ClientSecurity:
+    """What every bookie client (broker, compactor and its Spark tasks, autorecovery) proves
+    itself with: the cluster secret and the TLS files (docs/operations.md#security)."""
+    from bookie.auth import ClientSecurity
+
+    return ClientSecurity(
+        secret=settings.bookie_secret(),
+        ca_file=settings.bookie_tls_ca_file,
+        cert_file=settings.bookie_tls_client_cert_file,
+        key_file=settings.bookie_tls_client_key_file,
+    )
+
+
+def bookie_client_config(settings: Settings, **overrides: object) -> BookieClientConfig:
+    """The bookie client config of the broker and the compactor: frame limit, timeouts, security."""
+    from bookie.connection import BookieClientConfig
+
+    values: dict[str, object] = {
+        "max_frame_bytes": settings.bookie_max_frame_bytes,
+        "add_timeout_s": settings.add_entry_timeout_ms / 1000,
+        "speculative_read_timeout_s": settings.speculative_read_timeout_ms / 1000,
+        "security": bookie_client_security(settings),
+        **overrides,
+    }
+    return BookieClientConfig(**values)  # type: ignore[arg-type]
+
+
 def bootstrap(settings: Settings) -> TopicsApi:
     """The real TopicService over the SQL metadata store and the bookies in the settings.
 
@@ -96,7 +125,7 @@ def bootstrap(settings: Settings) -> TopicsApi:
     # Imported here, not at module level: importing app.wiring must stay cheap and side-effect
     # free (the OpenAPI export and the unit tests never build the real stack).
     from app.registry import registry_config
-    from bookie.client import BookieClientConfig, BookieLedgerClient
+    from bookie.client import BookieLedgerClient
     from bookie.registry import MetadataBookieRegistry
     from managed_ledger.factory import ManagedLedgerFactory
     from managed_ledger.metadata.sql import SqlMetadataStore
@@ -106,12 +135,8 @@ def bootstrap(settings: Settings) -> TopicsApi:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     store = SqlMetadataStore(settings.effective_database_url, auto_upgrade=settings.auto_migrate)
     client = BookieLedgerClient(
-        BookieClientConfig(
-            max_frame_bytes=settings.bookie_max_frame_bytes,
-            bookies=tuple(settings.effective_bookies),
-            health_min_bookies=settings.ensemble_size,
-            add_timeout_s=settings.add_entry_timeout_ms / 1000,
-            speculative_read_timeout_s=settings.speculative_read_timeout_ms / 1000,
+        bookie_client_config(
+            settings, bookies=tuple(settings.effective_bookies), health_min_bookies=settings.ensemble_size
         )
     )
     # New ledgers (and the bookies that replace failed ones) are chosen among the live writable

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import psutil
 
-from bench.common import free_port, start_bookie, stop_bookie
+from bench.common import bookie_client_config, free_port, start_bookie, stop_bookie
 from bookie.client import BookieLedgerClient, BookieLedgerWriter
 from bookie.types import LedgerSpec
 
@@ -123,7 +123,7 @@ def fmt_rate(x: float) -> str:
 async def bench(args: argparse.Namespace, tmp: Path) -> None:
     port = free_port()
     proc = start_bookie(tmp / "bookie", port, tmp / "bookie.log")
-    client = BookieLedgerClient()
+    client = BookieLedgerClient(bookie_client_config())
     try:
         ledgers = Ledgers(client, f"127.0.0.1:{port}")
         await pump(await ledgers.writer(), b"w" * 100, 5_000, 256)  # warm up

@@ -36,10 +36,11 @@ from pathlib import Path
 
 import psutil
 
+from bench.common import bookie_client_config
 from bookie.client import BookieLedgerClient
 from bookie.ledgers import ledger_spec
 from compactor.config import CompactorConfig
-from compactor.job import SparkEngine
+from compactor.job import BookieClientFactory, SparkEngine
 from compactor.reference import ReferenceEngine
 from compactor.runner import CompactionRunner
 from compactor.spark import stop_session
@@ -168,7 +169,7 @@ async def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="quire-bench-compaction-"))
     bookie = Bookie(root / "bookie").start()
     store = SqlMetadataStore(f"sqlite:///{root / 'metadata.db'}")
-    client = BookieLedgerClient()
+    client = BookieLedgerClient(bookie_client_config())
     rows: list[tuple[str, str]] = []
     try:
         topic = TopicWriter(store, client, ML, (bookie.address,))
@@ -177,7 +178,9 @@ async def main() -> None:
         await topic.close_ledger()
         print(f"wrote {MESSAGES:,} messages in {time.perf_counter() - t:.1f} s", file=sys.stderr)
         config = CompactorConfig(bookies=(bookie.address,))
-        spark = CompactionRunner(store, client, config, SparkEngine(config))
+        spark = CompactionRunner(
+            store, client, config, SparkEngine(config, BookieClientFactory(client.config))
+        )
         with PeakMemory() as peak:
             cold, n_in, n_out = await timed_run(spark)
             await reset_compaction(store, client)

@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from bench.common import free_port, start_bookie, stop_bookie
+from bench.common import bookie_client_config, free_port, start_bookie, stop_bookie
 from bookie.client import BookieLedgerClient
 from bookie.types import LedgerSpec
 from managed_ledger.api import ManagedLedgerConfig
@@ -56,7 +56,7 @@ class Bench:
         self.args = args
         self.address = address
         self.store = store
-        self.client = BookieLedgerClient()
+        self.client = BookieLedgerClient(bookie_client_config())
         self.payload = os.urandom(ENTRY_BYTES)
         self.next_bare = BARE_LEDGER_BASE
 

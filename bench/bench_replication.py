@@ -235,12 +235,13 @@ def kill_row(tmp: Path) -> Row:
 async def write_ledgers(db_url: str, addresses: list[str]) -> float:
     """RECOVERY_MB of 1 KiB entries in closed 3/2/2 ledgers over rotating ensembles of three of
     the four bookies; the bytes whose write set includes the first bookie (the one to lose)."""
+    from bench.common import bookie_client_config
     from bookie.client import BookieLedgerClient
     from bookie.ledgers import LedgerManager, ledger_spec
     from managed_ledger.metadata.sql import SqlMetadataStore
 
     store = SqlMetadataStore(db_url)
-    client = BookieLedgerClient()
+    client = BookieLedgerClient(bookie_client_config())
     manager = LedgerManager(store, client)
     payload = os.urandom(ENTRY_BYTES)
     ledgers = max(1, RECOVERY_MB * 1024 * 1024 // (ENTRY_BYTES * ENTRIES_PER_LEDGER))

@@ -25,12 +25,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.common import free_port, start_bookie, stop_bookie
+from bench.common import bookie_client_config, free_port, start_bookie, stop_bookie
 from bookie.client import BookieLedgerClient
 from bookie.ledgers import LedgerManager, ledger_spec
 from bookie.recovery_store import UnderReplicatedLedger
 from bookie.registry import BookieRecord, BookieState, MetadataBookieRegistry, wall_clock_ms
-from bookie.replica_io import ReplicaIO
+from bookie.replica_io import ReplicaIO, ReplicaIOConfig
 from bookie.rereplication import ReplicationWorker, WorkerConfig
 from managed_ledger.metadata.sql import SqlMetadataStore
 
@@ -73,8 +73,8 @@ def cpu_seconds(pids: list[int]) -> float:
 
 async def run(tmp: Path, addresses: list[str], pids: list[int], kill: Callable[[], None]) -> None:
     store = SqlMetadataStore(f"sqlite:///{tmp / 'metadata.db'}")
-    client = BookieLedgerClient()
-    io = ReplicaIO()
+    client = BookieLedgerClient(bookie_client_config())
+    io = ReplicaIO(ReplicaIOConfig(security=client.config.security))
     try:
         manager = LedgerManager(store, client)
         progress(f"writing {MB} MB of 1 KiB entries at 3/2/2 over 4 bookies")

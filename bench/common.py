@@ -1,5 +1,5 @@
-"""Helpers the benchmarks share: free ports, an open-port probe, a percentile, and a real
-`quire bookie` process."""
+"""Helpers the benchmarks share: free ports, an open-port probe, a percentile, a real
+`quire bookie` process, and the bookie client config to talk to it."""
 
 from __future__ import annotations
 
@@ -13,6 +13,10 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bookie.connection import BookieClientConfig
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -27,6 +31,17 @@ def port_open(port: int, timeout_s: float = 0.3) -> bool:
     with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=timeout_s):
         return True
     return False
+
+
+def bookie_client_config(**overrides: object) -> BookieClientConfig:
+    """A bench's own bookie client config, with the bookie door of the settings in the
+    environment (QUIRE_BOOKIE_AUTH_SECRET, QUIRE_BOOKIE_TLS_*): the bookies a bench starts inherit
+    that environment, so with it set a bench runs, and measures, with the door closed."""
+    from app.settings import Settings
+    from app.wiring import bookie_client_security
+    from bookie.connection import BookieClientConfig
+
+    return BookieClientConfig(security=bookie_client_security(Settings()), **overrides)  # type: ignore[arg-type]
 
 
 def pct(xs: list[float], q: float) -> float:

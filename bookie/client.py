@@ -33,7 +33,8 @@ next add, so after the last add of a ledger the bookies know LAC = last - 1.
 
 The constructor does nothing but store its configuration: a Spark task may build a client and
 use it inside its own `asyncio.run`. Connections are bound to the loop that opened them; on a
-new loop the client opens new ones.
+new loop the client opens new ones. Each one authenticates with the config's secret and speaks
+TLS with its CA, when it has them (`bookie.auth`); the SSL context is built on first use.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import ssl
 from asyncio import FIRST_COMPLETED
 from typing import Any
 
@@ -80,6 +82,7 @@ class BookieLedgerClient:
         self.config = config or BookieClientConfig()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connections: dict[str, Connection] = {}
+        self._ssl: ssl.SSLContext | None = None
 
     # --- connections -----------------------------------------------------------------------------
     async def connection(self, address: str) -> Connection:
@@ -94,11 +97,19 @@ class BookieLedgerClient:
             self._loop = loop
         conn = self._connections.get(address)
         if conn is None or conn.closed:
-            conn = self._connections[address] = Connection(address, self.config, loop)
+            if self._ssl is None:
+                self._ssl = self._ssl_context()
+            conn = self._connections[address] = Connection(address, self.config, loop, self._ssl)
         await asyncio.shield(conn.ready)
         if conn.closed:
             raise BookieError(ErrorCode.UNAVAILABLE, f"connection to bookie {address} closed")
         return conn
+
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        try:
+            return self.config.security.ssl_context()
+        except (OSError, ssl.SSLError) as exc:  # the settings check the files at start: rare
+            raise BookieError(ErrorCode.NOT_AUTHENTICATED, f"cannot use the bookie TLS files: {exc}") from exc
 
     async def _call(self, address: str, op: Op, body: bytes = b"") -> bytes:
         """One request to one bookie: the reply body, or a BookieError(UNAVAILABLE) if unreachable."""

@@ -3,16 +3,22 @@
 Any number of requests are in flight on a connection, each with a deadline. Replies are matched
 by request id and handed to a plain callback, not a future, so an add costs one future (the
 caller's) and no task. A lost connection fails every request waiting on it with UNAVAILABLE.
+
+With a secret in the config's `security`, a connection is ready only once the AUTH handshake
+(`bookie.auth`) has succeeded; one the bookie refuses, or that cannot prove itself to us, fails
+to open with NOT_AUTHENTICATED. With a CA it speaks TLS and checks the bookie's certificate.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
+from bookie.auth import AuthRefused, ClientSecurity, authenticate
 from bookie.errors import BookieError, ErrorCode, error_from_code
 from bookie.protocol import (
     CODE,
@@ -50,6 +56,8 @@ class BookieClientConfig:
     bookies: tuple[str, ...] = ()
     health_min_bookies: int = 0
     health_timeout_s: float = 2.0
+    # The secret and TLS files this client proves itself with (bookie.auth); none by default.
+    security: ClientSecurity = field(default_factory=ClientSecurity)
 
 
 def reply_code(body: bytes) -> int:
@@ -68,8 +76,15 @@ def local_error(code: ErrorCode, message: str) -> bytes:
 class Connection(asyncio.Protocol):
     """One TCP connection to one bookie, shared by every ledger and request of the client."""
 
-    def __init__(self, address: str, config: BookieClientConfig, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self,
+        address: str,
+        config: BookieClientConfig,
+        loop: asyncio.AbstractEventLoop,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.address = address
+        self._ssl = ssl_context
         self._config = config
         self._loop = loop
         self._timeout_s = config.request_timeout_s
@@ -86,18 +101,32 @@ class Connection(asyncio.Protocol):
         self._next_request_id = 1
         self._sweeper: asyncio.TimerHandle | None = None
         self.closed = False
+        self._heard = False  # any bytes from the bookie yet (see connection_lost)
         self.ready: asyncio.Task[None] = loop.create_task(self._connect())
 
     async def _connect(self) -> None:
         host, _, port = self.address.rpartition(":")
+        host = host or "127.0.0.1"
+        secret = self._config.security.secret
         try:
-            await asyncio.wait_for(
-                self._loop.create_connection(lambda: self, host or "127.0.0.1", int(port)),
-                self._config.connect_timeout_s,
-            )
+            async with asyncio.timeout(self._config.connect_timeout_s):
+                await self._loop.create_connection(
+                    lambda: self, host, int(port), ssl=self._ssl, server_hostname=host if self._ssl else None
+                )
+                if secret:
+                    await authenticate(self._call_auth, secret)
+        except AuthRefused as exc:
+            self._lost(f"bookie {self.address} refused authentication: {exc}")
+            raise BookieError(ErrorCode.NOT_AUTHENTICATED, f"bookie {self.address}: {exc}") from None
+        except BookieError as exc:  # lost while authenticating
+            self._lost(f"bookie {self.address}: {exc.message}")
+            raise
         except (OSError, TimeoutError, ValueError) as exc:
             self._lost(f"cannot connect to bookie {self.address}: {exc}")
             raise BookieError(ErrorCode.UNAVAILABLE, f"bookie {self.address}: {exc}") from exc
+
+    async def _call_auth(self, body: bytes) -> bytes:
+        return await self.call(Op.AUTH, body)
 
     # --- asyncio.Protocol --------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -107,9 +136,15 @@ class Connection(asyncio.Protocol):
             transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._lost(f"connection to bookie {self.address} lost: {exc or 'closed'}")
+        why = f"connection to bookie {self.address} lost: {exc or 'closed'}"
+        if self._ssl is not None and not self._heard:
+            # TLS 1.3 finishes the client's handshake before the bookie checks its certificate:
+            # a refusal of it shows as a connection closed before the first reply.
+            why += " before its first reply (with mutual TLS: does it accept our client certificate?)"
+        self._lost(why)
 
     def data_received(self, data: bytes) -> None:
+        self._heard = True
         pending = self._pending
         for _op, _flags, request_id, body in self._decoder.feed(data):
             handler = pending.pop(request_id, None)

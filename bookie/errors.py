@@ -39,6 +39,7 @@ class ErrorCode(IntEnum):
     UNAVAILABLE = 8  # no connection to the bookie, or it went away mid-request
     TIMEOUT = 9
     CORRUPT = 10  # a checksum did not match
+    NOT_AUTHENTICATED = 11  # the bookie asks for AUTH first, or the handshake failed (bookie.auth)
 
 
 class BookieError(QuireError):
@@ -123,6 +124,9 @@ WIRE_CODES: dict[ErrorCode, WireCode] = {
     ErrorCode.UNAVAILABLE: WireCode(BookieError, ErrorKind.unavailable, True, _STORAGE),
     ErrorCode.TIMEOUT: WireCode(BookieError, ErrorKind.unavailable, True, _STORAGE),
     ErrorCode.CORRUPT: WireCode(BookieError, ErrorKind.internal, False),
+    # A misconfigured secret or certificate: nothing a retry fixes, and to a caller the bookie
+    # is as good as down.
+    ErrorCode.NOT_AUTHENTICATED: WireCode(BookieError, ErrorKind.unavailable, False, _STORAGE),
 }
 
 

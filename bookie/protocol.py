@@ -1,4 +1,5 @@
-"""The bookie wire protocol, version 1: length-prefixed, checksummed, pipelined frames over TCP.
+"""The bookie wire protocol, version 1: length-prefixed, checksummed, pipelined frames over TCP
+(or TLS, `bookie.auth`).
 
 Every frame, request or reply, has the same 20-byte header (little-endian):
 
@@ -21,6 +22,7 @@ Request bodies (i64 ids, -1 meaning "none"):
     DELETE_LEDGER  ledger u64
     LAST_ENTRY     ledger u64
     STATS          (empty)
+    AUTH           step u8 | 32 bytes: HELLO (1) | client nonce, then PROOF (2) | client proof
 
 Reply bodies start with code u16 (bookie.errors.ErrorCode). When code != OK the rest is a UTF-8
 message. When OK:
@@ -36,6 +38,15 @@ message. When OK:
     READ_LAC, FENCE      last_add_confirmed i64
     LAST_ENTRY           last_entry_id i64 | last_add_confirmed i64
     STATS                JSON object (UTF-8)
+    AUTH                 HELLO: server nonce (32) | server proof (32); PROOF: nothing
+
+AUTH (`bookie.auth` has the handshake) was added to version 1 without a new version, as the
+READ_RANGE stride was: a bookie without it answers "unknown op" (BAD_REQUEST), which a client
+with a secret reports as a refusal. A bookie with a secret answers every request before a
+successful PROOF with NOT_AUTHENTICATED and closes; one without a secret answers AUTH with
+BAD_REQUEST ("authentication is off"). Until then frames are at most 4 KiB
+(`bookie.auth.PRE_AUTH_MAX_FRAME_BYTES`), and a client sends nothing but AUTH before the
+PROOF's OK.
 
 Framing errors (length out of bounds, CRC mismatch) leave the stream unsynchronised: the server
 replies BAD_REQUEST and closes the connection. A well-framed request with an unknown op, a bad
@@ -68,6 +79,7 @@ class Op(IntEnum):
     DELETE_LEDGER = 6
     LAST_ENTRY = 7
     STATS = 8
+    AUTH = 9
 
 
 OPS = frozenset(int(op) for op in Op)

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from bookie.auth import ClientSecurity
 from bookie.client import BookieLedgerClient
 from bookie.connection import BookieClientConfig, Connection, reply_code, reply_error
 from bookie.errors import BookieError, ErrorCode
@@ -48,6 +49,7 @@ class ReplicaIOConfig:
     connect_timeout_s: float = 5.0
     request_timeout_s: float = 10.0
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    security: ClientSecurity = field(default_factory=ClientSecurity)  # as every bookie client's
 
 
 class ReplicaIO:
@@ -60,6 +62,7 @@ class ReplicaIO:
                 connect_timeout_s=self.config.connect_timeout_s,
                 request_timeout_s=self.config.request_timeout_s,
                 max_frame_bytes=self.config.max_frame_bytes,
+                security=self.config.security,
             )
         )
 

@@ -18,6 +18,11 @@ frames already read are held back (at most one read's worth) and TCP pushes back
 which just waits. It starts the held frames and reads again once half of the requests are done
 and the replies drain. So a connection never has more than the limit running and never gets
 TOO_MANY_REQUESTS for pipelining deeply (that code is left to the engine).
+
+Who may talk (`bookie.auth`): with a secret, a connection is served only after its AUTH
+handshake; before that every other request is refused (NOT_AUTHENTICATED) and the connection
+closed, without the engine seeing anything. With a certificate the port speaks TLS, and with a
+CA as well it asks clients for a certificate (mutual TLS).
 """
 
 from __future__ import annotations
@@ -28,9 +33,10 @@ import logging
 import struct
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
+from bookie.auth import PRE_AUTH_MAX_FRAME_BYTES, AuthRefused, ServerHandshake, ServerSecurity
 from bookie.errors import BookieError, ErrorCode, NoSuchEntryError
 from bookie.protocol import (
     ADD_BODY,
@@ -72,6 +78,9 @@ class ServerConfig:
     max_requests_in_flight: int = 10_000
     max_read_reply_bytes: int = 4 * 1024 * 1024
     max_read_reply_entries: int = 16_384
+    security: ServerSecurity = field(default_factory=ServerSecurity)
+    # A connection that has not authenticated this long after it opened is closed (with a secret).
+    auth_timeout_s: float = 10.0
 
 
 class _Connection(asyncio.Protocol):
@@ -90,6 +99,9 @@ class _Connection(asyncio.Protocol):
         self._paused_in_flight = False
         self._paused_writing = False
         self._stopping = False  # the server is shutting down: take no new requests
+        # Until the AUTH handshake succeeds (with a secret), nothing else is served.
+        self._handshake: ServerHandshake | None = None
+        self._auth_timer: asyncio.TimerHandle | None = None
         self.peer = "?"
 
     # --- transport callbacks -------------------------------------------------------------------
@@ -98,6 +110,11 @@ class _Connection(asyncio.Protocol):
         self._transport = cast(asyncio.Transport, transport)
         self.peer = str(transport.get_extra_info("peername"))
         self._server.connections.add(self)
+        secret = self._config.security.secret
+        if secret:
+            self._handshake = ServerHandshake(secret)
+            self._decoder.max_frame_bytes = PRE_AUTH_MAX_FRAME_BYTES
+            self._auth_timer = self._loop.call_later(self._config.auth_timeout_s, self._auth_timed_out)
 
     def connection_lost(self, exc: Exception | None) -> None:
         # Work in flight on the engine runs to its end (an add may already be in the journal);
@@ -106,6 +123,8 @@ class _Connection(asyncio.Protocol):
         self._out.clear()
         self._held = []
         self._server.connections.discard(self)
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()
 
     def pause_writing(self) -> None:
         self._paused_writing = True
@@ -123,6 +142,13 @@ class _Connection(asyncio.Protocol):
             return
         frames = self._decoder.feed(data)
         self._server.requests += len(frames)
+        if self._handshake is not None:
+            frames = self._authenticate(frames)
+            if self._handshake is not None:  # not authenticated yet, or refused
+                error = self._decoder.error
+                if error is not None and not self._stopping:
+                    self._refuse(0, error.request_id, f"not authenticated: send AUTH first ({error})")
+                return
         if self._held:
             self._held += frames
         else:
@@ -139,6 +165,47 @@ class _Connection(asyncio.Protocol):
                 self._add(flags, request_id, body)
             else:
                 self._request(op, flags, request_id, body)
+
+    # --- authentication (bookie.auth) ------------------------------------------------------------
+    def _authenticate(self, frames: list[Frame]) -> list[Frame]:
+        """Answer the AUTH frames that open the connection; the frames after an accepted PROOF
+        are returned, to be served. Any other request first is refused, and so is a bad AUTH."""
+        handshake = self._handshake
+        assert handshake is not None
+        for i, (op, _flags, request_id, body) in enumerate(frames):
+            if op != Op.AUTH:
+                self._refuse(op, request_id, f"not authenticated: send AUTH first ({_op_name(op)} refused)")
+                return []
+            try:
+                reply = handshake.answer(body)
+            except AuthRefused as exc:
+                self._refuse(op, request_id, f"not authenticated: {exc}")
+                return []
+            self._queue_parts(encode_reply(Op.AUTH, request_id, reply))
+            if handshake.done:
+                self._handshake = None
+                self._decoder.max_frame_bytes = self._config.max_frame_bytes
+                if self._auth_timer is not None:
+                    self._auth_timer.cancel()
+                    self._auth_timer = None
+                return frames[i + 1 :]
+        return []
+
+    def _refuse(self, op: int, request_id: int, reason: str) -> None:
+        """Say why (never with the secret), then close; nothing of the connection is served."""
+        self._server.auth_refusals += 1
+        log.warning("refused connection from %s: %s", self.peer, reason)
+        self._stopping = True
+        self._held = []
+        self._queue_error(op, request_id, ErrorCode.NOT_AUTHENTICATED, reason)
+        self._flush()
+        if self._transport is not None:
+            self._transport.close()
+
+    def _auth_timed_out(self) -> None:
+        self._auth_timer = None
+        if self._handshake is not None and not self._stopping and self._transport is not None:
+            self._refuse(0, 0, f"not authenticated within {self._config.auth_timeout_s:g} s")
 
     def stop_reading(self) -> None:
         self._stopping = True
@@ -201,6 +268,12 @@ class _Connection(asyncio.Protocol):
             return
         if op not in OPS:
             self._queue_error(op, request_id, ErrorCode.BAD_REQUEST, f"unknown op {op}")
+            return
+        if op == Op.AUTH:
+            # An AUTH after the handshake, or to a bookie without a secret (bookie.auth).
+            on = bool(self._config.security.secret)
+            why = "already authenticated" if on else "authentication is off on this bookie"
+            self._queue_error(op, request_id, ErrorCode.BAD_REQUEST, why)
             return
         try:
             if op in (Op.FENCE, Op.DELETE_LEDGER):
@@ -396,6 +469,7 @@ class BookieServer:
         self.requests = 0
         self.errors = 0
         self.bad_frames = 0
+        self.auth_refusals = 0  # connections refused by the AUTH handshake (bookie.auth)
         self.in_flight = 0
         self.read_entries = 0  # entries answered to READ and READ_RANGE, and their bytes
         self.read_bytes = 0
@@ -405,7 +479,11 @@ class BookieServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: _Connection(self), self.config.host, self.config.port, reuse_address=True
+            lambda: _Connection(self),
+            self.config.host,
+            self.config.port,
+            reuse_address=True,
+            ssl=self.config.security.ssl_context(),
         )
 
     def resume(self, awaited: asyncio.Future[Any]) -> None:
@@ -429,6 +507,7 @@ class BookieServer:
                 "requests": self.requests,
                 "errors": self.errors,
                 "bad_frames": self.bad_frames,
+                "auth_refusals": self.auth_refusals,
                 "in_flight": self.in_flight,
                 "read_entries": self.read_entries,
                 "read_bytes": self.read_bytes,

@@ -21,9 +21,11 @@ import asyncio
 import json
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bookie.api import LedgerClient
+from bookie.connection import BookieClientConfig
 from compactor.config import CompactionRules, CompactorConfig
 from compactor.errors import SparkJobError
 from compactor.plan import CompactionPlan, ReadRange, split_ranges
@@ -47,11 +49,18 @@ if TYPE_CHECKING:
 SORT_PARTITION_BYTES = 128 * 1024 * 1024
 
 
-def bookie_client_factory() -> LedgerClient:
-    """Builds the TCP ledger client inside a Spark task (module-level, so it pickles by name)."""
-    from bookie.client import BookieLedgerClient
+@dataclass(frozen=True, slots=True)
+class BookieClientFactory:
+    """Builds the TCP ledger client inside a Spark task with the driver's client config (its
+    secret and TLS file paths too: on a cluster, executors need those files at the same paths).
+    A plain value of a module-level class, so it pickles into the task."""
 
-    return BookieLedgerClient()
+    config: BookieClientConfig = field(default_factory=BookieClientConfig)
+
+    def __call__(self) -> LedgerClient:
+        from bookie.client import BookieLedgerClient
+
+        return BookieLedgerClient(self.config)
 
 
 def _as_tuple(m: Any) -> tuple[int, int, int] | None:
@@ -64,11 +73,11 @@ class SparkEngine:
     def __init__(
         self,
         config: CompactorConfig,
-        client_factory: ClientFactory = bookie_client_factory,
+        client_factory: ClientFactory | None = None,
         session: SparkSession | None = None,
     ) -> None:
         self.config = config
-        self.client_factory = client_factory
+        self.client_factory = client_factory or BookieClientFactory()
         self._session = session
 
     def session(self) -> SparkSession:

@@ -18,6 +18,11 @@ import pytest
 # test turns one on with a free port: the default 9092 would clash between brokers of one test,
 # between tests, and with a Quire the developer runs.
 os.environ["QUIRE_KAFKA_PORT"] = "0"
+# Likewise the bookie port's door: the bookies tests start and the clients they build are open
+# unless a test gives both sides a secret or TLS files; one set in the developer's environment
+# would lock every other test's client out.
+for _name in [n for n in os.environ if n == "QUIRE_BOOKIE_AUTH_SECRET" or n.startswith("QUIRE_BOOKIE_TLS_")]:
+    del os.environ[_name]
 
 POSTGRES_URL = os.environ.get("QUIRE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 

@@ -17,7 +17,7 @@ def samples(text: str) -> dict[str, float]:
     return out
 
 
-def scrape(port: int, host: str = "127.0.0.1") -> dict[str, float]:
-    r = httpx.get(f"http://{host}:{port}/metrics", timeout=10)
+def scrape(port: int, host: str = "127.0.0.1", headers: dict[str, str] | None = None) -> dict[str, float]:
+    r = httpx.get(f"http://{host}:{port}/metrics", headers=headers, timeout=10)
     assert r.status_code == 200, r.text
     return samples(r.text)

@@ -8,15 +8,28 @@ import asyncio
 import math
 from pathlib import Path
 
+import httpx
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from app.process_metrics import BookieCollector, CompactorCollector, on_loop
+from app.auth.keys import VerificationKey
+from app.auth.tokens import TokenVerifier, create_token
+from app.process_metrics import (
+    BookieCollector,
+    CompactorCollector,
+    MetricsAuth,
+    metrics_auth,
+    on_loop,
+    serve_metrics,
+    stop_metrics,
+)
+from app.settings import Settings
 from bookie.server import BookieServer, ServerConfig
 from bookie.storage.engine import LedgerStorage, StorageConfig
 from common.histogram import Histogram
 from compactor.stats import CompactionStats
 from tests.metrics_text import samples
+from tests.support import free_port
 
 
 def test_histogram_counts_a_value_under_the_first_bound_it_does_not_exceed() -> None:
@@ -83,6 +96,8 @@ async def test_bookie_collector_reads_the_engine_and_the_server(tmp_path: Path) 
     assert groups == writable["quire_bookie_journal_sync_seconds_count"] == 2  # the adds came one by one
     assert writable['quire_bookie_journal_group_entries_bucket{le="+Inf"}'] == 2
     assert full["quire_bookie_read_only"] == 1 and full["quire_bookie_disk_usage_ratio"] == 0.97
+    server.auth_refusals = 3
+    assert (await scrape(collector))["quire_bookie_auth_refusals_total"] == 3
 
 
 async def test_compactor_collector_serves_runs_by_result_and_durations() -> None:
@@ -114,3 +129,44 @@ def test_a_loop_that_does_not_answer_fails_the_scrape_and_skips_the_late_call() 
     finally:
         loop.close()
     assert called == []
+
+
+KEY = b"k" * 32
+
+
+def bearer(role: str, key: bytes = KEY) -> dict[str, str]:
+    return {"Authorization": f"Bearer {create_token(role, key, 'HS256')}"}
+
+
+@pytest.mark.parametrize("authorization", [True, False])
+async def test_a_metrics_port_with_auth_asks_for_a_token_as_the_brokers_metrics_does(
+    authorization: bool,
+) -> None:
+    auth = MetricsAuth(TokenVerifier(VerificationKey(KEY, ("HS256",))), authorization, frozenset({"root"}))
+    port = free_port()
+    server = serve_metrics(
+        CompactorCollector(asyncio.get_running_loop(), CompactionStats()), "127.0.0.1", port, "test", auth
+    )
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        async with httpx.AsyncClient(timeout=10) as http:
+            anonymous = await http.get(url)
+            assert anonymous.status_code == 401 and anonymous.headers["www-authenticate"].startswith("Bearer")
+            forged = await http.get(url, headers=bearer("root", b"x" * 32))
+            assert forged.status_code == 401 and "signature" in forged.text
+            assert "Bearer" not in forged.text  # the token is never echoed
+            other = await http.get(url, headers=bearer("someone"))
+            assert other.status_code == (403 if authorization else 200)
+            root = await http.get(url, headers=bearer("root"))
+            assert root.status_code == 200 and "quire_compaction_running" in root.text
+    finally:
+        await stop_metrics(server)
+
+
+def test_metrics_ports_are_open_unless_authentication_and_the_setting_are_both_on() -> None:
+    assert metrics_auth(Settings.model_validate({"metrics_require_token": True})) is None
+    secret = "a2" * 32  # base64 text of 48 bytes
+    on = {"authentication_enabled": True, "token_secret_key": secret, "super_user_roles": ["root"]}
+    assert metrics_auth(Settings.model_validate(on)) is None
+    auth = metrics_auth(Settings.model_validate({**on, "metrics_require_token": True}))
+    assert auth is not None and auth.authorization and auth.super_user_roles == {"root"}

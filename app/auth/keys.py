@@ -63,6 +63,24 @@ def read_secret_key(text: str) -> bytes:
     return raw
 
 
+MIN_CLUSTER_SECRET_BYTES = 16
+
+
+def read_cluster_secret(text: str) -> bytes:
+    """The bookie cluster secret (QUIRE_BOOKIE_AUTH_SECRET): the text's UTF-8 bytes, or the bytes
+    of the file `file:/path` names without trailing line breaks; b"" (off) when `text` is empty."""
+    if not text:
+        return b""
+    raw = _referenced(text)
+    secret = raw.rstrip(b"\r\n") if raw is not None else text.encode()
+    if len(secret) < MIN_CLUSTER_SECRET_BYTES:
+        raise KeyProblem(
+            f"the bookie secret has {len(secret)} bytes; it needs at least {MIN_CLUSTER_SECRET_BYTES} "
+            "(e.g. `openssl rand -base64 32`)"
+        )
+    return secret
+
+
 def _load_public(data: bytes) -> object:
     try:
         return serialization.load_pem_public_key(data)

@@ -7,7 +7,9 @@ that a worker can be stopped, restarted or scaled without taking any copies down
 
 Its Prometheus counters are served on `QUIRE_HOST:QUIRE_PORT` at `/metrics`:
 `quire_recovery_ensemble_changes` (segments whose lost bookie was replaced),
-`quire_recovered_entries`, `quire_recovery_bytes` and `quire_recovered_ledgers`.
+`quire_recovered_entries`, `quire_recovery_bytes` and `quire_recovered_ledgers` (for a
+super-user's token only with QUIRE_METRICS_REQUIRE_TOKEN, `app/process_metrics.py`). Its clients
+prove themselves to bookies with the cluster secret and TLS files of the settings.
 SIGTERM or SIGINT stops the loops (a claim it held lapses) and exits 0. Runs on uvloop when
 installed: a copy costs the worker a few Python calls per entry, and uvloop's cheaper
 transports and callbacks are a good part of its share of the CPU.
@@ -24,7 +26,6 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
@@ -54,18 +55,24 @@ class CountersCollector(Collector):
 
 
 async def serve(settings: Settings) -> None:
+    from app.process_metrics import metrics_auth, serve_metrics, stop_metrics
     from app.registry import open_store, registry_config
+    from app.wiring import bookie_client_security
     from bookie.auditor import Auditor, AuditorConfig
     from bookie.autorecovery import AutoRecoveryConfig, AutoRecoveryService
     from bookie.client import BookieClientConfig, BookieLedgerClient
     from bookie.ledgers import LedgerManager
     from bookie.registry import MetadataBookieRegistry
-    from bookie.replica_io import ReplicaIO
+    from bookie.replica_io import ReplicaIO, ReplicaIOConfig
     from bookie.rereplication import ReplicationWorker, WorkerConfig
 
     store = open_store(settings, "autorecovery")
-    client = BookieLedgerClient(BookieClientConfig(max_frame_bytes=settings.bookie_max_frame_bytes))
-    io = ReplicaIO()
+    # Both the ledger client (fencing, recovery) and the copier prove themselves to bookies.
+    security = bookie_client_security(settings)
+    client = BookieLedgerClient(
+        BookieClientConfig(max_frame_bytes=settings.bookie_max_frame_bytes, security=security)
+    )
+    io = ReplicaIO(ReplicaIOConfig(max_frame_bytes=settings.bookie_max_frame_bytes, security=security))
     me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     registry = MetadataBookieRegistry(store, registry_config(settings))
     auditor = Auditor(
@@ -83,9 +90,13 @@ async def serve(settings: Settings) -> None:
     # The registry also places the bookies a recovery puts in place of unreachable ones.
     ledgers = LedgerManager(store, client, placement=registry)
     worker = ReplicationWorker(store, ledgers, registry, io, worker_config)
-    metrics = CollectorRegistry()
-    metrics.register(CountersCollector(worker.counters))
-    server, _ = start_http_server(settings.port, addr=settings.host, registry=metrics)
+    server = serve_metrics(
+        CountersCollector(worker.counters),
+        settings.host,
+        settings.port,
+        "autorecovery",
+        metrics_auth(settings),
+    )
     service = AutoRecoveryService(
         auditor,
         worker,
@@ -104,7 +115,7 @@ async def serve(settings: Settings) -> None:
         await service.close()
         await io.close()
         await client.close()
-        server.shutdown()
+        await stop_metrics(server)
         store.close()
 
 

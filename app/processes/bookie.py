@@ -5,7 +5,9 @@ swapped; `--format` registers it as a new instance), build the engine's StorageC
 settings, open the engine (journal replay, index rebuild), bind the server, register and start
 the heartbeat, log where it listens. With `QUIRE_BOOKIE_METRICS_PORT` (`--metrics-port`) set, its
 Prometheus metrics are served on that port of the listen host at `/metrics`
-(`app/process_metrics.py`). SIGTERM or SIGINT: stop heartbeating (recorded as down),
+(`app/process_metrics.py`; for a super-user's token only with QUIRE_METRICS_REQUIRE_TOKEN). The
+bookie port asks clients for the cluster secret and speaks TLS as the settings say
+(`bookie.auth`); the start-up line says which. SIGTERM or SIGINT: stop heartbeating (recorded as down),
 stop accepting, let requests in flight finish (bounded), close the engine, exit 0. Runs on
 uvloop when installed.
 """
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from app.settings import Settings
+from bookie.auth import ServerSecurity
 from bookie.server import BookieServer, ServerConfig
 
 if TYPE_CHECKING:
@@ -59,7 +62,23 @@ def server_config(settings: Settings) -> ServerConfig:
         port=settings.bookie_port,
         max_frame_bytes=settings.bookie_max_frame_bytes,
         max_requests_in_flight=settings.bookie_max_requests_in_flight,
+        security=ServerSecurity(
+            secret=settings.bookie_secret(),
+            cert_file=settings.bookie_tls_cert_file,
+            key_file=settings.bookie_tls_key_file,
+            ca_file=settings.bookie_tls_ca_file,
+        ),
     )
+
+
+def door(config: ServerConfig) -> str:
+    """How the bookie port admits clients, for the start-up line (never the secret)."""
+    security = config.security
+    parts = ["mutual TLS" if security.mutual_tls else "TLS" if security.cert_file else "plain TCP"]
+    parts.append("clients authenticate with the cluster secret" if security.secret else "")
+    if security.open:
+        parts.append("open to anyone who reaches it")
+    return ", ".join(p for p in parts if p)
 
 
 async def serve(settings: Settings, format_disk: bool = False) -> None:
@@ -108,10 +127,11 @@ async def _serve_storage(
         await storage.close()
         raise SystemExit(f"quire bookie: cannot register in the metadata store: {exc}") from exc
     log.info(
-        "bookie %s listening on %s:%d, data in %s%s",
+        "bookie %s listening on %s:%d (%s), data in %s%s",
         registration.config.bookie_id,
         server.config.host,
         server.port,
+        door(server.config),
         settings.data_dir.resolve(),
         f"; metrics on http://{server.config.host}:{settings.bookie_metrics_port}/metrics" if metrics else "",
     )
@@ -134,10 +154,11 @@ def start_metrics(settings: Settings, server: BookieServer, storage: LedgerStora
     whoever waits for its port (`quire standalone`) sees it exit."""
     if not settings.bookie_metrics_port:
         return None
-    from app.process_metrics import BookieCollector, serve_metrics
+    from app.process_metrics import BookieCollector, metrics_auth, serve_metrics
 
     collector = BookieCollector(asyncio.get_running_loop(), server, storage)
-    return serve_metrics(collector, server.config.host, settings.bookie_metrics_port, "bookie")
+    port, auth = settings.bookie_metrics_port, metrics_auth(settings)
+    return serve_metrics(collector, server.config.host, port, "bookie", auth)
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

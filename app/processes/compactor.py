@@ -6,7 +6,9 @@ run in progress is cancelled and recorded as ERROR before the process exits. Aft
 run's lease lapses: it reads as ERROR within one lease, and the next poll of any compactor
 deletes its half-written ledger. With `QUIRE_COMPACTOR_METRICS_PORT` (`--metrics-port`) set, its
 Prometheus metrics (runs, their durations and messages) are served on that port of `QUIRE_HOST`
-at `/metrics` (`app/process_metrics.py`).
+at `/metrics` (`app/process_metrics.py`; for a super-user's token only with
+QUIRE_METRICS_REQUIRE_TOKEN). Its bookie client and its Spark tasks' clients prove themselves to
+bookies with the settings' cluster secret and TLS files.
 """
 
 from __future__ import annotations
@@ -45,11 +47,12 @@ def compactor_config(settings: Settings) -> CompactorConfig:
 
 
 async def serve(settings: Settings) -> None:
-    from app.process_metrics import CompactorCollector, serve_metrics, stop_metrics
+    from app.process_metrics import CompactorCollector, metrics_auth, serve_metrics, stop_metrics
     from app.registry import registry_config
-    from bookie.client import BookieClientConfig, BookieLedgerClient
+    from app.wiring import bookie_client_config
+    from bookie.client import BookieLedgerClient
     from bookie.registry import MetadataBookieRegistry
-    from compactor.job import SparkEngine
+    from compactor.job import BookieClientFactory, SparkEngine
     from compactor.service import CompactionService
     from compactor.spark import stop_session
 
@@ -61,21 +64,19 @@ async def serve(settings: Settings) -> None:
     store = await _open_store(settings, stop)
     if store is None:
         return  # stopped while waiting for the metadata store
-    client = BookieLedgerClient(
-        BookieClientConfig(
-            max_frame_bytes=settings.bookie_max_frame_bytes,
-            add_timeout_s=settings.add_entry_timeout_ms / 1000,
-            speculative_read_timeout_s=settings.speculative_read_timeout_ms / 1000,
-        )
-    )
-    # Compacted ledgers are placed on live writable bookies of the registry (same store).
+    client_config = bookie_client_config(settings)
+    client = BookieLedgerClient(client_config)
+    # Compacted ledgers are placed on live writable bookies of the registry (same store). Spark
+    # tasks build their own clients with the same config: its secret and TLS files go with them.
     registry = MetadataBookieRegistry(store, registry_config(settings))
-    service = CompactionService(store, client, config, SparkEngine(config), placement=registry)
+    engine = SparkEngine(config, client_factory=BookieClientFactory(client_config))
+    service = CompactionService(store, client, config, engine, placement=registry)
     metrics = None
     try:
         if settings.compactor_metrics_port:
             collector = CompactorCollector(loop, service.runner.stats)
-            metrics = serve_metrics(collector, settings.host, settings.compactor_metrics_port, "compactor")
+            port, auth = settings.compactor_metrics_port, metrics_auth(settings)
+            metrics = serve_metrics(collector, settings.host, port, "compactor", auth)
         where = f"; metrics on http://{settings.host}:{settings.compactor_metrics_port}/metrics"
         log.info("compactor up: spark master %s%s", config.spark_master, where if metrics else "")
         await service.serve(stop)

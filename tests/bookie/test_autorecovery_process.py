@@ -8,6 +8,7 @@ written through the ledger manager), `quire autorecovery` processes and a real b
   is stopped every entry is still readable.
 - A recovery process killed with -9 in the middle of a copy: another one finishes it once the
   first one's claim lapses.
+- Bookies that ask for the cluster secret: a recovery process given it drains one of them.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ import httpx
 import pytest
 
 from bookie.auditor import Auditor, AuditorConfig
-from bookie.client import BookieLedgerClient
+from bookie.auth import ClientSecurity
+from bookie.client import BookieClientConfig, BookieLedgerClient
 from bookie.ledger_metadata import LedgerMetadata
 from bookie.ledgers import LedgerManager, ledger_spec
 from bookie.registry import BookieState, MetadataBookieRegistry, RegistryConfig
-from bookie.replica_io import ReplicaIO
+from bookie.replica_io import ReplicaIO, ReplicaIOConfig
 from managed_ledger.metadata.sql import SqlMetadataStore
 from tests.bookie.conftest import BookieProcess
 from tests.support import QuireProcess, free_port, port_open, wait_until
@@ -51,17 +53,20 @@ def payload(ledger_id: int, entry_id: int, size: int = 100) -> bytes:
 
 
 class Cluster:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, secret: str = "") -> None:
         self.tmp_path = tmp_path
         self.url = f"sqlite:///{tmp_path / 'metadata.db'}"
         self.env = {"QUIRE_DATABASE_URL": self.url, **HEARTBEAT}
+        if secret:  # every process of the cluster gets it, and so do the test's own clients
+            self.env["QUIRE_BOOKIE_AUTH_SECRET"] = secret
+        security = ClientSecurity(secret=secret.encode())
         self.store = SqlMetadataStore(self.url)
         self.bookies = [
             BookieProcess(tmp_path / f"b{i}", tmp_path / f"b{i}.log", self.env).start() for i in range(4)
         ]
-        self.client = BookieLedgerClient()
+        self.client = BookieLedgerClient(BookieClientConfig(security=security))
         self.ledgers = LedgerManager(self.store, self.client)
-        self.io = ReplicaIO()
+        self.io = ReplicaIO(ReplicaIOConfig(security=security))
         self.processes: list[QuireProcess] = []
 
     def autorecovery(self, name: str, **extra: str) -> tuple[QuireProcess, int]:
@@ -226,3 +231,26 @@ async def test_recovery_process_killed_mid_copy_another_finishes(cluster: Cluste
     cluster.bookies[1].stop()
     await cluster.assert_two_copies(meta.ledger_id, size)
     await cluster.assert_readable([meta], size)
+
+
+async def test_a_recovery_process_with_the_secret_drains_a_bookie_that_asks_for_it(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path, secret="the cluster's bookie secret")
+    try:
+        addresses = [b.address for b in cluster.bookies]
+        metas = [await cluster.write(e, 40) for e in _ensembles(addresses)]
+        cluster.autorecovery("recovery-1")
+        target = cluster.bookies[2]
+        cluster.store.set_bookie_state(target.address, BookieState.DECOMMISSIONING)
+
+        def drained() -> bool:
+            (row,) = [b for b in cluster.store.list_bookies() if b.bookie_id == target.address]
+            return row.state == BookieState.DECOMMISSIONED and cluster.store.list_underreplicated() == []
+
+        wait_until(drained, WAIT_S, "the drain", interval_s=0.2)
+        target.stop()
+        for meta in metas:
+            assert target.address not in cluster.named(meta.ledger_id)
+            await cluster.assert_two_copies(meta.ledger_id)
+        assert not any("refused connection" in b.log() for b in cluster.bookies)
+    finally:
+        await cluster.close()

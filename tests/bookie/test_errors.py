@@ -32,6 +32,7 @@ EXPECTED = {
     ErrorCode.UNAVAILABLE: (BookieError, ErrorKind.unavailable, True),
     ErrorCode.TIMEOUT: (BookieError, ErrorKind.unavailable, True),
     ErrorCode.CORRUPT: (BookieError, ErrorKind.internal, False),
+    ErrorCode.NOT_AUTHENTICATED: (BookieError, ErrorKind.unavailable, False),
 }
 
 
