@@ -27,12 +27,14 @@ from app.routes.admin import admin_router
 from app.routes.brokers import OwnershipCollector, brokers_router
 from app.routes.cluster import cluster_router
 from app.routes.data import DataHandlers, data_router_for
+from app.routes.kafka_groups import kafka_groups_router
 from app.routes.ops import ops_router
 from app.topic_metrics import TopicCollector
 from topics.api import TopicsApi
 
 if TYPE_CHECKING:
     from app.kafka_listener.common import KafkaConfig
+    from app.kafka_listener.groups import GroupConfig
     from topics.service import TopicService
 
 VERSION = "0.1.0"
@@ -91,6 +93,7 @@ def create_app(
     metrics_max_subscriptions_per_topic: int = 100,
     security: SecurityConfig | None = None,
     kafka: KafkaConfig | None = None,
+    kafka_groups: GroupConfig | None = None,
 ) -> QuireApp:
     """The app around `topics`; `security` turns authentication (and authorization) on, `kafka`
     the Kafka listener (started after the topics service, stopped before it)."""
@@ -104,7 +107,7 @@ def create_app(
             if kafka is not None:
                 from app.kafka_listener.listener import KafkaListener
 
-                listener = KafkaListener(cast("TopicService", topics), kafka)
+                listener = KafkaListener(cast("TopicService", topics), kafka, kafka_groups)
                 await listener.start()
                 app.state.kafka_port = listener.port
             yield
@@ -137,6 +140,7 @@ def create_app(
     app.include_router(ops_router(topics, metrics))
     app.include_router(cluster_router())
     app.include_router(brokers_router(topics))
+    app.include_router(kafka_groups_router(topics))
     metrics.registry.register(OwnershipCollector(topics))
     metrics.registry.register(TopicCollector(topics, metrics_max_topics, metrics_max_subscriptions_per_topic))
     if security is not None:

@@ -129,6 +129,8 @@ class Settings(BaseSettings):
     kafka_max_fetch_wait_ms: int = Field(30_000, ge=0, le=300_000)
     # Kafka's group.initial.rebalance.delay.ms: a new group waits this long for more members.
     kafka_group_initial_rebalance_delay_ms: int = Field(3_000, ge=0, le=300_000)
+    kafka_group_min_session_timeout_ms: int = Field(6_000, gt=0)
+    kafka_group_max_session_timeout_ms: int = Field(1_800_000, gt=0)
 
     # --- security (docs/operations.md#security) ----------------------------------------------
     # Off by default (as Pulsar standalone), for a first run; turn it on in production.
@@ -213,6 +215,11 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"bookie_heartbeat_timeout_ms ({self.bookie_heartbeat_timeout_ms}) must exceed "
                 f"bookie_heartbeat_interval_ms ({self.bookie_heartbeat_interval_ms})"
+            )
+        if self.kafka_group_min_session_timeout_ms > self.kafka_group_max_session_timeout_ms:
+            raise ValueError(
+                f"kafka_group_min_session_timeout_ms ({self.kafka_group_min_session_timeout_ms}) must not "
+                f"exceed kafka_group_max_session_timeout_ms ({self.kafka_group_max_session_timeout_ms})"
             )
         self._security_settings_agree()
         self._tls_settings_agree()

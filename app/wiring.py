@@ -17,6 +17,7 @@ from topics.config import TopicsConfig
 if TYPE_CHECKING:
     from app.auth.gate import SecurityConfig
     from app.kafka_listener.common import KafkaConfig
+    from app.kafka_listener.groups import GroupConfig
 
 
 def topics_config(settings: Settings) -> TopicsConfig:
@@ -54,6 +55,18 @@ def topics_config(settings: Settings) -> TopicsConfig:
         backlog_quota_hold_timeout_ms=settings.backlog_quota_hold_timeout_ms,
         backlog_quota_check_interval_ms=settings.backlog_quota_check_interval_ms,
         compaction_lease_ms=settings.compaction_lease_ms,
+    )
+
+
+def group_config(settings: Settings) -> GroupConfig:
+    """The Kafka listener's group coordinator settings."""
+    from app.kafka_listener.groups import GroupConfig
+
+    return GroupConfig(
+        initial_rebalance_delay_ms=settings.kafka_group_initial_rebalance_delay_ms,
+        min_session_timeout_ms=settings.kafka_group_min_session_timeout_ms,
+        max_session_timeout_ms=settings.kafka_group_max_session_timeout_ms,
+        max_rebalance_timeout_ms=settings.kafka_group_max_session_timeout_ms,
     )
 
 
@@ -131,6 +144,7 @@ def kafka_config(settings: Settings) -> KafkaConfig | None:
 
     host, _, port = settings.effective_kafka_advertised_address.rpartition(":")
     return KafkaConfig(
+        broker_id=settings.effective_advertised_address,
         host=settings.kafka_host or settings.host,
         port=settings.kafka_port,
         advertised_host=host,
@@ -139,5 +153,4 @@ def kafka_config(settings: Settings) -> KafkaConfig | None:
         namespace=settings.kafka_namespace,
         default_partitions=settings.kafka_default_partitions,
         max_fetch_wait_ms=settings.kafka_max_fetch_wait_ms,
-        group_initial_rebalance_delay_ms=settings.kafka_group_initial_rebalance_delay_ms,
     )

@@ -130,3 +130,11 @@ def test_compaction_policy_commands_send_only_the_flags_given() -> None:
     ):
         with pytest.raises(SystemExit):
             parser().parse_args(bad_args)
+
+
+def test_kafka_group_commands() -> None:
+    assert parser().parse_args(["kafka-groups", "list"]).command == "list"
+    args = parser().parse_args(["kafka-groups", "get", "billing"])
+    assert (args.command, args.group) == ("get", "billing")
+    with pytest.raises(SystemExit):
+        parser().parse_args(["kafka-groups", "delete"])  # the group is required

@@ -102,6 +102,8 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "topics.errors.TenantNotEmptyError": (("t",), 409, "Tenant not empty"),
     "topics.errors.NamespaceNotEmptyError": (("t/n",), 409, "Namespace not empty"),
     "topics.errors.TopicBusyError": (("t/n/x", ["s"]), 409, "Topic has subscriptions"),
+    "topics.errors.GroupNotFoundError": (("g",), 404, "Group not found"),
+    "topics.errors.GroupNotEmptyError": (("g", 2), 409, "Group not empty"),
     "topics.errors.ConsumerBusyError": (("t/n/x", "s", "c1"), 409, "Exclusive subscription busy"),
     "topics.errors.ConsumerIdRequiredError": (("t/n/x", "s", "failover"), 422, "Consumer id required"),
     "topics.errors.SubscriptionExistsError": (("t/n/x", "s"), 409, "Subscription already exists"),

@@ -40,13 +40,14 @@ from topics.errors import (
     TopicExistsError,
     TopicNotFoundError,
 )
+from topics.group_offsets import GroupOffsetOps
 from topics.ownership import BrokerInfo
-from topics.tenancy import TenancyOps, tenant_info
+from topics.tenancy import tenant_info
 
 log = logging.getLogger("quire.topics")
 
 
-class AdminPlane(TenancyOps):
+class AdminPlane(GroupOffsetOps):
     _compaction_task: asyncio.Task[None] | None = None
     _ttl_task: asyncio.Task[None] | None = None
     _quota_task: asyncio.Task[None] | None = None

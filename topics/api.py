@@ -7,12 +7,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from managed_ledger.entry_format import Message, StoredMessage
-from managed_ledger.metadata.api import BrokerRecord, NamespaceGrants, TenantInfo
+from managed_ledger.metadata.api import BrokerRecord, GroupOffset, NamespaceGrants, TenantInfo
 from managed_ledger.position import MessageId
 from topics.ownership import BrokerInfo
 
@@ -367,6 +367,23 @@ class TopicsApi(Protocol):
 
     async def compaction_status(self, topic: str) -> dict[str, Any]:
         """{"status": NOT_RUN|RUNNING|SUCCESS|ERROR, "lastError": str, ...times and counts}."""
+        ...
+
+    # --- Kafka consumer groups' committed offsets (topics.group_offsets) --------------------------
+    async def commit_group_offsets(self, offsets: Sequence[GroupOffset]) -> None:
+        """Store the offsets (topics `tenant/ns/topic`), all in one transaction; last writer wins."""
+        ...
+
+    async def group_offsets(self, group: str, topics: Collection[str] | None = None) -> list[GroupOffset]:
+        """The group's committed offsets, of every topic or of `topics`, by topic and partition."""
+        ...
+
+    async def list_groups(self) -> list[str]:
+        """Every group with a committed offset, sorted."""
+        ...
+
+    async def delete_group_offsets(self, group: str) -> int:
+        """Delete the group's offsets; how many there were."""
         ...
 
     async def ready(self) -> dict[str, bool]:

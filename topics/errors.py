@@ -132,7 +132,34 @@ class MessageNotFoundError(TopicsError):
         self.message_id = message_id
 
 
+class GroupNotFoundError(TopicsError):
+    """A Kafka consumer group with no committed offset (and no member on this broker)."""
+
+    title = "Group not found"
+    code = "group-not-found"
+    kind = ErrorKind.not_found
+
+    def __init__(self, group: str) -> None:
+        super().__init__(f"Kafka consumer group {group!r} has no committed offsets and no members")
+        self.group = group
+
+
 # --- conflicts --------------------------------------------------------------------------------
+class GroupNotEmptyError(TopicsError):
+    """Deleting a Kafka consumer group that still has members (its coordinator knows them)."""
+
+    title = "Group not empty"
+    code = "group-not-empty"
+    kind = ErrorKind.conflict
+
+    def __init__(self, group: str, members: int) -> None:
+        super().__init__(
+            f"Kafka consumer group {group!r} still has {members} member(s); stop its consumers first"
+        )
+        self.group = group
+        self.members = members
+
+
 class TenantExistsError(TopicsError):
     title = "Tenant already exists"
     code = "tenant-exists"

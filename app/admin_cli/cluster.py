@@ -1,4 +1,4 @@
-"""`quire admin tenants|namespaces|brokers|bookies ...`."""
+"""`quire admin tenants|namespaces|brokers|bookies|kafka-groups ...`."""
 
 from __future__ import annotations
 
@@ -11,13 +11,16 @@ from quire_client.api.admin import (
     create_namespace,
     create_tenant,
     decommission_bookie,
+    delete_kafka_group,
     delete_namespace,
     delete_tenant,
+    get_kafka_group,
     get_permissions,
     get_tenant,
     grant_permission,
     list_bookies,
     list_brokers,
+    list_kafka_groups,
     list_namespaces,
     list_tenants,
     list_topics,
@@ -165,3 +168,22 @@ def add_bookies(groups: Any, common: argparse.ArgumentParser) -> None:
         lambda c, a: result(list_under_replicated_ledgers.sync_detailed(client=c)),
         "ledgers auto-recovery has not re-replicated yet",
     )
+
+
+def add_kafka_groups(groups: Any, common: argparse.ArgumentParser) -> None:
+    kafka = Commands(groups, "kafka-groups", "Kafka consumer groups and their committed offsets", common)
+    kafka.add(
+        "list", lambda c, a: result(list_kafka_groups.sync_detailed(client=c)), "every Kafka consumer group"
+    )
+    p = kafka.add(
+        "get",
+        lambda c, a: result(get_kafka_group.sync_detailed(a.group, client=c)),
+        "a group's committed offsets, and its members if this broker coordinates it",
+    )
+    p.add_argument("group", help="the group id")
+    p = kafka.add(
+        "delete",
+        lambda c, a: result(delete_kafka_group.sync_detailed(a.group, client=c)),
+        "delete a group's committed offsets (refused while it has members)",
+    )
+    p.add_argument("group", help="the group id")

@@ -11,7 +11,8 @@ Pulsar's authorization provider (PulsarAuthorizationProvider) decides the same w
   a consumer without a subscription); either of the two to look a topic up, list the
   namespace's topics or read a topic's stats (Pulsar's LOOKUP, GET_TOPICS, GET_STATS);
 - the rest is administration: tenant-admin (topics' lifecycle, policies, compaction, truncation,
-  namespaces, permissions) or super-user only (tenants, brokers, bookies).
+  namespaces, permissions) or super-user only (tenants, brokers, bookies, Kafka consumer groups,
+  whose offsets may span namespaces).
 
 Every operation the app serves must have a row (app.auth.gate refuses to build otherwise, and
 tests/api/test_auth_matrix.py checks each row against the spec), so a new route cannot be served
@@ -61,7 +62,8 @@ _TENANT_ADMIN = (
 )
 _SUPER_USER = (
     "listTenants createTenant updateTenant deleteTenant "
-    "listBrokers listBookies listUnderReplicatedLedgers decommissionBookie"
+    "listBrokers listBookies listUnderReplicatedLedgers decommissionBookie "
+    "listKafkaGroups getKafkaGroup deleteKafkaGroup"
 )
 
 

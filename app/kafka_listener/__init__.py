@@ -6,8 +6,9 @@ Named `kafka_listener`, not `kafka`, because `kafka` is kafka-python's module.
 - `errors`: the Kafka error codes the listener answers with.
 - `wire`: request headers, request bodies and response frames (kio does the encoding).
 - `server`: the asyncio TCP server; handlers for each API are plugged in by key.
-- `records`: the record batch v2 codec (validation, base-offset patching, decoding, encoding).
+- `data`, `admin`: the data-plane and admin handlers over topics; `groups*`: the group
+  coordinator; `listener`: all of them on one server. The record batch codec is
+  `common.kafka_records`.
 
-This package has no FastAPI and no storage: it turns bytes into kio request objects and kio
-response objects into bytes, and leaves what a request means to its handler.
+This package has no FastAPI.
 """

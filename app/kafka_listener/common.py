@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import zlib
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -39,6 +38,8 @@ class KafkaConfig:
 
     host: str = "0.0.0.0"
     port: int = 9092
+    # this broker's id (its advertised HTTP address): Kafka node ids derive from broker ids
+    broker_id: str = "127.0.0.1:8080"
     advertised_host: str = "127.0.0.1"
     advertised_port: int = 9092
     tenant: str = "public"
@@ -46,7 +47,6 @@ class KafkaConfig:
     # partitions of a topic a Metadata request creates (1: a non-partitioned Quire topic)
     default_partitions: int = 1
     max_fetch_wait_ms: int = 30_000
-    group_initial_rebalance_delay_ms: int = 3_000
     cluster_id: str = "quire"
 
     @property
@@ -63,11 +63,6 @@ def quire_topic(config: KafkaConfig, kafka_name: str) -> str:
 def kafka_topic(config: KafkaConfig, quire_name: str) -> str:
     prefix = f"{config.tenant}/{config.namespace}/"
     return quire_name.removeprefix(prefix) if quire_name.startswith(prefix) else quire_name
-
-
-def node_id(kafka_url: str) -> int:
-    """A broker's Kafka node id: stable for its advertised address, the same on every broker."""
-    return zlib.crc32(kafka_url.encode()) & 0x7FFF_FFFF
 
 
 def split_url(kafka_url: str) -> tuple[str, int]:

@@ -18,13 +18,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from app.kafka_listener.cluster import node_id_for
 from app.kafka_listener.common import (
     KafkaConfig,
     build,
     error_code,
     kafka_topic,
     module,
-    node_id,
     quire_topic,
     split_url,
 )
@@ -48,7 +48,7 @@ class DataPlane:
     def __init__(self, topics: TopicService, config: KafkaConfig) -> None:
         self._topics = topics
         self._config = config
-        self._me = node_id(config.advertised)
+        self._me = node_id_for(config.broker_id)
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -65,7 +65,7 @@ class DataPlane:
         out = {self._config.advertised: (self._me, *split_url(self._config.advertised))}
         for record in await self._topics.brokers():
             if record.kafka_url:
-                out[record.kafka_url] = (node_id(record.kafka_url), *split_url(record.kafka_url))
+                out[record.kafka_url] = (node_id_for(record.broker_id), *split_url(record.kafka_url))
         return out
 
     async def metadata(self, ctx: RequestContext, req: Any) -> Any:

@@ -4,11 +4,14 @@ the topics service and stopped before it (app.main's lifespan)."""
 from __future__ import annotations
 
 import logging
-from typing import Any
 
+from app.kafka_listener import group_handlers
 from app.kafka_listener.admin import KafkaAdmin
+from app.kafka_listener.cluster import BrokerListView, KafkaNode, node_id_for
 from app.kafka_listener.common import KafkaConfig
 from app.kafka_listener.data import DataPlane
+from app.kafka_listener.group_offsets import GroupCoordinator
+from app.kafka_listener.groups import GroupConfig
 from app.kafka_listener.server import Handler, KafkaServer
 from topics.service import TopicService
 
@@ -16,13 +19,14 @@ log = logging.getLogger("quire.kafka")
 
 
 class KafkaListener:
-    def __init__(self, topics: TopicService, config: KafkaConfig, groups: Any = None) -> None:
+    def __init__(self, topics: TopicService, config: KafkaConfig, groups: GroupConfig | None = None) -> None:
+        me = KafkaNode(node_id_for(config.broker_id), config.advertised_host, config.advertised_port)
+        cluster = BrokerListView(me, topics.brokers)
+        self.coordinator = GroupCoordinator(topics, cluster, groups)
         handlers: dict[int, Handler] = {}
         handlers.update(DataPlane(topics, config).handlers())
         handlers.update(KafkaAdmin(topics, config).handlers())
-        if groups is not None:
-            handlers.update(groups.handlers())
-        self._groups = groups
+        handlers.update(group_handlers.handlers(self.coordinator, config))
         self.server = KafkaServer(handlers, host=config.host, port=config.port)
 
     @property
@@ -34,5 +38,4 @@ class KafkaListener:
 
     async def close(self) -> None:
         await self.server.close()
-        if self._groups is not None:
-            await self._groups.close()
+        await self.coordinator.close()

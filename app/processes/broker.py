@@ -26,7 +26,7 @@ def run(settings: Settings) -> None:
     from app.main import create_app
     from app.registry import broker_registry
     from app.routes.cluster import install_registry
-    from app.wiring import bootstrap, kafka_config, security_config
+    from app.wiring import bootstrap, group_config, kafka_config, security_config
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     registry, registry_store = broker_registry(settings)
@@ -37,6 +37,7 @@ def run(settings: Settings) -> None:
         metrics_max_subscriptions_per_topic=settings.metrics_max_subscriptions_per_topic,
         security=security_config(settings),
         kafka=kafka_config(settings),
+        kafka_groups=group_config(settings),
     )
     install_registry(app, registry, registry_store)
     # The broker's heap (cursors, pending maps, decoded entries) is large and long-lived; with

@@ -25,11 +25,13 @@ Rules both stores keep (tests/managed_ledger/test_metadata_contract.py checks th
   delete_tenant its admin roles (a tenant or namespace made again starts with none). A tenant with
   namespaces or a namespace with topics is not deleted: NotEmptyError.
 - Records handed out are deep-immutable (mappings are read-only dicts, lists are tuples).
+- A Kafka group's committed offsets (`GroupOffset`) are upserts, last writer wins, many in one
+  transaction; delete_topic removes every group's offsets of that topic.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -55,6 +57,8 @@ __all__ = [
     "CompactionStatus",
     "CursorMetadata",
     "DedupSnapshot",
+    "GroupOffset",
+    "GroupOffsetStore",
     "LedgerMetadata",
     "LedgerMetadataStore",
     "LedgerState",
@@ -222,6 +226,41 @@ class TopicOwner:
     version: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class GroupOffset:
+    """A Kafka consumer group's committed offset of one partition of a topic (`tenant/ns/topic`;
+    partition 0 of a topic that is not partitioned): the next offset the group will consume, the
+    client's metadata string, and when it was committed (epoch ms)."""
+
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    metadata: str = ""
+    commit_time_ms: int = 0
+
+
+class GroupOffsetStore(Protocol):
+    """Kafka consumer groups' committed offsets (`managed_ledger/metadata/kafka_groups.py`)."""
+
+    def commit_group_offsets(self, offsets: Sequence[GroupOffset]) -> None:
+        """Store every offset (insert or replace), all in one transaction. When the same
+        (group, topic, partition) appears twice, the last one wins."""
+        ...
+
+    def get_group_offsets(self, group: str, topics: Collection[str] | None = None) -> list[GroupOffset]:
+        """The group's offsets, of every topic or of `topics` only, by topic and partition."""
+        ...
+
+    def list_groups(self) -> list[str]:
+        """Every group with at least one committed offset, sorted."""
+        ...
+
+    def delete_group_offsets(self, group: str) -> int:
+        """Delete every offset of the group; how many there were (0: none, no error)."""
+        ...
+
+
 class OwnershipStore(Protocol):
     """Broker sessions and topic ownership (`managed_ledger/metadata/ownership.py`)."""
 
@@ -258,7 +297,7 @@ class OwnershipStore(Protocol):
         ...
 
 
-class MetadataStore(LedgerMetadataStore, RecoveryStore, OwnershipStore, Protocol):
+class MetadataStore(LedgerMetadataStore, RecoveryStore, OwnershipStore, GroupOffsetStore, Protocol):
     """The ledger rows (`bookie.ledger_metadata.LedgerMetadataStore`), auto-recovery's leases
     and under-replicated ledgers (`bookie.recovery_store.RecoveryStore`), and everything above."""
 
@@ -338,7 +377,9 @@ class MetadataStore(LedgerMetadataStore, RecoveryStore, OwnershipStore, Protocol
 
     def update_topic(self, topic: TopicMetadata) -> TopicMetadata: ...
 
-    def delete_topic(self, name: str) -> None: ...
+    def delete_topic(self, name: str) -> None:
+        """The topic row, its policies, compaction states and Kafka groups' offsets."""
+        ...
 
     def get_policies(self, scope: str) -> dict[str, Any]:
         """Policies set on a scope: a topic `t/n/x` or a namespace `t/n`. Missing -> {}."""

@@ -30,6 +30,7 @@ from managed_ledger.metadata.api import (
     TopicMetadata,
 )
 from managed_ledger.metadata.bookies import InMemoryBookieMethods
+from managed_ledger.metadata.kafka_groups import InMemoryGroupOffsetMethods
 from managed_ledger.metadata.ownership import InMemoryOwnershipMethods
 from managed_ledger.metadata.recovery import InMemoryRecoveryMethods
 
@@ -54,11 +55,14 @@ def _check_put_version(what: str, stored_version: int | None, given: int) -> Non
         raise BadVersionError(f"{what}: version {given} is stale (stored version {stored_version})")
 
 
-class InMemoryMetadataStore(InMemoryBookieMethods, InMemoryRecoveryMethods, InMemoryOwnershipMethods):
+class InMemoryMetadataStore(
+    InMemoryBookieMethods, InMemoryRecoveryMethods, InMemoryOwnershipMethods, InMemoryGroupOffsetMethods
+):
     def __init__(self) -> None:
         InMemoryBookieMethods.__init__(self)  # the bookie registrations and cookies
         InMemoryRecoveryMethods.__init__(self)  # leader leases, under-replicated ledgers
         InMemoryOwnershipMethods.__init__(self)  # broker sessions, topic owners
+        InMemoryGroupOffsetMethods.__init__(self)  # Kafka groups' committed offsets
         self._lock = threading.Lock()
         self._next_ledger_id = 1
         self._ledgers: dict[int, LedgerMetadata] = {}
@@ -312,6 +316,7 @@ class InMemoryMetadataStore(InMemoryBookieMethods, InMemoryRecoveryMethods, InMe
             prefix = records.partition_prefix(name)
             for key in [k for k in self._compactions if k == name or k.startswith(prefix)]:
                 del self._compactions[key]
+            self._delete_topic_group_offsets(name)
 
     # --- policies ---------------------------------------------------------------------------
     def get_policies(self, scope: str) -> dict[str, Any]:

@@ -33,6 +33,9 @@ Tables (every table a caller updates has `version`, the compare-and-set token):
   broker's row has that session and an unexpired lease).
 - cursors.delivery_state: a subscription's delivered-unacked messages and acks inside batches
   (JSON, NULL for none).
+- kafka_group_offsets: one row per (Kafka consumer group, topic, partition): the committed
+  offset, the client's metadata string and the commit time; indexed by topic too, for
+  deleting a topic's offsets with it.
 """
 
 from __future__ import annotations
@@ -235,3 +238,15 @@ class TopicOwnerRow(Base):
     session: Mapped[str] = mapped_column(String(64), nullable=False)
     acquired_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+
+class KafkaGroupOffsetRow(Base):
+    __tablename__ = "kafka_group_offsets"
+    __table_args__ = (Index("ix_kafka_group_offsets_topic", "topic"),)  # revision 0009
+
+    group_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    topic: Mapped[str] = mapped_column(NAME, primary_key=True)
+    partition: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    committed_offset: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    committed_metadata: Mapped[str] = mapped_column(Text, nullable=False)
+    commit_time_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)

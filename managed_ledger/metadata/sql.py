@@ -46,6 +46,7 @@ from managed_ledger.metadata.api import (
 )
 from managed_ledger.metadata.bookies import SqlBookieMethods
 from managed_ledger.metadata.engine import WRITE_OPTION, make_engine
+from managed_ledger.metadata.kafka_groups import GROUP_OFFSETS, SqlGroupOffsetMethods
 from managed_ledger.metadata.ownership import SqlOwnershipMethods
 from managed_ledger.metadata.recovery import SqlRecoveryMethods
 from managed_ledger.metadata.rows import (
@@ -67,7 +68,7 @@ class _PolicyRace(BadVersionError):
     """Two first writers of a scope's policies raced on the insert; the loser retries."""
 
 
-class SqlMetadataStore(SqlBookieMethods, SqlRecoveryMethods, SqlOwnershipMethods):
+class SqlMetadataStore(SqlBookieMethods, SqlRecoveryMethods, SqlOwnershipMethods, SqlGroupOffsetMethods):
     def __init__(self, url: str, auto_upgrade: bool = True) -> None:
         """Open the store; upgrade the schema to head first, or refuse one that is behind."""
         self.url = url
@@ -400,12 +401,14 @@ class SqlMetadataStore(SqlBookieMethods, SqlRecoveryMethods, SqlOwnershipMethods
         return rows.bump(new)
 
     def delete_topic(self, name: str) -> None:
-        """The topic row, its policies and its (and its partitions') compaction states."""
+        """The topic row, its policies, its (and its partitions') compaction states and every
+        Kafka group's offsets of it."""
         prefix = records.partition_prefix(name)
         with self._write() as conn:
             if conn.execute(delete(TOPICS).where(TOPICS.c.name == name)).rowcount == 0:
                 raise NotFoundError(f"topic {name} not found")
             conn.execute(delete(POLICIES).where(POLICIES.c.scope == name))
+            conn.execute(delete(GROUP_OFFSETS).where(GROUP_OFFSETS.c.topic == name))
             topic = COMPACTIONS.c.topic
             conn.execute(
                 delete(COMPACTIONS).where((topic == name) | topic.startswith(prefix, autoescape=True))

@@ -146,6 +146,14 @@ def test_bookies_list(stack: Stack) -> None:
     assert [(b["bookieId"], b["state"]) for b in bookies] == [(f"127.0.0.1:{stack.bookie_port}", "writable")]
 
 
+def test_kafka_groups(stack: Stack) -> None:
+    assert ok(stack, "kafka-groups", "list") == []
+    for command in ("get", "delete"):
+        done = admin("--url", stack.base_url, "kafka-groups", command, "no-such-group")
+        assert done.returncode == EXIT_REFUSED
+        assert done.stderr.startswith("quire admin: 404 Group not found: "), done.stderr
+
+
 def test_unknown_topic_is_exit_1_with_the_problem_on_one_line(stack: Stack) -> None:
     done = admin("--url", stack.base_url, "topics", "stats", "public/default/no-such-topic")
     assert done.returncode == EXIT_REFUSED

@@ -52,7 +52,7 @@ _TABLE = {
     "setNamespaceBacklogQuota removeNamespaceBacklogQuota getPermissions grantPermission "
     "revokePermission": TENANT_ADMIN,
     "listTenants createTenant updateTenant deleteTenant listBrokers listBookies "
-    "listUnderReplicatedLedgers decommissionBookie": SUPER,
+    "listUnderReplicatedLedgers decommissionBookie listKafkaGroups getKafkaGroup deleteKafkaGroup": SUPER,
     "healthz readyz metrics": OPEN,
 }
 ALLOWED: dict[str, set[str]] = {op: roles for ops, roles in _TABLE.items() for op in ops.split()}
@@ -66,6 +66,7 @@ PARAMS = {
     "message_id": "1:0:0",
     "role": "someone",
     "bookieId": "127.0.0.1:3181",
+    "group": "g",
     "n": "1",
     "seconds": "60",
     "timestamp": "0",

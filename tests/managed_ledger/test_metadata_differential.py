@@ -22,6 +22,7 @@ from managed_ledger.metadata.api import (
     CompactionStatus,
     CursorMetadata,
     DedupSnapshot,
+    GroupOffset,
     LedgerMetadata,
     LedgerState,
     MetadataError,
@@ -42,6 +43,7 @@ DELIVERY_STATES = st.one_of(
         {"v": st.just(1), "entries": st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=2)}
     ),
 )
+GROUPS = st.sampled_from(["g1", "g2"])
 POLICY_VALUES = st.one_of(
     st.none(), st.integers(-1, 3), st.booleans(), st.lists(st.integers(0, 2), max_size=2)
 )
@@ -134,6 +136,7 @@ class StoresAgree(RuleBasedStateMachine):
         self.both(lambda s: s.list_topics("public/default"))
         self.both(lambda s: s.get_policies(name))
         self.both(lambda s: s.list_compactions())
+        self.both(lambda s: s.get_group_offsets("g1"))
 
     @rule(data=st.data(), topic=TOPICS, status=st.sampled_from(list(CompactionStatus)))
     def put_compaction(self, data: st.DataObject, topic: str, status: CompactionStatus) -> None:
@@ -148,6 +151,22 @@ class StoresAgree(RuleBasedStateMachine):
         if value is not None:
             self.both(lambda s: s.set_policies(scope, {"only": value}))
         self.both(lambda s: s.get_policies(scope))
+
+    @rule(
+        group=GROUPS,
+        commits=st.lists(st.tuples(TOPICS, st.integers(0, 2), st.integers(-1, 9)), max_size=4),
+    )
+    def commit_group_offsets(self, group: str, commits: list[tuple[str, int, int]]) -> None:
+        offsets = [GroupOffset(group, t, p, o, f"m{o}", commit_time_ms=o) for t, p, o in commits]
+        self.both(lambda s: s.commit_group_offsets(offsets))
+        self.both(lambda s: s.get_group_offsets(group))
+        self.both(lambda s: s.get_group_offsets(group, ["public/default/t"]))
+        self.both(lambda s: s.list_groups())
+
+    @rule(group=GROUPS)
+    def delete_group_offsets(self, group: str) -> None:
+        self.both(lambda s: s.delete_group_offsets(group))
+        self.both(lambda s: s.list_groups())
 
     @rule(namespace=st.sampled_from(["public/default", "public/x"]))
     def namespace(self, namespace: str) -> None:

@@ -21,6 +21,7 @@ from bookie.registry import BookieRecord, BookieState
 from managed_ledger.metadata import schema
 from managed_ledger.metadata.api import (
     CompactionStatus,
+    GroupOffset,
     LedgerState,
     MetadataError,
     SchemaBehindError,
@@ -46,9 +47,11 @@ TABLES = {
     "underreplicated_ledgers",
     "brokers",
     "topic_owners",
+    "kafka_group_offsets",
 }
 RECOVERY_TABLES = {"leader_leases", "underreplicated_ledgers"}
 BROKER_TABLES = {"brokers", "topic_owners"}
+KAFKA_TABLES = {"kafka_group_offsets"}
 EARLIER = schema.revisions()[:-1]
 
 
@@ -204,7 +207,10 @@ def test_bookie_registry_revision_downgrades_to_the_one_before(metadata_url: str
         store.close()
     before = schema.revisions()[schema.revisions().index("0004") - 1]
     _downgrade(metadata_url, before)
-    assert _tables(metadata_url) == TABLES - {"bookies", "bookie_cookies"} - RECOVERY_TABLES - BROKER_TABLES
+    assert (
+        _tables(metadata_url)
+        == TABLES - {"bookies", "bookie_cookies"} - RECOVERY_TABLES - BROKER_TABLES - KAFKA_TABLES
+    )
     schema.upgrade_to_head(metadata_url)
     store = SqlMetadataStore(metadata_url)
     try:
@@ -224,7 +230,7 @@ def test_autorecovery_revision_downgrades_to_the_one_before(metadata_url: str) -
         store.close()
     before = schema.revisions()[schema.revisions().index("0006") - 1]
     _downgrade(metadata_url, before)
-    assert _tables(metadata_url) == TABLES - RECOVERY_TABLES - BROKER_TABLES
+    assert _tables(metadata_url) == TABLES - RECOVERY_TABLES - BROKER_TABLES - KAFKA_TABLES
     schema.upgrade_to_head(metadata_url)
     store = SqlMetadataStore(metadata_url)
     try:
@@ -306,5 +312,23 @@ def test_ledger_ensembles_revision_downgrades_to_the_one_before(metadata_url: st
         [kept] = store.list_ledgers()
         assert kept.ensemble == ("b:1", "b:2") and kept.ensembles == ((0, ("b:1", "b:2")),)
         assert store.create_ledger(("b:1",), 1, 1, 0).ledger_id > kept.ledger_id
+    finally:
+        store.close()
+
+
+def test_kafka_group_offsets_revision_downgrades_to_the_one_before(metadata_url: str) -> None:
+    schema.upgrade_to_head(metadata_url)
+    store = SqlMetadataStore(metadata_url)
+    try:
+        store.commit_group_offsets([GroupOffset("g", "public/default/t", 0, 5)])
+        store.create_ledger(("b:1",), 1, 1, 0)
+    finally:
+        store.close()
+    _downgrade(metadata_url, "0008")
+    assert _tables(metadata_url) == TABLES - KAFKA_TABLES
+    schema.upgrade_to_head(metadata_url)
+    store = SqlMetadataStore(metadata_url)
+    try:
+        assert store.list_groups() == [] and len(store.list_ledgers()) == 1
     finally:
         store.close()

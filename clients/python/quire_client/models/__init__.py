@@ -25,6 +25,10 @@ from .examine_message_initialposition import ExamineMessageInitialposition
 from .health import Health
 from .internal_stats import InternalStats
 from .internal_stats_by_partition import InternalStatsByPartition
+from .kafka_group import KafkaGroup
+from .kafka_group_member import KafkaGroupMember
+from .kafka_group_offset import KafkaGroupOffset
+from .kafka_group_state_type_0 import KafkaGroupStateType0
 from .keyless_policy import KeylessPolicy
 from .last_message_id import LastMessageId
 from .ledger_info import LedgerInfo
@@ -103,6 +107,10 @@ __all__ = (
     "Health",
     "InternalStats",
     "InternalStatsByPartition",
+    "KafkaGroup",
+    "KafkaGroupMember",
+    "KafkaGroupOffset",
+    "KafkaGroupStateType0",
     "KeylessPolicy",
     "LastMessageId",
     "LedgerInfo",
