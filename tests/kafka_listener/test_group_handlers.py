@@ -242,7 +242,9 @@ async def test_commit_then_fetch_with_kafka_topic_names(s: Setup, commit_v: int)
     # another namespace's topic: shown under its whole Quire name (as a Kafka client names it)
     await s.env.service.commit_group_offsets([GroupOffset("g", "public/other/x", 0, 1)])
     for version in (1, 2, 3):
-        r = await s.call(9, version, _fetch(version, {"orders": [0, 1, 9], "a/b": [0], "public/other/x": [0]}))
+        r = await s.call(
+            9, version, _fetch(version, {"orders": [0, 1, 9], "a/b": [0], "public/other/x": [0]})
+        )
         assert _offsets(r) == {
             ("orders", 0): (10, "", ErrorCode.none),
             ("orders", 1): (20, "", ErrorCode.none),
