@@ -1,6 +1,14 @@
 """The four Kafka clients against a real `quire standalone`, without groups: offsets by time,
 DeleteRecords, REST and Kafka on the same topic byte for byte, idempotent producers with five
-requests in flight, and a corrupt batch over a raw socket to the full listener."""
+requests in flight, a corrupt batch over a raw socket to the full listener, and compacted topics.
+
+Compaction: a topic per client created with cleanup.policy=compact (the client's admin client;
+kcat's over REST's compactionPolicy), several values per key and a tombstone produced over
+Kafka, one compaction run per topic asked for over REST, then a tail. A reader from the
+beginning gets the latest value of each live key at its original offset, then the tail. The
+compactor uses Spark, whose session takes 10-30 s to warm up (minutes on a loaded machine): the
+topics are written and their runs asked for before any other test (an autouse fixture), so the
+warm-up overlaps the other tests, and the compaction tests come last."""
 
 from __future__ import annotations
 
@@ -8,13 +16,15 @@ import base64
 import datetime
 import random
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import pytest
 from kio.schema.metadata.v5.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.produce.v7.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
 from app.kafka_listener.errors import ErrorCode
-from tests.kafka_clients.admin import delete_records
+from tests.kafka_clients.admin import create_topic, delete_records
 from tests.kafka_clients.clients import (
     ADMIN_CLIENTS,
     CLIENTS,
@@ -217,3 +227,89 @@ async def test_a_corrupt_batch_gets_corrupt_message_and_the_listener_goes_on(qui
         await second.close()
     assert [r.value for r in read("kafka-python", quire.bootstrap, topic, 0)] == [b"one", b"two"] * 2
     assert len(quire.rest_read(topic)) == 4
+
+
+# --- compacted topics (last: their runs were asked for first) -----------------------------------
+
+KEYS = [b"apple", b"pear", b"plum"]
+ROUNDS = 3
+GONE = b"gone"  # written, then a tombstone: compaction drops the key
+
+
+def history() -> list[Out]:
+    """Offsets 0..8: three rounds over the keys; 9, 10: a value of GONE, then its tombstone."""
+    out = [
+        Out(key, b"%s-round-%d" % (key, r), (("round", b"%d" % r),)) for r in range(ROUNDS) for key in KEYS
+    ]
+    return [*out, Out(GONE, b"soon gone"), Out(GONE, None)]
+
+
+TAIL = [Out(b"late-%d" % i, b"after compaction %d" % i, (("tail", b"yes"),)) for i in range(2)]
+
+
+@dataclass
+class Prepared:
+    errors: dict[str, BaseException] = field(default_factory=dict)
+    accepted: set[str] = field(default_factory=set)  # topics whose run was asked for already
+
+
+def topic_of(client: str) -> str:
+    return f"compacted-{client}"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compaction_asked(quire: Standalone) -> Prepared:
+    """Before any other test: every client's compacted topic written and its run asked for."""
+    state = Prepared()
+    for client in CLIENTS:
+        try:
+            create_topic(client, quire, topic_of(client), configs={"cleanup.policy": "compact"})
+            produce(client, quire.bootstrap, topic_of(client), history())
+        except Exception as exc:
+            state.errors[client] = exc
+    state.accepted = quire.request_compaction(topic_of(c) for c in CLIENTS if c not in state.errors)
+    return state
+
+
+@pytest.fixture(scope="module")
+def prepared(quire: Standalone, compaction_asked: Prepared) -> Iterator[Prepared]:
+    """The runs waited for, then every topic given its tail; a client whose setup failed has its
+    error kept for its own test."""
+    state = compaction_asked
+    ready = [c for c in CLIENTS if c not in state.errors]
+    quire.compact([topic_of(c) for c in ready], state.accepted)
+    for client in ready:
+        try:
+            produce(client, quire.bootstrap, topic_of(client), TAIL)
+        except Exception as exc:
+            state.errors[client] = exc
+    yield state
+
+
+# The compactor's Spark session can take minutes to warm up on a loaded machine.
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_reader_gets_the_latest_value_per_key_at_its_offset_then_the_tail(
+    quire: Standalone, prepared: Prepared, client: str
+) -> None:
+    if client in prepared.errors:
+        raise AssertionError(f"{client}: setting up its compacted topic failed") from prepared.errors[client]
+    got = read(client, quire.bootstrap, topic_of(client), 0)
+    last_round = ROUNDS - 1
+    expected = [
+        (last_round * len(KEYS) + i, key, b"%s-round-%d" % (key, last_round), {"round": b"%d" % last_round})
+        for i, key in enumerate(KEYS)
+    ]
+    expected += [(11 + i, m.key, m.value, {"tail": b"yes"}) for i, m in enumerate(TAIL)]
+    assert [(r.offset, r.key, r.value, dict(r.headers)) for r in got] == expected
+
+
+@pytest.mark.timeout(600)
+def test_the_compacted_view_is_what_rest_reads_compacted(quire: Standalone, prepared: Prepared) -> None:
+    """REST's read_compacted view of a Kafka-written topic agrees with what Kafka readers get."""
+    client = next(c for c in CLIENTS if c not in prepared.errors)
+    rows = quire.rest_read(topic_of(client), read_compacted="true")
+    assert [(m["key"], m["properties"]) for m in rows] == [
+        *[(key.decode(), {"round": str(ROUNDS - 1)}) for key in KEYS],
+        *[(m.key.decode(), {"tail": "yes"}) for m in TAIL if m.key is not None],
+    ]
