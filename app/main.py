@@ -11,6 +11,7 @@ and closes it at shutdown. Limits are the service's own (topics.config): the app
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -35,6 +36,8 @@ from topics.api import TopicsApi
 if TYPE_CHECKING:
     from app.kafka_listener.common import KafkaConfig
     from app.kafka_listener.groups import GroupConfig
+    from app.kafka_listener.listener import KafkaListener
+    from app.kafka_listener.security import KafkaSecurity
     from topics.service import TopicService
 
 VERSION = "0.1.0"
@@ -84,6 +87,34 @@ class QuireApp(FastAPI):
         await super().__call__(scope, receive, send)
 
 
+async def _start_kafka(
+    app: Any,
+    topics: TopicsApi,
+    kafka: KafkaConfig,
+    groups: GroupConfig | None,
+    security: SecurityConfig | None,
+    tls: ssl.SSLContext | None,
+) -> KafkaListener:
+    from app.kafka_listener.listener import KafkaListener
+
+    listener = KafkaListener(
+        cast("TopicService", topics), kafka, groups, security=kafka_security(app, security), ssl_context=tls
+    )
+    await listener.start()
+    app.state.kafka_port = listener.port
+    return listener
+
+
+def kafka_security(app: Any, security: SecurityConfig | None) -> KafkaSecurity | None:
+    """The Kafka listener's SASL and authorization: the HTTP API's keys and its gate's authorizer."""
+    if security is None:
+        return None
+    from app.kafka_listener.security import KafkaSecurity
+
+    authorizer = app.gate.authorizer if security.authorization else None
+    return KafkaSecurity(security.verifier, authorizer)
+
+
 def create_app(
     topics: TopicsApi,
     *,
@@ -94,6 +125,7 @@ def create_app(
     security: SecurityConfig | None = None,
     kafka: KafkaConfig | None = None,
     kafka_groups: GroupConfig | None = None,
+    kafka_tls: ssl.SSLContext | None = None,
 ) -> QuireApp:
     """The app around `topics`; `security` turns authentication (and authorization) on, `kafka`
     the Kafka listener (started after the topics service, stopped before it)."""
@@ -105,11 +137,7 @@ def create_app(
         listener = None
         try:
             if kafka is not None:
-                from app.kafka_listener.listener import KafkaListener
-
-                listener = KafkaListener(cast("TopicService", topics), kafka, kafka_groups)
-                await listener.start()
-                app.state.kafka_port = listener.port
+                listener = await _start_kafka(app, topics, kafka, kafka_groups, security, kafka_tls)
             yield
         finally:
             if listener is not None:

@@ -8,6 +8,7 @@ built; the service connects in its `start()` (run by the app's lifespan) or on f
 
 from __future__ import annotations
 
+import ssl
 from typing import TYPE_CHECKING
 
 from app.settings import Settings
@@ -154,3 +155,8 @@ def kafka_config(settings: Settings) -> KafkaConfig | None:
         default_partitions=settings.kafka_default_partitions,
         max_fetch_wait_ms=settings.kafka_max_fetch_wait_ms,
     )
+
+
+def kafka_tls(settings: Settings) -> ssl.SSLContext | None:
+    """TLS on the Kafka port with the HTTP port's certificate, key and CA (None: plain TCP)."""
+    return settings.tls_context() if settings.tls_enabled else None

@@ -64,20 +64,24 @@ class TokenVerifier:
         self.verifications = 0  # JWT verifications done (tests check the cache with it)
 
     def role(self, token: str) -> str:
+        return self.role_and_expiry(token)[0]
+
+    def role_and_expiry(self, token: str) -> tuple[str, float]:
+        """The role and when the token expires (epoch seconds; inf without `exp`)."""
         digest = hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
         cached = self._cache.get(digest)
         if cached is not None:
             role, expires_s = cached
             if self._clock() < expires_s:
                 self._cache.move_to_end(digest)
-                return role
+                return role, expires_s
             del self._cache[digest]
             raise TokenRefused("the token has expired")
         role, expires_s = self._verify(token)
         self._cache[digest] = (role, expires_s)
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
-        return role
+        return role, expires_s
 
     def _verify(self, token: str) -> tuple[str, float]:
         if not token or len(token) > MAX_TOKEN_BYTES:

@@ -22,8 +22,10 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from app.auth.policy import Need
 from app.kafka_listener.common import KafkaConfig, build, error_code, module, quire_topic
 from app.kafka_listener.errors import ErrorCode
+from app.kafka_listener.security import Access
 from app.kafka_listener.server import Handler, RequestContext
 from app.kafka_listener.versions import ApiKey
 from topics.api import PolicyName, TopicPolicies
@@ -100,9 +102,10 @@ def configs_from_policies(p: TopicPolicies, partitions: int) -> dict[str, str]:
 
 
 class KafkaAdmin:
-    def __init__(self, topics: TopicService, config: KafkaConfig) -> None:
+    def __init__(self, topics: TopicService, config: KafkaConfig, access: Access | None = None) -> None:
         self._topics = topics
         self._config = config
+        self._access = access or Access()
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -116,9 +119,11 @@ class KafkaAdmin:
         mod = module(ApiKey.CREATE_TOPICS, ctx.api_version)
         results = []
         for t in req.topics:
-            code, message = await self._create(
-                t, req.validate_only if hasattr(req, "validate_only") else False
-            )
+            message: str | None
+            if await self._access.denied(ctx, quire_topic(self._config, t.name), Need.TENANT_ADMIN):
+                code, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "not a tenant admin"
+            else:
+                code, message = await self._create(t, getattr(req, "validate_only", False))
             results.append(
                 build(mod.CreatableTopicResult, name=t.name, error_code=code.kio, error_message=message)
             )
@@ -149,9 +154,13 @@ class KafkaAdmin:
         mod = module(ApiKey.DELETE_TOPICS, ctx.api_version)
         results = []
         for name in req.topic_names:
+            topic = quire_topic(self._config, name)
             try:
-                await self._topics.delete_topic(quire_topic(self._config, name), force=True)
-                code = ErrorCode.NONE
+                if await self._access.denied(ctx, topic, Need.TENANT_ADMIN):
+                    code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                else:
+                    await self._topics.delete_topic(topic, force=True)
+                    code = ErrorCode.NONE
             except TopicsError as exc:
                 code = error_code(exc)
             results.append(build(mod.DeletableTopicResult, name=name, error_code=code.kio))
@@ -162,14 +171,19 @@ class KafkaAdmin:
         topics = []
         for t in req.topics:
             parts = []
+            denied = await self._access.denied(ctx, quire_topic(self._config, t.name), Need.TENANT_ADMIN)
             for p in t.partitions:
                 try:
+                    if denied:
+                        raise PermissionError
                     low = await self._topics.kafka_delete_records(
                         quire_topic(self._config, t.name), p.partition_index, p.offset
                     )
                     code = ErrorCode.NONE
                 except TopicsError as exc:
                     low, code = -1, error_code(exc)
+                except PermissionError:
+                    low, code = -1, ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 parts.append(
                     build(
                         mod.DeleteRecordsPartitionResult,
@@ -183,10 +197,10 @@ class KafkaAdmin:
 
     async def describe_configs(self, ctx: RequestContext, req: Any) -> Any:
         mod = module(ApiKey.DESCRIBE_CONFIGS, ctx.api_version)
-        results = [await self._describe(mod, r) for r in req.resources]
+        results = [await self._describe(ctx, mod, r) for r in req.resources]
         return build(mod.DescribeConfigsResponse, throttle_time=_ZERO, results=tuple(results))
 
-    async def _describe(self, mod: Any, r: Any) -> Any:
+    async def _describe(self, ctx: RequestContext, mod: Any, r: Any) -> Any:
         def result(code: ErrorCode, message: str | None, configs: tuple[Any, ...] = ()) -> Any:
             return build(
                 mod.DescribeConfigsResult,
@@ -200,6 +214,8 @@ class KafkaAdmin:
         if r.resource_type != _TOPIC_RESOURCE:
             return result(ErrorCode.NONE, None)  # broker configs: none to show
         topic = quire_topic(self._config, r.resource_name)
+        if await self._access.denied(ctx, topic, Need.LOOKUP):
+            return result(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "not allowed")
         try:
             partitions = await self._topics.kafka_partitions(topic)
             policies = await self._topics.kafka_policies(topic)

@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from app.auth.policy import Need
 from app.kafka_listener.cluster import node_id_for
 from app.kafka_listener.common import (
     KafkaConfig,
@@ -29,6 +30,7 @@ from app.kafka_listener.common import (
     split_url,
 )
 from app.kafka_listener.errors import ErrorCode
+from app.kafka_listener.security import Access
 from app.kafka_listener.server import Handler, RequestContext
 from app.kafka_listener.versions import ApiKey
 from common.kafka_records import (
@@ -45,9 +47,10 @@ from topics.service import TopicService
 
 
 class DataPlane:
-    def __init__(self, topics: TopicService, config: KafkaConfig) -> None:
+    def __init__(self, topics: TopicService, config: KafkaConfig, access: Access | None = None) -> None:
         self._topics = topics
         self._config = config
+        self._access = access or Access()
         self._me = node_id_for(config.broker_id)
 
     def handlers(self) -> dict[int, Handler]:
@@ -72,11 +75,15 @@ class DataPlane:
         mod = module(ApiKey.METADATA, ctx.api_version)
         brokers = await self._brokers()
         if req.topics is None or (ctx.api_version == 0 and not req.topics):
-            names = await self._all_topics()
+            names = [
+                n
+                for n in await self._all_topics()
+                if not await self._access.denied(ctx, quire_topic(self._config, n), Need.LOOKUP)
+            ]
         else:
             names = [t.name for t in req.topics]
         auto_create = getattr(req, "allow_auto_topic_creation", True)
-        topics = [await self._topic_metadata(mod, name, auto_create, brokers) for name in names]
+        topics = [await self._topic_metadata(ctx, mod, name, auto_create, brokers) for name in names]
         return build(
             mod.MetadataResponse,
             brokers=tuple(
@@ -97,9 +104,17 @@ class DataPlane:
         return sorted(kafka_topic(self._config, n.removeprefix("persistent://")) for n in names)
 
     async def _topic_metadata(
-        self, mod: Any, name: str, auto_create: bool, brokers: dict[str, tuple[int, str, int]]
+        self,
+        ctx: RequestContext,
+        mod: Any,
+        name: str,
+        auto_create: bool,
+        brokers: dict[str, tuple[int, str, int]],
     ) -> Any:
         topic = quire_topic(self._config, name)
+        if await self._access.denied(ctx, topic, Need.LOOKUP):
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED.kio
+            return build(mod.MetadataResponseTopic, error_code=code, name=name, partitions=())
         try:
             try:
                 partitions = await self._topics.kafka_partitions(topic)
@@ -136,7 +151,7 @@ class DataPlane:
         else:
             bad = ErrorCode.INVALID_REQUIRED_ACKS if bad_acks else None
         jobs = [
-            (t.name, p.index, self._produce_one(t.name, p.index, p.records, bad))
+            (t.name, p.index, self._produce_one(ctx, t.name, p.index, p.records, bad))
             for t in req.topic_data
             for p in t.partition_data
         ]
@@ -157,10 +172,12 @@ class DataPlane:
         )
 
     async def _produce_one(
-        self, name: str, partition: int, records: bytes | None, bad: ErrorCode | None
+        self, ctx: RequestContext, name: str, partition: int, records: bytes | None, bad: ErrorCode | None
     ) -> tuple[ErrorCode, int]:
         if bad is not None:
             return bad, -1
+        if await self._access.denied(ctx, quire_topic(self._config, name), Need.PRODUCE):
+            return ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1
         try:
             header = parse_produced_batch(records)
             assert records is not None
@@ -190,7 +207,7 @@ class DataPlane:
         max_bytes = getattr(req, "max_bytes", 2**31 - 1)
         while True:
             armed = [self._topics.kafka_arm(quire_topic(self._config, name)) for name, *_ in wanted]
-            results = await self._fetch_all(wanted, max_bytes)
+            results = await self._fetch_all(ctx, wanted, max_bytes)
             size = sum(len(r[2]) for r in results)
             left = deadline - time.monotonic()
             futures = [f for f in armed if f is not None]
@@ -203,12 +220,15 @@ class DataPlane:
         return self._fetch_response(ctx, wanted, results)
 
     async def _fetch_all(
-        self, wanted: Sequence[tuple[str, int, int, int]], max_bytes: int
+        self, ctx: RequestContext, wanted: Sequence[tuple[str, int, int, int]], max_bytes: int
     ) -> list[tuple[ErrorCode, KafkaFetched | None, bytes]]:
         out: list[tuple[ErrorCode, KafkaFetched | None, bytes]] = []
         budget = max_bytes
         for name, partition, offset, partition_max in wanted:
             limit = max(1, min(partition_max, budget))
+            if await self._access.denied(ctx, quire_topic(self._config, name), Need.CONSUME):
+                out.append((ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, b""))
+                continue
             try:
                 fetched = await self._topics.kafka_fetch(
                     quire_topic(self._config, name), partition, offset, limit
@@ -260,14 +280,19 @@ class DataPlane:
         topics = []
         for t in req.topics:
             parts = []
+            denied = await self._access.denied(ctx, quire_topic(self._config, t.name), Need.CONSUME)
             for p in t.partitions:
                 try:
+                    if denied:
+                        raise _NotAllowed
                     offset, timestamp = await self._topics.kafka_list_offset(
                         quire_topic(self._config, t.name), p.partition_index, p.timestamp
                     )
                     code = ErrorCode.NONE
                 except TopicsError as exc:
                     offset, timestamp, code = -1, -1, error_code(exc)
+                except _NotAllowed:
+                    offset, timestamp, code = -1, -1, ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 parts.append(
                     build(
                         mod.ListOffsetsPartitionResponse,
@@ -299,6 +324,10 @@ class DataPlane:
             producer_id=secrets.randbits(62),
             producer_epoch=0,
         )
+
+
+class _NotAllowed(Exception):
+    pass
 
 
 def batches(fetched: KafkaFetched) -> bytes:

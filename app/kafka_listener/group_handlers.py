@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32Timedelta
 
+from app.auth.policy import Need
 from app.kafka_listener.group_offsets import GroupCoordinator, OffsetCommit
 from app.kafka_listener.groups import JoinRequest
 from topics.names import is_name
@@ -107,9 +108,24 @@ def _client_id(ctx: Any) -> str:
     return str(getattr(ctx, "client_id", None) or "")
 
 
-def handlers(coordinator: GroupCoordinator, namespace: TopicNamespace | None = None) -> dict[int, Handler]:
+class TopicAccess(Protocol):
+    """Who may consume a topic (app.kafka_listener.security): commits and fetches of offsets
+    need the consume permission on the topic's namespace."""
+
+    async def denied(self, ctx: Any, topic: str, need: Need) -> bool: ...
+
+
+def handlers(
+    coordinator: GroupCoordinator, namespace: TopicNamespace | None = None, access: TopicAccess | None = None
+) -> dict[int, Handler]:
     """The group APIs' handlers by API key, over `coordinator`, for topics of `namespace`."""
     ns: TopicNamespace = namespace or KafkaNamespace()
+    if access is not None:
+        return {
+            **handlers(coordinator, ns),
+            OFFSET_COMMIT: lambda ctx, req: _guarded_commit(coordinator, ns, access, ctx, req),
+            OFFSET_FETCH: lambda ctx, req: _guarded_fetch(coordinator, ns, access, ctx, req),
+        }
     return {
         FIND_COORDINATOR: lambda ctx, req: find_coordinator(coordinator, ctx, req),
         JOIN_GROUP: lambda ctx, req: join_group(coordinator, ctx, req),
@@ -239,7 +255,11 @@ async def offset_commit(
         (name, partition, next(errors) if c is not None else ErrorCode.unknown_topic_or_partition)
         for name, partition, c in wanted
     ]
-    module = _module("offset_commit", ctx.api_version)
+    return _commit_response(ctx.api_version, results)
+
+
+def _commit_response(version: int, results: list[tuple[str, int, ErrorCode]]) -> Any:
+    module = _module("offset_commit", version)
     by_topic: dict[str, list[Any]] = {}
     for name, partition, error in results:
         by_topic.setdefault(name, []).append(
@@ -300,3 +320,46 @@ def _fetch_response(version: int, error: ErrorCode, rows: list[FetchRow]) -> Any
         for name, parts in by_topic.items()
     )
     return _build(module.OffsetFetchResponse, throttle_time=NO_THROTTLE, topics=topics, error_code=error)
+
+
+async def _refused(access: TopicAccess, ns: TopicNamespace, ctx: Any, names: list[str]) -> set[str]:
+    """The Kafka topic names among `names` the connection's role may not consume."""
+    out = set()
+    for name in set(names):
+        topic = quire_topic(ns, name)
+        if topic is not None and await access.denied(ctx, topic, Need.CONSUME):
+            out.add(name)
+    return out
+
+
+async def _guarded_commit(
+    coordinator: GroupCoordinator, ns: TopicNamespace, access: TopicAccess, ctx: Any, req: Any
+) -> Any:
+    """OffsetCommit, all refused (TOPIC_AUTHORIZATION_FAILED) when any topic may not be consumed."""
+    names = [str(t.name) for t in req.topics]
+    if await _refused(access, ns, ctx, names):
+        failed = ErrorCode.topic_authorization_failed
+        results = [(str(t.name), int(p.partition_index), failed) for t in req.topics for p in t.partitions]
+        return _commit_response(ctx.api_version, results)
+    return await offset_commit(coordinator, ns, ctx, req)
+
+
+async def _guarded_fetch(
+    coordinator: GroupCoordinator, ns: TopicNamespace, access: TopicAccess, ctx: Any, req: Any
+) -> Any:
+    """OffsetFetch: topics that may not be consumed answer TOPIC_AUTHORIZATION_FAILED (asked for)
+    or are left out (every offset of the group)."""
+    response = await offset_fetch(coordinator, ns, ctx, req)
+    refused = await _refused(access, ns, ctx, [str(t.name) for t in response.topics])
+    if not refused:
+        return response
+    failed = ErrorCode.topic_authorization_failed
+    rows: list[FetchRow] = [
+        (str(t.name), int(p.partition_index), -1, "", failed)
+        if str(t.name) in refused
+        else (str(t.name), int(p.partition_index), int(p.committed_offset), p.metadata or "", p.error_code)
+        for t in response.topics
+        for p in t.partitions
+        if req.topics is not None or str(t.name) not in refused
+    ]
+    return _fetch_response(ctx.api_version, getattr(response, "error_code", ErrorCode.none), rows)

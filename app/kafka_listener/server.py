@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
@@ -104,7 +105,9 @@ class KafkaServer:
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         max_in_flight_bytes: int = DEFAULT_MAX_IN_FLIGHT_BYTES,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        self._ssl = ssl_context
         for key in handlers:
             if key == ApiKey.API_VERSIONS or served_range(key) is None:
                 raise ValueError(
@@ -132,7 +135,7 @@ class KafkaServer:
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(
-            self._accept, self.host, self._port, limit=_READ_BUFFER_LIMIT, reuse_address=True
+            self._accept, self.host, self._port, limit=_READ_BUFFER_LIMIT, reuse_address=True, ssl=self._ssl
         )
         self._port = int(self._server.sockets[0].getsockname()[1])
         log.info("Kafka listener on %s:%d", self.host, self._port)

@@ -26,7 +26,7 @@ def run(settings: Settings) -> None:
     from app.main import create_app
     from app.registry import broker_registry
     from app.routes.cluster import install_registry
-    from app.wiring import bootstrap, group_config, kafka_config, security_config
+    from app.wiring import bootstrap, group_config, kafka_config, kafka_tls, security_config
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     registry, registry_store = broker_registry(settings)
@@ -38,6 +38,7 @@ def run(settings: Settings) -> None:
         security=security_config(settings),
         kafka=kafka_config(settings),
         kafka_groups=group_config(settings),
+        kafka_tls=kafka_tls(settings),
     )
     install_registry(app, registry, registry_store)
     # The broker's heap (cursors, pending maps, decoded entries) is large and long-lived; with

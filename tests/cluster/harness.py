@@ -58,6 +58,11 @@ class Broker:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def kafka(self) -> str:
+        """host:port of its Kafka listener (a cluster started with QUIRE_KAFKA_PORT="auto")."""
+        return f"127.0.0.1:{self.process.env['QUIRE_KAFKA_PORT']}"
+
+    @property
     def broker_id(self) -> str:
         return f"127.0.0.1:{self.port}"
 
@@ -132,6 +137,8 @@ class Cluster:
             **BOOKIE_HEARTBEAT,
             **(SHORT_LEASES if self.short_leases else {}),
             **self.env,
+            # "auto": a Kafka listener on a port of each broker's own
+            **({"QUIRE_KAFKA_PORT": str(free_port())} if self.env.get("QUIRE_KAFKA_PORT") == "auto" else {}),
         }
 
     def _spawn_broker(self, port: int | None = None) -> Broker:

@@ -39,6 +39,8 @@ AIOKAFKA_REQUESTS = {
     ApiKey.DELETE_RECORDS: admin.DeleteRecordsRequest,
     ApiKey.INIT_PRODUCER_ID: transaction.InitProducerIdRequest,
     ApiKey.DESCRIBE_CONFIGS: admin.DescribeConfigsRequest,
+    ApiKey.SASL_HANDSHAKE: admin.SaslHandShakeRequest,
+    ApiKey.SASL_AUTHENTICATE: admin.SaslAuthenticateRequest,
 }
 
 # librdkafka before 2.11.1 turns a feature on only if these single versions are advertised.

@@ -1,0 +1,185 @@
+"""The Kafka door with authentication and authorization on, against a real bookie and broker:
+real clients (confluent-kafka, kafka-python, aiokafka, kcat) authenticate with SASL/PLAIN (the
+token as password) or OAUTHBEARER; a bad or missing token gets nothing; a produce-only role
+produces but may not consume; a role without grants sees TOPIC_AUTHORIZATION_FAILED."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from tests.api.conftest import Stack, start_stack
+from tests.api.test_auth_live import Secrets
+from tests.support import free_port
+
+pytestmark = pytest.mark.timeout(240)
+TOPIC = "secured"  # public/default/secured
+
+
+@pytest.fixture(scope="module")
+def secrets(tmp_path_factory: pytest.TempPathFactory) -> Secrets:
+    return Secrets(tmp_path_factory.mktemp("keys"))
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory: pytest.TempPathFactory, secrets: Secrets) -> Iterator[tuple[Stack, str]]:
+    port = free_port()
+    stack = start_stack(
+        tmp_path_factory.mktemp("stack"),
+        QUIRE_KAFKA_PORT=str(port),
+        QUIRE_AUTHENTICATION_ENABLED="true",
+        QUIRE_TOKEN_SECRET_KEY=f"file:{secrets.key_file}",
+        QUIRE_SUPER_USER_ROLES='["root"]',
+        QUIRE_KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS="100",
+    )
+    try:
+        root = {"Authorization": f"Bearer {secrets.tokens['root']}"}
+        grant = httpx.post(
+            f"{stack.base_url}/admin/v2/namespaces/public/default/permissions/app-producer",
+            json=["produce"],
+            headers=root,
+            timeout=30,
+        )
+        assert grant.status_code == 204, grant.text
+        yield stack, f"127.0.0.1:{port}"
+    finally:
+        stack.stop()
+
+
+def plain(bootstrap: str, token: str, **extra: object) -> dict[str, object]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "PLAIN",
+        "sasl.username": "ignored",
+        "sasl.password": token,
+        **extra,
+    }
+
+
+def produce(config: dict[str, object], n: int) -> list[KafkaError | None]:
+    errors: list[KafkaError | None] = []
+    producer = Producer({**config, "acks": "all", "message.timeout.ms": 10_000})
+    for i in range(n):
+        producer.produce(TOPIC, key=b"k%d" % i, value=b"v%d" % i, on_delivery=lambda e, _m: errors.append(e))
+    producer.flush(20)
+    return errors
+
+
+def consume_from_start(config: dict[str, object], n: int) -> tuple[list[bytes], KafkaError | None]:
+    consumer = Consumer({**config, "group.id": "g", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(TOPIC, 0, 0)])
+    got: list[bytes] = []
+    error = None
+    deadline = time.monotonic() + 20
+    try:
+        while len(got) < n and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                error = m.error()
+                break
+            got.append(m.value())
+    finally:
+        consumer.close()
+    return got, error
+
+
+def test_a_super_user_produces_and_consumes_with_plain(kafka: tuple[Stack, str], secrets: Secrets) -> None:
+    _, bootstrap = kafka
+    config = plain(bootstrap, secrets.tokens["root"])
+    assert produce(config, 5) == [None] * 5
+    got, error = consume_from_start(config, 5)
+    assert error is None and got == [b"v%d" % i for i in range(5)]
+
+
+def test_a_produce_only_role_may_produce_but_not_consume(kafka: tuple[Stack, str], secrets: Secrets) -> None:
+    _, bootstrap = kafka
+    config = plain(bootstrap, secrets.tokens["app-producer"])
+    assert produce(config, 2) == [None, None]
+    got, error = consume_from_start(config, 1)
+    assert got == [] and error is not None
+    assert error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_a_role_without_grants_may_not_produce(kafka: tuple[Stack, str], secrets: Secrets) -> None:
+    _, bootstrap = kafka
+    errors = produce(plain(bootstrap, secrets.tokens["app-consumer"]), 1)
+    assert len(errors) == 1 and errors[0] is not None
+    assert errors[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_a_bad_token_and_no_sasl_get_nothing(kafka: tuple[Stack, str], secrets: Secrets) -> None:
+    _, bootstrap = kafka
+    seen: list[KafkaError] = []
+    bad = plain(bootstrap, secrets.tokens["root"][:-4] + "AAAA", error_cb=seen.append)
+    assert produce(bad, 1)[0] is not None
+    assert any(e.code() == KafkaError._AUTHENTICATION for e in seen), seen
+    # no SASL at all: the listener closes the connection at the first request after ApiVersions
+    none: list[KafkaError] = []
+    assert produce({"bootstrap.servers": bootstrap, "error_cb": none.append}, 1)[0] is not None
+
+
+def test_kafka_python_and_aiokafka_authenticate(kafka: tuple[Stack, str], secrets: Secrets) -> None:
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.abc import AbstractTokenProvider
+    from kafka import KafkaProducer
+
+    _, bootstrap = kafka
+    token = secrets.tokens["root"]
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_plain_username="ignored",
+        sasl_plain_password=token,
+    )
+    try:
+        assert producer.send(TOPIC, b"from-kafka-python").get(timeout=20).offset >= 0
+    finally:
+        producer.close(timeout=10)
+
+    class Tokens(AbstractTokenProvider):
+        async def token(self) -> str:
+            return token
+
+    async def oauth() -> int:
+        p = AIOKafkaProducer(
+            bootstrap_servers=bootstrap,
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="OAUTHBEARER",
+            sasl_oauth_token_provider=Tokens(),
+        )
+        await p.start()
+        try:
+            return (await p.send_and_wait(TOPIC, b"from-aiokafka")).offset
+        finally:
+            await p.stop()
+
+    assert asyncio.run(asyncio.wait_for(oauth(), 30)) >= 0
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is installed by make setup")
+def test_kcat_authenticates(kafka: tuple[Stack, str], secrets: Secrets, tmp_path: Path) -> None:
+    _, bootstrap = kafka
+    sasl = ["-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN"]
+    good = [*sasl, "-X", "sasl.username=u", "-X", f"sasl.password={secrets.tokens['root']}"]
+    run = subprocess.run(
+        ["kcat", "-b", bootstrap, *good, "-P", "-t", TOPIC], input=b"from-kcat\n", timeout=60, check=False
+    )
+    assert run.returncode == 0
+    bad = [*sasl, "-X", "sasl.username=u", "-X", "sasl.password=not-a-token"]
+    refused = subprocess.run(
+        ["kcat", "-b", bootstrap, *bad, "-L", "-m", "5"], capture_output=True, timeout=60, check=False
+    )
+    assert refused.returncode != 0
+    assert b"from-kcat" not in refused.stdout
