@@ -244,6 +244,11 @@ def history() -> list[Out]:
     return [*out, Out(GONE, b"soon gone"), Out(GONE, None)]
 
 
+# Keys and a header value that are not UTF-8 (an Avro or Protobuf key often is not): two keys
+# that differ in their first byte.
+BINARY_KEYS = "compacted-binary-keys"
+BINARY = [Out(b"\xff\x01", b"A", (("h", b"\xff\xfe"),)), Out(b"\xfe\x01", b"B"), Out(b"text", b"C")]
+
 TAIL = [Out(b"late-%d" % i, b"after compaction %d" % i, (("tail", b"yes"),)) for i in range(2)]
 
 
@@ -267,8 +272,17 @@ def compaction_asked(quire: Standalone) -> Prepared:
             produce(client, quire.bootstrap, topic_of(client), history())
         except Exception as exc:
             state.errors[client] = exc
-    state.accepted = quire.request_compaction(topic_of(c) for c in CLIENTS if c not in state.errors)
+    try:
+        create_topic("confluent", quire, BINARY_KEYS, configs={"cleanup.policy": "compact"})
+        produce("confluent", quire.bootstrap, BINARY_KEYS, BINARY)
+    except Exception as exc:
+        state.errors[BINARY_KEYS] = exc
+    state.accepted = quire.request_compaction(t for t in compacted_topics() if t not in state.errors)
     return state
+
+
+def compacted_topics() -> list[str]:
+    return [*(topic_of(c) for c in CLIENTS), BINARY_KEYS]
 
 
 @pytest.fixture(scope="module")
@@ -277,7 +291,8 @@ def prepared(quire: Standalone, compaction_asked: Prepared) -> Iterator[Prepared
     error kept for its own test."""
     state = compaction_asked
     ready = [c for c in CLIENTS if c not in state.errors]
-    quire.compact([topic_of(c) for c in ready], state.accepted)
+    binary = [] if BINARY_KEYS in state.errors else [BINARY_KEYS]
+    quire.compact([*(topic_of(c) for c in ready), *binary], state.accepted)
     for client in ready:
         try:
             produce(client, quire.bootstrap, topic_of(client), TAIL)
@@ -312,4 +327,24 @@ def test_the_compacted_view_is_what_rest_reads_compacted(quire: Standalone, prep
     assert [(m["key"], m["properties"]) for m in rows] == [
         *[(key.decode(), {"round": str(ROUNDS - 1)}) for key in KEYS],
         *[(m.key.decode(), {"tail": "yes"}) for m in TAIL if m.key is not None],
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,  # what the bug fails with; anything else (a failed setup) fails the test
+    reason="known bug: compaction sees a Kafka key as UTF-8 text with undecodable bytes replaced "
+    "(managed_ledger.entry_format.kafka_rows), so distinct binary keys merge and the survivors' "
+    "keys and header values come back mangled (b'\\xef\\xbf\\xbd\\x01'); the fix is a "
+    "storage format decision",
+)
+@pytest.mark.timeout(600)
+def test_binary_keys_stay_distinct_and_intact_through_compaction(
+    quire: Standalone, prepared: Prepared
+) -> None:
+    if BINARY_KEYS in prepared.errors:
+        pytest.fail(f"setting up the topic failed: {prepared.errors[BINARY_KEYS]!r}")
+    got = read("confluent", quire.bootstrap, BINARY_KEYS, 0)
+    assert [(r.offset, r.key, r.value, r.headers) for r in got] == [
+        (i, m.key, m.value, m.headers) for i, m in enumerate(BINARY)
     ]
