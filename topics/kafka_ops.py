@@ -24,7 +24,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from managed_ledger.api import ManagedLedger
-from managed_ledger.entry_format import StoredMessage, encode_kafka, entry_offsets
+from managed_ledger.entry_format import StoredMessage, batch_publish_time, encode_kafka, entry_offsets
 from managed_ledger.errors import EntryNotFoundError, ManagedLedgerTerminatedError, SequenceInFlightError
 from managed_ledger.position import MessageId
 from topics import names
@@ -250,7 +250,8 @@ class KafkaOps(AdminPlane):
     # --- offsets by time, delete records, configs --------------------------------------------------
     async def kafka_list_offset(self, topic: str, partition: int, timestamp_ms: int) -> tuple[int, int]:
         """(offset, timestamp): -1 latest, -2 earliest, else the first entry published at or
-        after the time ((-1, -1) when there is none)."""
+        after the time, with its publish time (Kafka answers the found record's time, not the
+        time asked for); (-1, -1) when there is none."""
         t, ml = await self._kafka_ml(topic, partition)
         if timestamp_ms == -1:
             return ml.high_watermark, -1
@@ -259,10 +260,11 @@ class KafkaOps(AdminPlane):
         position = await ml.find_position_by_publish_time(timestamp_ms)
         if position is None:
             return -1, -1
-        header = entry_offsets(await ml.read_entry(position))
+        payload = await ml.read_entry(position)
+        header = entry_offsets(payload)
         if header is None or header[0] < 0:
             return -1, -1
-        return max(header[0], await ml.log_start_offset()), timestamp_ms
+        return max(header[0], await ml.log_start_offset()), batch_publish_time(payload)
 
     async def kafka_delete_records(self, topic: str, partition: int, offset: int) -> int:
         """Kafka's DeleteRecords: the log start moves to `offset` (-1: the high watermark);

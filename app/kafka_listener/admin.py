@@ -7,7 +7,8 @@ Topic configs a Kafka client may set at creation, and what each becomes:
                                 (Kafka's default ratio) unless the request sets the ratio
     cleanup.policy=delete       nothing (retention deletes, Quire's default)
     retention.ms / retention.bytes      the retention policy (-1: unlimited), rounded up to
-                                        whole minutes / megabytes
+                                        whole minutes / megabytes; the one not given is Kafka's
+                                        default (7 days, or -1 bytes: unlimited)
     min.cleanable.dirty.ratio, delete.retention.ms, max.compaction.lag.ms
                                 compactionPolicy's minCleanableDirtyRatio, deleteRetentionMs,
                                 maxLagMs
@@ -32,6 +33,8 @@ from topics.errors import TopicsError
 from topics.service import TopicService
 
 MB = 1024 * 1024
+# Kafka's retention.ms (log.retention.hours=168) and retention.bytes (-1) defaults, in Quire's terms.
+KAFKA_DEFAULT_RETENTION = {"retentionTimeInMinutes": 7 * 24 * 60, "retentionSizeInMB": -1}
 _ZERO = datetime.timedelta(0)
 _TOPIC_RESOURCE = 2
 
@@ -71,7 +74,9 @@ def policies_from_configs(configs: dict[str, str | None]) -> dict[PolicyName, An
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
     if retention:
-        out["retention"] = {"retentionTimeInMinutes": 0, "retentionSizeInMB": 0, **retention}
+        # Quire deletes a ledger past either limit, so the one not given must not be Quire's 0
+        # (which deletes at once): it is Kafka's topic default, as a Kafka client expects.
+        out["retention"] = {**KAFKA_DEFAULT_RETENTION, **retention}
     if compaction:
         out["compactionPolicy"] = compaction
     return out
