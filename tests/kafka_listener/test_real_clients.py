@@ -25,7 +25,8 @@ from tests.topics.conftest import Env, make_env
 TOPIC = "orders"
 WAIT_S = 30.0
 CONFIG = GroupConfig(initial_rebalance_delay_ms=300, min_session_timeout_ms=100)
-CLIENT = {"session_timeout_ms": 2_000, "heartbeat_interval_ms": 200, "enable_auto_commit": False}
+# Sessions long enough that a loaded test machine does not expire a member by accident.
+CLIENT = {"session_timeout_ms": 10_000, "heartbeat_interval_ms": 300, "enable_auto_commit": False}
 
 
 class StandInView:
@@ -189,8 +190,8 @@ async def test_confluent_kafka_consumers_split_rebalance_and_commit(broker: Brok
             {
                 "bootstrap.servers": broker.bootstrap,
                 "group.id": "cf",
-                "session.timeout.ms": 2_000,
-                "heartbeat.interval.ms": 200,
+                "session.timeout.ms": 10_000,
+                "heartbeat.interval.ms": 300,
                 "enable.auto.commit": False,
                 "fetch.wait.max.ms": 100,
             }
