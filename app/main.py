@@ -102,6 +102,9 @@ async def _start_kafka(
     )
     await listener.start()
     app.state.kafka_port = listener.port
+    from app.routes.kafka_groups import install_group_coordinator
+
+    install_group_coordinator(app, listener.coordinator)  # the admin routes show its members
     return listener
 
 

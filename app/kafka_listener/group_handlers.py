@@ -11,11 +11,10 @@ Versions: the ranges that librdkafka, kafka-python 3, aiokafka 0.14 and kafkajs 
 LeaveGroup 0-1, OffsetCommit 2-3, OffsetFetch 1-3.
 
 Topic names: a Kafka topic `T` is the Quire topic `tenant/namespace/T` of the listener's
-namespace (`KafkaNamespace`, `public/default` by default). A Kafka name must be a valid Quire
-topic name (letters, digits, `_ . = -`, at most 128 characters); anything else, a `/` above
-all, is no topic (UNKNOWN_TOPIC_OR_PARTITION). Topics of other namespaces are not reachable
-through that listener: a listener serves one namespace, as KoP's default namespace does, and
-committed offsets of other namespaces' topics do not show in an OffsetFetch of all offsets.
+namespace (`KafkaNamespace`, `public/default` by default); a name with slashes,
+`tenant/namespace/T`, is a whole Quire name, as on the rest of the listener. Anything else that
+is not a valid Quire topic name is no topic (UNKNOWN_TOPIC_OR_PARTITION). An OffsetFetch of all
+offsets names other namespaces' topics by their whole name.
 """
 
 from __future__ import annotations
