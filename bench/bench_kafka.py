@@ -51,6 +51,7 @@ from bench.bench_api import (
     VALUE,
     batch_body,
     bounded,
+    child,
     progress,
     quire_stack,
 )
@@ -240,6 +241,8 @@ ROWS = (
     ("kafka_consume", "Kafka consume (assign, from 0)"),
     ("rest_produce", f"REST produce (batches of {REST_BATCH:,})"),
     ("rest_consume", f"REST consume (pull {REST_BATCH:,} + ack)"),
+    ("ceiling_produce", "client ceiling: produce, storage-free listener"),
+    ("ceiling_consume", "client ceiling: consume, storage-free listener"),
     ("js_publish", f"JetStream publish (window {JS_WINDOW:,})"),
     ("js_consume", "JetStream pull consume (1,000)"),
 )
@@ -264,7 +267,7 @@ def cpu_seconds(procs: dict[str, psutil.Process]) -> dict[str, float]:
     return {name: sum(proc.cpu_times()[:2]) for name, proc in procs.items()}
 
 
-def one_round(http_port: int, bootstrap: str, n: int, i: int, only: set[str]) -> dict[str, Row]:
+def one_round(http_port: int, bootstrap: str, ceiling: str, n: int, i: int, only: set[str]) -> dict[str, Row]:
     out: dict[str, Row] = {}
     procs = processes()
 
@@ -288,6 +291,8 @@ def one_round(http_port: int, bootstrap: str, n: int, i: int, only: set[str]) ->
         "rest_consume",
         lambda: bounded(rest_consume(http_port, f"rest-r{i}", n), PHASE_TIMEOUT_S, "REST consume"),
     )
+    run("ceiling_produce", lambda: kafka_produce(ceiling, topic, n, idempotent=False))
+    run("ceiling_consume", lambda: kafka_consume(ceiling, topic, n))
     if only & {"js_publish", "js_consume"}:
         progress(f"round {i + 1}: jetstream")
         out["js_publish"], out["js_consume"] = bounded(jetstream(n, f"r{i}"), PHASE_TIMEOUT_S, "jetstream")
@@ -320,26 +325,36 @@ def table(med: dict[str, Row], rounds: int) -> str:
         return f"{med[key]['rate'] / med[other]['rate']:.1f}x" if key in med and other in med else "-"
 
     lines = [
-        "| row | messages | seconds | msgs/s | MB/s | vs JetStream | Kafka vs REST"
+        "| row | messages | seconds | msgs/s | MB/s | vs JetStream | Kafka vs REST | of client ceiling"
         " | CPU µs/msg: broker | bookie | client |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for key, label in ROWS:
         if key not in med:
             continue
         m, side = med[key], "consume" if key.endswith("consume") else "produce"
-        vs_js = ratio(key, PEER[side]) if not key.startswith("js") else "1.0x"
-        vs_rest = ratio(key, f"rest_{side}") if key.startswith("kafka") else "-"
+        kafka = key.startswith("kafka")
+        vs_js = (
+            "-"
+            if key.startswith("ceiling")
+            else ratio(key, PEER[side])
+            if not key.startswith("js")
+            else "1.0x"
+        )
+        vs_rest = ratio(key, f"rest_{side}") if kafka else "-"
+        of_ceiling = ratio(key, f"ceiling_{side}") if kafka else "-"
         lines.append(
             f"| {label} | {m['messages']:,.0f} | {m['seconds']:.2f} | {m['rate']:,.0f}"
-            f" | {m['rate'] * len(MESSAGE) / 1e6:.1f} | {vs_js} | {vs_rest} | "
+            f" | {m['rate'] * len(MESSAGE) / 1e6:.1f} | {vs_js} | {vs_rest} | {of_ceiling} | "
             + " | ".join(f"{m[f'{name}_us']:.2f}" if f"{name}_us" in m else "-" for name in CPU_OF)
             + " |"
         )
     lines.append(
         f"\nmedian of {rounds} rounds; 100 B messages; ratios are of the medians; CPU µs/msg: CPU time"
         " (user + system) of the broker, the bookie and the bench process (the clients) during the row,"
-        " per message (JetStream's server is not counted)"
+        " per message (JetStream's server and the storage-free listener of the ceiling rows are not"
+        " counted); client ceiling: the same clients against the listener's wire server with handlers"
+        " that store nothing (bench.kafka_ceiling), the most any broker could show here"
     )
     return "\n".join(lines)
 
@@ -368,17 +383,19 @@ def main() -> None:
     args = parser.parse_args()
     if not set(args.rows) <= set(keys):
         parser.error(f"unknown rows in {','.join(args.rows)}; known: {','.join(keys)}")
-    kafka_port = free_port()
-    bootstrap = f"{HOST}:{kafka_port}"
+    kafka_port, ceiling_port = free_port(), free_port()
+    bootstrap, ceiling = f"{HOST}:{kafka_port}", f"{HOST}:{ceiling_port}"
+    ceiling_args = [sys.executable, "-m", "bench.kafka_ceiling", str(ceiling_port), str(args.messages)]
     env = {"QUIRE_KAFKA_PORT": str(kafka_port), "QUIRE_KAFKA_ADVERTISED_ADDRESS": bootstrap}
     rounds: list[dict[str, Row]] = []
     with (
         tempfile.TemporaryDirectory(prefix="quire-kbench-", ignore_cleanup_errors=True) as tmp,
         quire_stack(Path(tmp), env) as http_port,
+        child(ceiling_args, ceiling_port, "kafka ceiling", Path(tmp) / "ceiling.log"),
     ):
         progress(f"broker: HTTP {HOST}:{http_port}, Kafka {bootstrap}")
         for i in range(args.rounds):
-            rounds.append(one_round(http_port, bootstrap, args.messages, i, set(args.rows)))
+            rounds.append(one_round(http_port, bootstrap, ceiling, args.messages, i, set(args.rows)))
             done = ", ".join(f"{k} {rate(v):,.0f}/s" for k, v in rounds[-1].items())
             print(f"round {i + 1}: {done}", file=sys.stderr, flush=True)
     med = medians(rounds)
