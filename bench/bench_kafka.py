@@ -20,10 +20,18 @@ Each round writes N messages to new topics and reads them back, row by row:
   consume loop);
 - JetStream publish: windows of 1,000 async publishes (bench_api's windowed rows);
 - JetStream consume: a pull consumer, fetches of 1,000, ack policy none (as the Kafka consumer
-  commits nothing).
+  commits nothing);
+- client ceiling: the two Kafka rows again against bench.kafka_ceiling, the listener's wire
+  server with handlers that store nothing: what the clients themselves reach on this machine.
 
-Every row is the median of R rounds (--rounds, default 3); ratios are of those medians. The
-table is printed as markdown, and the rows of every round are written as JSON (--json).
+Each row also counts the CPU time (user + system) of the broker, the bookie and this process
+(the clients, librdkafka's threads included) per message: on a machine shared with other work
+the rates move with its load, the CPU per message much less.
+
+Every row is the median of R rounds (--rounds, default 3) of N messages (--messages, default
+1,000,000: JetStream's Python client publishes only some thousands a second here, so its rows
+take minutes); ratios are of those medians. The table is printed as markdown, and the rows of
+every round are written as JSON (--json, bench/results/bench_kafka.json).
 """
 
 from __future__ import annotations
