@@ -7,8 +7,11 @@ can do on this machine -- the most any broker could show in the bench's Kafka ro
 - Produce: each batch is validated as the listener does (`parse_produced_batch`: header, CRC)
   and answered at once with its base offset (nothing is stored);
 - Fetch: any topic holds MESSAGES messages of 100 B, served from one batch of 10,000 records
-  encoded at start, its base offset patched per answer (as the listener patches stored ones),
-  up to the partition's max bytes.
+  encoded at start, its base offset patched (as the listener patches stored ones), up to the
+  partition's max bytes; each answer's records are kept, so a later round's fetches at the same
+  offsets cost the server nothing but the write.
+
+The process sets the same malloc thresholds as `quire` (common.malloc_tuning).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from app.kafka_listener.common import build, module
 from app.kafka_listener.errors import ErrorCode
 from app.kafka_listener.server import KafkaServer, RequestContext
 from app.kafka_listener.versions import ApiKey
+from common import malloc_tuning
 from common.kafka_records import KafkaRecord, encode_batch, join_batches, parse_produced_batch
 
 NODE = 1
@@ -37,12 +41,22 @@ class Ceiling:
         self.messages = messages
         self.offsets: dict[tuple[str, int], int] = {}
         self._batches: dict[int, bytes] = {}
+        self._records: dict[tuple[int, int], bytes] = {}  # (fetch offset, max bytes) -> records
 
     def batch(self, count: int) -> bytes:
         if count not in self._batches:
             records = [KafkaRecord(i, 1_700_000_000_000, None, VALUE) for i in range(count)]
             self._batches[count] = encode_batch(0, records)
         return self._batches[count]
+
+    def records(self, offset: int, max_bytes: int) -> bytes:
+        size, chunks = 0, []
+        while offset < self.messages and size < max_bytes:
+            batch = self.batch(min(PER_BATCH, self.messages - offset))
+            chunks.append((offset, batch))
+            offset += min(PER_BATCH, self.messages - offset)
+            size += len(batch)
+        return join_batches(chunks)
 
     async def metadata(self, ctx: RequestContext, req: Any) -> Any:
         mod = module(ApiKey.METADATA, ctx.api_version)
@@ -90,12 +104,9 @@ class Ceiling:
         for t in req.topics:
             parts = []
             for p in t.partitions:
-                offset, size, chunks = p.fetch_offset, 0, []
-                while offset < self.messages and size < p.partition_max_bytes:
-                    batch = self.batch(min(PER_BATCH, self.messages - offset))
-                    chunks.append((offset, batch))
-                    offset += min(PER_BATCH, self.messages - offset)
-                    size += len(batch)
+                key = (p.fetch_offset, p.partition_max_bytes)
+                if key not in self._records:
+                    self._records[key] = self.records(p.fetch_offset, p.partition_max_bytes)
                 parts.append(
                     build(
                         mod.PartitionData,
@@ -105,7 +116,7 @@ class Ceiling:
                         last_stable_offset=self.messages,
                         log_start_offset=0,
                         aborted_transactions=(),
-                        records=join_batches(chunks),
+                        records=self._records[key],
                     )
                 )
             topics.append(build(mod.FetchableTopicResponse, topic=t.topic, partitions=tuple(parts)))
@@ -131,4 +142,5 @@ async def serve(port: int, messages: int) -> None:
 
 
 if __name__ == "__main__":
+    malloc_tuning.tune()
     uvloop.run(serve(int(sys.argv[1]), int(sys.argv[2])))
