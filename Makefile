@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-compaction bench-kafka-wire soak chaos chaos-fuzz client openapi clean
+.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-compaction bench-kafka bench-kafka-wire soak chaos chaos-fuzz client openapi clean
 
 setup: $(STAMP)
 
@@ -59,6 +59,14 @@ bench-ml: setup
 
 bench-compaction: setup
 	$(PY) -m bench.bench_compaction
+
+# confluent-kafka against the Kafka listener, the same messages over REST, NATS JetStream as the
+# peer: one run, median of BENCH_KAFKA_ROUNDS rounds of BENCH_KAFKA_MESSAGES 100 B messages.
+BENCH_KAFKA_ROUNDS ?= 3
+BENCH_KAFKA_MESSAGES ?= 1000000
+bench-kafka: setup
+	bash scripts/install-system-deps.sh --bench
+	$(PY) -m bench.bench_kafka --rounds $(BENCH_KAFKA_ROUNDS) --messages $(BENCH_KAFKA_MESSAGES)
 
 # The Kafka listener's wire layer alone: codec costs per 1 MB request, and a pipelined connection.
 bench-kafka-wire: setup

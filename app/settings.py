@@ -98,6 +98,9 @@ class Settings(BaseSettings):
     max_batch_messages: int = Field(10_000, gt=0)
     max_request_body_bytes: int = Field(16 * 1024**2, gt=0)
     max_wait_ms: int = Field(30_000, ge=0)
+    # The broker's managed ledger entry cache: the newest entries its topics appended, served to
+    # readers at the tail without a bookie read (managed_ledger.entry_cache); 0 turns it off.
+    entry_cache_bytes: int = Field(64 * 1024**2, ge=0)
     max_messages_per_read: int = Field(10_000, gt=0)
     default_ack_timeout_ms: int = Field(30_000, gt=0)
     max_partitions: int = Field(1_024, gt=0)

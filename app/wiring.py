@@ -142,7 +142,9 @@ def bootstrap(settings: Settings) -> TopicsApi:
     # New ledgers (and the bookies that replace failed ones) are chosen among the live writable
     # bookies registered in this metadata store, not from the static list in the settings.
     registry = MetadataBookieRegistry(store, registry_config(settings))
-    factory = ManagedLedgerFactory(client, store, placement=registry)
+    factory = ManagedLedgerFactory(
+        client, store, placement=registry, entry_cache_bytes=settings.entry_cache_bytes
+    )
     # Every broker registers in the metadata store and serves the topics it owns there; the
     # others it redirects to their owners (topics.ownership).
     address = settings.effective_advertised_address

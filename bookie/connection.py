@@ -206,7 +206,9 @@ class Connection(asyncio.Protocol):
 
     def _flush(self) -> None:
         if self._transport is not None and self._out and not self.closed:
-            self._transport.write(b"".join(self._out))
+            # One gathered write (uvloop: writev) of the frames' parts, entry payloads included,
+            # rather than a joined copy of them all.
+            self._transport.writelines(self._out)
         self._out.clear()
 
     def _sweep_interval(self) -> float:

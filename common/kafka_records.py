@@ -252,15 +252,19 @@ def with_base_offset(batch: bytes, base_offset: int) -> bytes:
     return b"".join((_BASE_OFFSET.pack(base_offset), memoryview(batch)[8:]))
 
 
-def join_batches(batches: Iterable[tuple[int, bytes]]) -> bytes:
+def join_batches(batches: Iterable[tuple[int, bytes | memoryview]]) -> bytes:
     """One Fetch `records` blob from (base_offset, batch) pairs, each batch's base offset set on
     the way: one copy of all the bytes, none per batch. Batches whose stored base offset is
     already right can simply be joined: `b"".join(batches)`."""
     parts: list[bytes | memoryview] = []
     for base_offset, batch in batches:
-        parts.append(_BASE_OFFSET.pack(base_offset))
-        parts.append(memoryview(batch)[8:])
+        parts += based(batch, base_offset)
     return b"".join(parts)
+
+
+def based(batch: bytes | memoryview, base_offset: int) -> tuple[bytes, memoryview]:
+    """The batch as two pieces to join (no copy yet): its base offset set, then the rest."""
+    return _BASE_OFFSET.pack(base_offset), memoryview(batch)[8:]
 
 
 # -- decoding ---------------------------------------------------------------------------------

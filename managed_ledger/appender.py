@@ -38,6 +38,7 @@ from bookie.ledgers import LedgerHandle, LedgerManager, ledger_spec
 from bookie.registry import NotEnoughBookiesError
 from managed_ledger.api import ManagedLedgerConfig
 from managed_ledger.clock import Clock
+from managed_ledger.entry_cache import EntryCache
 from managed_ledger.entry_format import entry_offsets, stamp_offset
 from managed_ledger.errors import (
     ManagedLedgerError,
@@ -115,8 +116,10 @@ class LedgerAppender:
         record: ManagedLedgerRecord,
         fence: Fence,
         offsets: OffsetIndex,
+        entry_cache: EntryCache | None = None,
     ) -> None:
         self._name = name
+        self._cache = entry_cache
         self._offsets = offsets
         # The offset the next pushed entry gets, and the end of what is durable (Kafka's high
         # watermark); both set from the stored entries when the managed ledger starts.
@@ -138,6 +141,11 @@ class LedgerAppender:
         self._background: set[asyncio.Task[Any]] = set()
         self._closing = False
         self.entries_added = 0
+
+    def cached(self, ledger_id: int, first: int, last: int) -> list[tuple[Position, bytes]]:
+        """The entries first.. of the ledger that the entry cache holds, in a run from `first`
+        (managed_ledger.entry_cache); none without a cache."""
+        return self._cache.run(ledger_id, first, last) if self._cache is not None else []
 
     @property
     def current(self) -> LedgerInfo | None:
@@ -214,6 +222,8 @@ class LedgerAppender:
         self.high_watermark = max(self.high_watermark, base + count)
         self._offsets.note(base, Position(info.ledger_id, entry_id), count)
         info.size_bytes += len(payload)
+        if self._cache is not None:
+            self._cache.put(info.ledger_id, entry_id, payload)  # durable now: readers may have it
         self.entries_added += 1
         self._owner.entry_persisted(producer, seq)
         return Position(info.ledger_id, entry_id), base

@@ -165,11 +165,11 @@ def entry_offsets(payload: bytes) -> tuple[int, int] | None:
 
 
 def stamp_offset(payload: bytes, base_offset: int) -> bytes:
-    """The entry with its base offset set (a copy: the bytes are immutable). Payloads without a
-    version 2 header are returned as they are."""
+    """The entry with its base offset set (one copy: the bytes are immutable). Payloads without
+    a version 2 header are returned as they are."""
     if len(payload) < HEADER_SIZE or payload[0] != MAGIC or payload[1] != VERSION:
         return payload
-    return payload[:3] + _OFFSET.pack(base_offset) + payload[11:]
+    return b"".join((payload[:3], _OFFSET.pack(base_offset), memoryview(payload)[11:]))
 
 
 def decode_batch_header(payload: bytes) -> tuple[int, str | None, list[list[Any]]]:

@@ -36,6 +36,7 @@ from bookie.ledgers import EnsemblePlacement, LedgerManager, StaticPlacement, ca
 from managed_ledger import retention
 from managed_ledger.api import ManagedLedgerConfig
 from managed_ledger.clock import Clock, SystemClock
+from managed_ledger.entry_cache import EntryCache
 from managed_ledger.errors import ManagedLedgerClosedError, ManagedLedgerReadError
 from managed_ledger.fencing import Fence
 from managed_ledger.ledger import ManagedLedger
@@ -70,9 +71,12 @@ class ManagedLedgerFactory:
         timers: bool = True,
         placement: EnsemblePlacement | None = None,
         lease: Callable[[], bool] | None = None,
+        entry_cache_bytes: int = 0,
     ) -> None:
         """`lease`: the broker's ownership lease (see managed_ledger.fencing); None when this
-        process is the only one that writes its managed ledgers."""
+        process is the only one that writes its managed ledgers. `entry_cache_bytes`: the budget
+        of the entry cache the managed ledgers share (managed_ledger.entry_cache; 0: none)."""
+        self.entry_cache = EntryCache(entry_cache_bytes) if entry_cache_bytes > 0 else None
         self.client = client
         self.store = store
         self.clock: Clock = clock or SystemClock()
@@ -139,6 +143,7 @@ class ManagedLedgerFactory:
             meta=meta,
             ledgers=ledgers,
             lease=self.lease,
+            entry_cache=self.entry_cache,
         )
         await ml.start(with_deleting(meta.properties, pending), timers=self.timers)
         return ml

@@ -30,6 +30,7 @@ from managed_ledger.appender import LedgerAppender
 from managed_ledger.clock import Clock
 from managed_ledger.cursor import ManagedCursor
 from managed_ledger.dedup import Deduplication
+from managed_ledger.entry_cache import EntryCache
 from managed_ledger.entry_format import (
     EntryFormatError,
     batch_publish_time,
@@ -77,6 +78,7 @@ class ManagedLedger:
         meta: ManagedLedgerMetadata,
         ledgers: LedgerList,
         lease: Callable[[], bool] | None = None,
+        entry_cache: EntryCache | None = None,
     ) -> None:
         self._name = name
         self._config = config
@@ -98,6 +100,7 @@ class ManagedLedger:
             record=self._record,
             fence=self._fence,
             offsets=self.offsets,
+            entry_cache=entry_cache,
         )
         self._flush_lock = asyncio.Lock()
         self._snapshot_lock = asyncio.Lock()
@@ -244,6 +247,10 @@ class ManagedLedger:
     async def _read_stored(self, start: Position, max_entries: int) -> list[tuple[Position, bytes]]:
         out: list[tuple[Position, bytes]] = []
         for info, first, last in self._ledgers.read_plan(start, max_entries):
+            cached = self._appender.cached(info.ledger_id, first, last)  # newest entries, if kept
+            out += cached
+            if (first := first + len(cached)) > last:
+                continue
             try:
                 payloads = await self._client.read_entries(info.spec, first, last)
             except (NoSuchLedgerError, NoSuchEntryError) as exc:

@@ -36,9 +36,9 @@ from app.kafka_listener.versions import ApiKey
 from common.kafka_records import (
     KafkaRecord,
     RecordBatchError,
+    based,
     encode_batch,
     parse_produced_batch,
-    with_base_offset,
 )
 from managed_ledger.entry_format import KIND_KAFKA, StoredMessage, decode_batch, kafka_batch
 from topics.errors import TopicNotFoundError, TopicsError
@@ -333,12 +333,12 @@ class _NotAllowed(Exception):
 def batches(fetched: KafkaFetched) -> bytes:
     """The Fetch `records` of what was found: the compacted messages as one batch, then each
     stored entry as a batch with its base offset set."""
-    parts: list[bytes] = []
+    parts: list[bytes | memoryview] = []
     if fetched.compacted:
         parts.append(_encode_messages(fetched.compacted))
     for base, payload in fetched.entries:
         if payload[2] == KIND_KAFKA:
-            parts.append(with_base_offset(bytes(kafka_batch(payload)), base))
+            parts += based(kafka_batch(payload), base)  # views: the join below is the one copy
         else:
             parts.append(_encode_messages(decode_batch(0, 0, payload)))
     return b"".join(parts)

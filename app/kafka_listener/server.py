@@ -333,14 +333,14 @@ class _Connection:
                 self.space.set()
                 self.slots.release()
             if data is not None:
-                self.writer.write(data)
+                self.writer.writelines(data)  # one gathered write: large records are not copied
                 await self.writer.drain()
 
-    async def _answer(self, item: _Item) -> bytes | None:
-        """The response frame of an item, None for no response; _Stop when the connection must
-        close."""
+    async def _answer(self, item: _Item) -> list[bytes] | None:
+        """The response frame of an item (as pieces), None for no response; _Stop when the
+        connection must close."""
         if isinstance(item.outcome, bytes):
-            return item.outcome
+            return [item.outcome]
         ctx = item.ctx
         assert ctx is not None
         try:
@@ -353,7 +353,7 @@ class _Connection:
                     f"handler answered {response_cls.__module__}.{response_cls.__name__} to API key "
                     f"{ctx.api_key} version {ctx.api_version}"
                 )
-            return wire.encode_response(ctx.correlation_id, response)
+            return wire.response_parts(ctx.correlation_id, response)
         except CloseConnection as exc:
             log.info("Kafka connection %s: handler of API key %d closed it: %s", self.peer, ctx.api_key, exc)
             raise _Stop from exc

@@ -122,19 +122,34 @@ def encode_request(request: Any, correlation_id: int, client_id: str | None = No
 
 def encode_response(correlation_id: int, response: Any) -> bytes:
     """The frame of a kio response object: size, header (v0 or v1 as kio says), body."""
+    return b"".join(response_parts(correlation_id, response))
+
+
+def response_parts(correlation_id: int, response: Any) -> list[bytes]:
+    """The frame of a kio response object as pieces for one gathered write: a large frame's
+    pieces as kio wrote them (a Fetch's records are not copied again), a small one joined."""
     chunks = _Chunks()
     entity_writer(type(response))(cast(Writable, chunks), response)
     flexible_header = type(response).__header_schema__.__version__ == 1
-    return frame_body(correlation_id, chunks, flexible_header=flexible_header)
+    return frame_parts(correlation_id, chunks, flexible_header=flexible_header)
 
 
 def frame_body(correlation_id: int, chunks: list[bytes], *, flexible_header: bool) -> bytes:
     """A response frame around an already encoded body (given as chunks)."""
+    return b"".join(frame_parts(correlation_id, chunks, flexible_header=flexible_header))
+
+
+def frame_parts(correlation_id: int, chunks: list[bytes], *, flexible_header: bool) -> list[bytes]:
     size = 4 + (1 if flexible_header else 0) + sum(map(len, chunks))
     head = _SIZE_CORRELATION.pack(size, correlation_id)
     if flexible_header:
         head += b"\x00"  # no tagged fields in the header
-    return b"".join([head, *chunks])
+    if size < _GATHER_FROM_BYTES:
+        return [b"".join([head, *chunks])]
+    return [head, *chunks]
+
+
+_GATHER_FROM_BYTES = 64 * 1024  # frames this large are written as pieces, smaller ones joined
 
 
 # -- error answers the server gives by itself -------------------------------------------------
