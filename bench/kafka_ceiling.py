@@ -120,6 +120,8 @@ class Ceiling:
                     )
                 )
             topics.append(build(mod.FetchableTopicResponse, topic=t.topic, partitions=tuple(parts)))
+        if not any(p.records for t in topics for p in t.partitions):
+            await asyncio.sleep(min(req.max_wait.total_seconds(), 0.5))  # a long poll, not a spin
         return build(
             mod.FetchResponse,
             throttle_time=datetime.timedelta(0),
