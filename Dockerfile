@@ -32,6 +32,6 @@ RUN pip install . ./clients/python && useradd --system --create-home quire && mk
 USER quire
 ENV PYSPARK_PYTHON=/usr/local/bin/python
 VOLUME ["/var/lib/quire"]
-EXPOSE 8080 3181
+EXPOSE 8080 3181 9092
 ENTRYPOINT ["tini", "--", "quire"]
 CMD ["standalone"]
