@@ -99,7 +99,7 @@ class Stack:
                 cwd=REPO,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, **self.env, **(env or {})},
+                env={"QUIRE_KAFKA_PORT": "0", **os.environ, **self.env, **(env or {})},
                 start_new_session=True,
             )
         self.procs.append(proc)

@@ -62,7 +62,7 @@ class Proc:
             self.popen = subprocess.Popen(
                 [*self.args, *extra_args],
                 cwd=REPO,
-                env={**os.environ, **self.env},
+                env={"QUIRE_KAFKA_PORT": "0", **os.environ, **self.env},  # no Kafka port clash
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
