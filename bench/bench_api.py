@@ -76,11 +76,7 @@ def child(
     """A process of the bench's own: started, waited for on `port`, stopped by its pid."""
     with open(log, "ab") as out:
         proc = subprocess.Popen(
-            args,
-            cwd=REPO,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={"QUIRE_KAFKA_PORT": "0", **os.environ, **(env or {})},
+            args, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
         )
         try:
             wait_port(port, proc, what)
