@@ -25,8 +25,6 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 from pydantic_settings import SettingsError
 
-from common import malloc_tuning
-
 if TYPE_CHECKING:
     from app.settings import Settings
 
@@ -105,7 +103,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         if value is not None:
             os.environ[key] = str(value)
     settings = load_settings()
-    malloc_tuning.tune()  # before the data path allocates its large buffers (common.malloc_tuning)
     module = importlib.import_module(f"app.processes.{args.process}")
     if getattr(args, "format", False):
         module.run(settings, format_disk=True)

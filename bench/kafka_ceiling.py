@@ -10,8 +10,6 @@ can do on this machine -- the most any broker could show in the bench's Kafka ro
   encoded at start, its base offset patched (as the listener patches stored ones), up to the
   partition's max bytes; each answer's records are kept, so a later round's fetches at the same
   offsets cost the server nothing but the write.
-
-The process sets the same malloc thresholds as `quire` (common.malloc_tuning).
 """
 
 from __future__ import annotations
@@ -27,7 +25,6 @@ from app.kafka_listener.common import build, module
 from app.kafka_listener.errors import ErrorCode
 from app.kafka_listener.server import KafkaServer, RequestContext
 from app.kafka_listener.versions import ApiKey
-from common import malloc_tuning
 from common.kafka_records import KafkaRecord, encode_batch, join_batches, parse_produced_batch
 
 NODE = 1
@@ -144,5 +141,4 @@ async def serve(port: int, messages: int) -> None:
 
 
 if __name__ == "__main__":
-    malloc_tuning.tune()
     uvloop.run(serve(int(sys.argv[1]), int(sys.argv[2])))
