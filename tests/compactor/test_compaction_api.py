@@ -69,7 +69,7 @@ NS = ("public", "default")
 RUN_BOUND_S = 180.0  # a run on a loaded 2-core machine (first Spark job of a cold session)
 WAIT_BOUND_S = 30.0
 DELAY_MS = 4_000
-LEASE_MS = 12_000  # short, so a dead run's lease lapses soon (6 s lapsed under a live run on a loaded 2-core machine)
+LEASE_MS = 12_000  # short, so a dead run's lease lapses soon (6 s lapsed under load on 2 cores)
 PAUSED = "test hook: compaction of"  # the compactor's log line when a run reaches the pause
 
 
