@@ -34,6 +34,16 @@ NOT_ERRORS = {
     "app.admin_cli.base.Refused",
     "app.auth.tokens.TokenRefused",
     "app.auth.keys.KeyProblem",
+    # Signals answered on their own wire, never raised to an HTTP caller: the Kafka listener's
+    # (a refusal becomes a Kafka error code in its response, or the connection closes) and the
+    # bookie handshake's (the client side turns it into BookieError NOT_AUTHENTICATED).
+    "app.kafka_listener.admin.ConfigError",
+    "app.kafka_listener.data._NotAllowed",
+    "app.kafka_listener.server.CloseConnection",
+    "app.kafka_listener.server._Stop",
+    "app.kafka_listener.wire.WireError",
+    "common.kafka_records.RecordBatchError",
+    "bookie.auth.AuthRefused",
 }
 
 _500 = "Internal server error"
@@ -127,6 +137,10 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "topics.errors.OwnershipUnavailableError": (("renewing",), 503, "Ownership unavailable"),
     "topics.errors.TopicTerminatedError": (("t/n/x",), 409, "Topic terminated"),
     "topics.errors.MessageIdBeyondEndError": (("t/n/x", "9:9:0", "3:4:0"), 422, "Message id beyond the end"),
+    # the Kafka listener's cases (answered as Kafka error codes there; pinned for HTTP all the same)
+    "topics.errors.UnknownPartitionError": (("t/n/x", 3), 404, "Unknown partition"),
+    "topics.errors.OffsetOutOfRangeError": (("t/n/x", 0, 99, 0, 10), 422, "Offset out of range"),
+    "topics.errors.KafkaSequenceError": (("gap", "p1", 7), 409, "Producer sequence out of turn"),
     "topics.compacted.CompactedViewError": (("not compacted",), 500, _500),
     # compactor
     "compactor.errors.CompactionError": (("boom",), 500, _500),

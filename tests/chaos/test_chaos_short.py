@@ -1,5 +1,5 @@
 """A short chaos campaign (`bench/chaos`, what `make chaos` runs for minutes): a cluster of three
-bookies at 3/2/2, two brokers, a compactor and an autorecovery process on PostgreSQL, a minute
+bookies at 3/2/2, two brokers, a compactor and an autorecovery process on PostgreSQL, 35 s
 of careful producers, consumers and readers under faults, then the checker. Any violation fails.
 
 The campaign runs its own PostgreSQL (initdb as the `postgres` user) so that it can stop it; it
@@ -26,7 +26,7 @@ from tests.conftest import _postgres_reachable
 from tests.support import REPO
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark, pytest.mark.timeout(900)]
-LOAD_S = 60
+LOAD_S = 35
 RUN_TIMEOUT_S = 840
 
 

@@ -65,9 +65,11 @@ def plain(bootstrap: str, token: str, **extra: object) -> dict[str, object]:
     }
 
 
-def produce(config: dict[str, object], n: int) -> list[KafkaError | None]:
+def produce(config: dict[str, object], n: int, timeout_ms: int = 10_000) -> list[KafkaError | None]:
+    """Each message's delivery error (None: delivered); a produce expected to fail is given a
+    short `timeout_ms`, since its error comes when the message times out."""
     errors: list[KafkaError | None] = []
-    producer = Producer({**config, "acks": "all", "message.timeout.ms": 10_000})
+    producer = Producer({**config, "acks": "all", "message.timeout.ms": timeout_ms})
     for i in range(n):
         producer.produce(TOPIC, key=b"k%d" % i, value=b"v%d" % i, on_delivery=lambda e, _m: errors.append(e))
     producer.flush(20)
@@ -122,11 +124,12 @@ def test_a_bad_token_and_no_sasl_get_nothing(kafka: tuple[Stack, str], secrets: 
     _, bootstrap = kafka
     seen: list[KafkaError] = []
     bad = plain(bootstrap, secrets.tokens["root"][:-4] + "AAAA", error_cb=seen.append)
-    assert produce(bad, 1)[0] is not None
+    assert produce(bad, 1, timeout_ms=2_500)[0] is not None
     assert any(e.code() == KafkaError._AUTHENTICATION for e in seen), seen
     # no SASL at all: the listener closes the connection at the first request after ApiVersions
     none: list[KafkaError] = []
-    assert produce({"bootstrap.servers": bootstrap, "error_cb": none.append}, 1)[0] is not None
+    bare = {"bootstrap.servers": bootstrap, "error_cb": none.append}
+    assert produce(bare, 1, timeout_ms=2_500)[0] is not None
 
 
 def test_kafka_python_and_aiokafka_authenticate(kafka: tuple[Stack, str], secrets: Secrets) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from managed_ledger.entry_format import batch_sequence
+from managed_ledger.entry_format import batch_sequence, entry_offsets, stamp_offset
 from managed_ledger.factory import ManagedLedgerFactory
 from managed_ledger.metadata.sql import SqlMetadataStore
 from managed_ledger.position import Position
@@ -122,16 +122,25 @@ async def _check(bookie: str, db: str, log: Log) -> None:
         for seq, pos in log.acked():
             by_seq.setdefault(seq, set()).add(pos)
             if ml.ledger_list.contains(pos):
-                assert await ml.read_entry(pos) == payload(seq), f"acked {seq} at {pos} changed"
+                stored_entry = await ml.read_entry(pos)
+                offsets = entry_offsets(stored_entry)
+                assert offsets is not None, f"acked {seq} at {pos} has no Kafka offset stamped"
+                # the appender stamps the entry's offset; every other byte is the producer's
+                want = stamp_offset(payload(seq), offsets[0])
+                assert stored_entry == want, f"acked {seq} at {pos} changed"
             else:
                 assert cursor.is_acked(pos), f"acked {seq} at {pos} is gone but was never consumed"
         assert all(len(p) == 1 for p in by_seq.values()), "a sequence id was acknowledged twice"
         stored: list[int] = []
+        bases: list[int] = []
         start = Position(-1, -1)
         while entries := await ml.read_entries(start, 1_000):
             stored.extend(batch_sequence(p)[1] or -1 for _, p in entries)
+            bases.extend((entry_offsets(p) or (-1, 0))[0] for _, p in entries)
             start = ml.next_position(entries[-1][0])
         assert len(stored) == len(set(stored)), "dedup let a retried sequence id be stored twice"
+        in_order = bases == sorted(set(bases)) and min(bases, default=0) >= 0
+        assert in_order, "an offset given twice or out of order"
         flushed = log.flushed_acks()
         behind = [p for p in flushed if not cursor.is_acked(p)]
         assert not behind, f"cursor moved back past flushed acks {behind[:5]}"
