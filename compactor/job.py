@@ -100,6 +100,7 @@ class SparkEngine:
                 "first_entry_id": r.first_entry_id,
                 "last_entry_id": r.last_entry_id,
                 "compacted": r.compacted,
+                "layer": r.layer,
                 "entries_per_read": max(1, self.config.read_chunk_bytes // max(1, r.entry_bytes_hint)),
             }
             for r in pieces

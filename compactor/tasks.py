@@ -68,6 +68,7 @@ RANGE_SCHEMA = pa.schema(
         ("first_entry_id", pa.int64()),
         ("last_entry_id", pa.int64()),
         ("compacted", pa.bool_()),
+        ("layer", pa.int32()),  # compacted ranges: 0 the base, i the i-th delta
         ("entries_per_read", pa.int64()),
     ]
 )
@@ -217,13 +218,18 @@ async def _read_range(client: LedgerClient, plan: TaskPlan, r: dict[str, Any], l
                 raise ValueError(f"entry {lid}:{eid} is of kind {payload[2]}, which compaction cannot read")
 
 
+def _read_order(r: dict[str, Any]) -> tuple[bool, int, int, int]:
+    return (not r["compacted"], r.get("layer", 0), r["ledger_id"], r["first_entry_id"])
+
+
 async def _read_all(plan: TaskPlan, ranges: list[dict[str, Any]]) -> _Latest:
     latest = _Latest(plan.keep_keyless)
     client = plan.client_factory()
     try:
-        # the previous compacted ledger first: its ids are all below the topic's new messages, so
-        # "last seen wins" holds even when a topic ledger's id is below the compacted ledger's
-        for r in sorted(ranges, key=lambda r: (not r["compacted"], r["ledger_id"], r["first_entry_id"])):
+        # the view's layers first, base then deltas oldest first: each layer's ids are above the
+        # older layers' and all below the topic's new messages, so "last seen wins" holds even
+        # when a topic ledger's id is below a compacted ledger's
+        for r in sorted(ranges, key=_read_order):
             await _read_range(client, plan, r, latest)
     finally:
         await client.close()
