@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -38,7 +39,7 @@ async def env() -> AsyncIterator[Env]:
     await e.factory.close()
 
 
-def runner_of(env: Env, engine: object | None = None, **config: object) -> CompactionRunner:
+def runner_of(env: Env, engine: object | None = None, **config: Any) -> CompactionRunner:
     cfg = replace(CompactorConfig(bookies=("b1:3181",), lease_ms=LEASE_MS, instance_id="c"), **config)
     return CompactionRunner(env.store, env.client, cfg, engine or ReferenceEngine(env.client), env.clock)  # type: ignore[arg-type]
 
@@ -93,8 +94,8 @@ async def assert_served(env: Env, expected: list[StoredMessage]) -> None:
     assert await svc.last_message_id(T, True) == (ids[-1] if ids else None)
     sub = f"s{len(ids)}-{ids[-1] if ids else 0}".replace(":", "-")
     await svc.create_subscription(T, sub, SubscriptionOptions("earliest", read_compacted=True))
-    got = await svc.receive(T, sub, 1_000, 0, None)
-    assert [d.message.message_id for d in got] == ids
+    received = await svc.receive(T, sub, 1_000, 0, None)
+    assert [d.message.message_id for d in received] == ids
     fetched = await svc.kafka_fetch(T, 0, 0, 1 << 20)
     assert [(m.offset, m.value) for m in fetched.compacted] == [(m.offset, m.value) for m in expected]
     assert fetched.entries == []
