@@ -248,7 +248,6 @@ async def run(args: argparse.Namespace) -> list[tuple[str, str]]:
         )
         await bench.replay(FEW, f"topic B ({args.few_keys:,} keys)")
         topic = await bench.topic(ML, args.messages, args.keys, seed=1)
-        await timed_run(bench.spark)
         full, state = await bench.full_run(ML, args.keys)
         bench.rows.append(
             (

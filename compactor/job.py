@@ -50,8 +50,11 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 # input bytes per sorted partition: the driver holds at most one partition of packed survivors
-# (plus the next one, prefetched), and survivors are never more than the input
-SORT_PARTITION_BYTES = 128 * 1024 * 1024
+# (plus the next one, prefetched), and survivors are never more than the input. A fold's input is
+# mostly survivors already (the view's layers), so its partitions come back about as big as they
+# went in: at 128 MB, a fold of a 1,000,000-key view lost its prefetched results from the local
+# block manager (TaskResultLost); 32 MB keeps what the driver holds small
+SORT_PARTITION_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
