@@ -57,8 +57,12 @@ bench-bookie: setup
 bench-ml: setup
 	$(PY) -m bench.bench_ml
 
+# Incremental compaction: a full run, runs after +1% and +10% writes, replay, driver memory at two
+# key counts; BENCH_COMPACTION_MESSAGES messages per topic over BENCH_COMPACTION_KEYS keys.
+BENCH_COMPACTION_MESSAGES ?= 5000000
+BENCH_COMPACTION_KEYS ?= 1000000
 bench-compaction: setup
-	$(PY) -m bench.bench_compaction
+	$(PY) -m bench.bench_compaction --messages $(BENCH_COMPACTION_MESSAGES) --keys $(BENCH_COMPACTION_KEYS)
 
 # confluent-kafka against the Kafka listener, the same messages over REST, NATS JetStream as the
 # peer: one run, median of BENCH_KAFKA_ROUNDS rounds of BENCH_KAFKA_MESSAGES 100 B messages.

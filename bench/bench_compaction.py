@@ -1,26 +1,28 @@
-"""`make bench-compaction`: topic compaction on PySpark against the plain-Python reference.
+"""`make bench-compaction`: incremental topic compaction on PySpark (docs/semantics.md, Compaction).
 
-Starts `quire bookie` on a free port in a temporary directory, writes a topic of N messages
-(default 1,000,000) of 100 B over 10,000 keys in batches of 1,000 (one entry each) through the
-ledger client and a SQLite metadata store, then measures in this one process:
+Starts `quire bookie` on a free port in a temporary directory and writes topics of 100 B messages
+in batches of 1,000 (one entry each) through the ledger client and a SQLite metadata store, then
+measures in this one process (`--messages N --keys K` scale it; 5,000,000 over 1,000,000 by default):
 
-- the Spark job, cold (a new session: start-up included) and warm (the same session again, the
-  compaction state reset so the run reads everything), messages/s;
-- the plain-Python reference on the same input (compactor.reference), for the ratio;
-- peak resident memory of the driver (this Python process and its JVM) and the executors
-  (Spark's Python workers), sampled every 50 ms during the Spark runs;
-- a second, incremental run after 10% more writes (it reads the compacted ledger + the new part;
-  an input that small runs as one Spark task, see compactor.job);
-- replay: every message of the raw topic read and decoded, against the compacted view read
-  through topics.compacted.CompactedView.
+- topic A, N messages over K keys: the Spark job cold (session start included) and warm (the
+  compaction state reset so the run reads everything); then +1% writes and a run (a delta: it
+  reads the new messages only), then +10% more and a run (a delta if it stays under a quarter
+  of the base, else a fold); each with its time against the warm full run and what it read;
+- peak RSS of the driver (this Python process, and its JVM) during the warm full run of topic A
+  and of topic B, N messages over `--few-keys` keys (10,000): flat as keys grow, since the
+  driver never holds a structure that grows with the keys;
+- replay on topic B (keys << messages): every message of the raw topic read and decoded, against
+  the compacted view read through topics.compacted.CompactedView; and the same on topic A's
+  layered view (base + deltas).
 
-Not a test: nothing here asserts; it prints one table with the bars of issue 5: warm run of
-1,000,000 messages < 30 s, incremental run < 1/3 of the first, compacted replay >= 50x faster.
-`QUIRE_BENCH_MESSAGES=5000000` runs the larger size.
+Not a test: nothing here asserts; it prints one table with the bars of issue 13: a run after +1%
+writes < 10% of the full run; a full run of 5,000,000 < 15 s warm; compacted replay >= 50x raw
+where keys << messages; driver memory flat as keys grow.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import gc
@@ -41,22 +43,21 @@ from bookie.client import BookieLedgerClient
 from bookie.ledgers import ledger_spec
 from compactor.config import CompactorConfig
 from compactor.job import BookieClientFactory, SparkEngine
-from compactor.reference import ReferenceEngine
 from compactor.runner import CompactionRunner
 from compactor.spark import stop_session
 from compactor.writer import delete_ledger
 from managed_ledger.entry_format import decode_batch, encode_batch_raw
+from managed_ledger.metadata.api import CompactionState
 from managed_ledger.metadata.sql import SqlMetadataStore
 from managed_ledger.position import MessageId
 from tests.compactor.conftest import Bookie
 from tests.compactor.topic_writer import TopicWriter
 from topics.compacted import CompactedView
 
-MESSAGES = int(os.environ.get("QUIRE_BENCH_MESSAGES", "1000000"))
-KEYS = 10_000
 VALUE_BYTES = 100
 BATCH = 1_000
-ML = "public/default/bench-compaction"
+ML = "public/default/bench-compaction"  # topic A: many keys
+FEW = "public/default/bench-compaction-few"  # topic B: few keys
 
 
 class PeakMemory:
@@ -91,14 +92,14 @@ class PeakMemory:
                 self.jvm, self.workers = max(self.jvm, jvm), max(self.workers, workers)
 
 
-async def write_topic(topic: TopicWriter, messages: int, seed: int) -> None:
+async def write_topic(topic: TopicWriter, messages: int, keys: int, seed: int) -> None:
     rnd = random.Random(seed)
     value = b"x" * VALUE_BYTES
     done = 0
     payloads: list[bytes] = []
     while done < messages:
         n = min(BATCH, messages - done)
-        rows: list[list[object]] = [[f"key-{rnd.randrange(KEYS)}", value, None, None, None] for _ in range(n)]
+        rows: list[list[object]] = [[f"key-{rnd.randrange(keys)}", value, None, None, None] for _ in range(n)]
         payloads.append(encode_batch_raw(1, "bench", rows))
         done += n
         if len(payloads) >= 64:
@@ -107,24 +108,26 @@ async def write_topic(topic: TopicWriter, messages: int, seed: int) -> None:
     await topic.append_payloads(payloads)
 
 
-async def reset_compaction(store: SqlMetadataStore, client: BookieLedgerClient) -> None:
-    """Forget the compacted view so the next run reads the whole topic again."""
-    state = store.get_compaction(ML)
-    store.put_compaction(replace(state, compacted_ledger_id=None, horizon=None))
-    if state.compacted_ledger_id is not None:
-        await delete_ledger(store, client, state.compacted_ledger_id)
+async def reset_compaction(store: SqlMetadataStore, client: BookieLedgerClient, ml: str = ML) -> None:
+    """Forget the compacted view (every layer) so the next run reads the whole topic again."""
+    state = store.get_compaction(ml)
+    store.put_compaction(
+        replace(state, compacted_ledger_id=None, horizon=None, delta_ledger_ids=(), delta_size_bytes=0)
+    )
+    for ledger_id in state.layer_ledger_ids:
+        await delete_ledger(store, client, ledger_id)
 
 
-async def timed_run(runner: CompactionRunner) -> tuple[float, int, int]:
+async def timed_run(runner: CompactionRunner, ml: str = ML) -> tuple[float, CompactionState]:
     start = time.perf_counter()
-    state = await runner.run(ML)
-    return time.perf_counter() - start, state.messages_in, state.messages_out
+    state = await runner.run(ml)
+    return time.perf_counter() - start, state
 
 
-async def raw_replay(store: SqlMetadataStore, client: BookieLedgerClient) -> tuple[float, int]:
+async def raw_replay(store: SqlMetadataStore, client: BookieLedgerClient, ml_name: str) -> tuple[float, int]:
     start = time.perf_counter()
     count = 0
-    ml = store.get_managed_ledger(ML)
+    ml = store.get_managed_ledger(ml_name)
     assert ml is not None
     for ledger_id in ml.ledger_ids:
         meta = store.get_ledger(ledger_id)
@@ -140,11 +143,11 @@ async def raw_replay(store: SqlMetadataStore, client: BookieLedgerClient) -> tup
     return time.perf_counter() - start, count
 
 
-async def compacted_replay(view: CompactedView) -> tuple[float, int]:
+async def compacted_replay(view: CompactedView, ml: str) -> tuple[float, int]:
     start = time.perf_counter()
     count = 0
     position = MessageId(0, 0, 0)
-    while page := await view.read(ML, position, 1_000):
+    while page := await view.read(ml, position, 1_000):
         count += len(page)
         last = page[-1].message_id
         position = MessageId(last.ledger_id, last.entry_id, last.batch_index + 1)
@@ -165,86 +168,120 @@ def mb(n: int) -> str:
     return f"{n / 1024**2:,.0f} MB"
 
 
-async def main() -> None:
+class Bench:
+    def __init__(
+        self, args: argparse.Namespace, store: SqlMetadataStore, client: BookieLedgerClient, bookie: str
+    ):
+        self.args, self.store, self.client, self.bookie = args, store, client, bookie
+        self.rows: list[tuple[str, str]] = []
+        config = CompactorConfig(bookies=(bookie,))
+        self.spark = CompactionRunner(
+            store, client, config, SparkEngine(config, BookieClientFactory(client.config))
+        )
+
+    async def topic(self, ml: str, messages: int, keys: int, seed: int) -> TopicWriter:
+        topic = TopicWriter(self.store, self.client, ml, (self.bookie,))
+        t = time.perf_counter()
+        await write_topic(topic, messages, keys, seed)
+        await topic.close_ledger()
+        print(f"{ml}: wrote {messages:,} messages in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        return topic
+
+    async def full_run(self, ml: str, keys: int) -> tuple[float, CompactionState]:
+        """A warm full run (the view reset first) with the driver's peak RSS over its start."""
+        await reset_compaction(self.store, self.client, ml)
+        gc.collect()
+        base = psutil.Process().memory_info().rss
+        with PeakMemory() as peak:
+            took, state = await timed_run(self.spark, ml)
+        self.rows.append(
+            (
+                f"driver RSS, full run over {keys:,} keys",
+                f"python peak {mb(peak.driver_py)} (+{mb(peak.driver_py - base)} over its start), "
+                f"JVM peak {mb(peak.jvm)}, executors {mb(peak.workers)}",
+            )
+        )
+        return took, state
+
+    async def more_writes(self, topic: TopicWriter, share: float, full: float, seed: int) -> None:
+        await topic.roll()
+        await write_topic(topic, int(self.args.messages * share), self.args.keys, seed)
+        await topic.close_ledger()
+        before = self.store.get_compaction(ML)
+        took, state = await timed_run(self.spark)
+        kind = "delta" if len(state.delta_ledger_ids) > len(before.delta_ledger_ids) else "fold"
+        self.rows.append(
+            (
+                f"run after +{share:.0%} writes ({kind})",
+                f"{took:6.2f} s  ({took / full:.3f} of the full run), {state.messages_in:,} msgs read, "
+                f"{state.messages_out:,} written",
+            )
+        )
+
+    async def replay(self, ml: str, label: str) -> None:
+        view = CompactedView(self.store, self.client)
+        # medians of 3 (each after a full GC)
+        raw_s, raw_n = await median_of(3, lambda: raw_replay(self.store, self.client, ml))
+        comp_s, comp_n = await median_of(3, lambda: compacted_replay(view, ml))
+        self.rows += [
+            (f"raw replay, {label}", f"{raw_s:6.2f} s  {raw_n:,} messages"),
+            (
+                f"compacted replay, {label}",
+                f"{comp_s:6.3f} s  {comp_n:,} messages  {raw_s / comp_s:.0f}x faster",
+            ),
+        ]
+
+
+async def run(args: argparse.Namespace) -> list[tuple[str, str]]:
     root = Path(tempfile.mkdtemp(prefix="quire-bench-compaction-"))
     bookie = Bookie(root / "bookie").start()
     store = SqlMetadataStore(f"sqlite:///{root / 'metadata.db'}")
     client = BookieLedgerClient(bookie_client_config())
-    rows: list[tuple[str, str]] = []
     try:
-        topic = TopicWriter(store, client, ML, (bookie.address,))
-        t = time.perf_counter()
-        await write_topic(topic, MESSAGES, seed=1)
-        await topic.close_ledger()
-        print(f"wrote {MESSAGES:,} messages in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-        config = CompactorConfig(bookies=(bookie.address,))
-        spark = CompactionRunner(
-            store, client, config, SparkEngine(config, BookieClientFactory(client.config))
+        bench = Bench(args, store, client, bookie.address)
+        await bench.topic(FEW, args.messages, args.few_keys, seed=3)
+        cold, _ = await timed_run(bench.spark, FEW)
+        bench.rows.append(("spark, cold (session start included)", f"{cold:6.1f} s  topic B"))
+        few_s, few = await bench.full_run(FEW, args.few_keys)
+        bench.rows.append(
+            (f"full run, {args.few_keys:,} keys (topic B)", f"{few_s:6.1f} s  {few.messages_out:,} kept")
         )
-        with PeakMemory() as peak:
-            cold, n_in, n_out = await timed_run(spark)
-            await reset_compaction(store, client)
-            warm, _, _ = await timed_run(spark)
-        rows += [
-            ("spark, cold (session start included)", f"{cold:6.1f} s  {n_in / cold:>10,.0f} msgs/s"),
-            ("spark, warm", f"{warm:6.1f} s  {n_in / warm:>10,.0f} msgs/s  (bar < 30 s)"),
-            ("messages in / out", f"{n_in:,} / {n_out:,}"),
-            ("peak RSS driver: python / JVM", f"{mb(peak.driver_py)} / {mb(peak.jvm)}"),
-            ("peak RSS executors (python workers)", mb(peak.workers)),
-        ]
-        state = store.get_compaction(ML)
-        reference = CompactionRunner(store, client, config, ReferenceEngine(client))
-        await reset_compaction(store, client)
-        ref, _, _ = await timed_run(reference)
-        rows.append(
+        await bench.replay(FEW, f"topic B ({args.few_keys:,} keys)")
+        topic = await bench.topic(ML, args.messages, args.keys, seed=1)
+        full, state = await bench.full_run(ML, args.keys)
+        bench.rows.append(
             (
-                "reference (plain Python)",
-                f"{ref:6.1f} s  {n_in / ref:>10,.0f} msgs/s  spark warm is {ref / warm:.2f}x",
+                f"full run, {args.keys:,} keys (topic A), warm",
+                f"{full:6.1f} s  {args.messages / full:>10,.0f} msgs/s, {state.messages_out:,} kept",
             )
         )
-        # back to the Spark view for the incremental run
-        await reset_compaction(store, client)
-        await timed_run(spark)
-        await topic.roll()
-        await write_topic(topic, MESSAGES // 10, seed=2)
-        incremental, inc_in, _ = await timed_run(spark)
-        rows.append(
-            (
-                "incremental run after +10% writes",
-                f"{incremental:6.1f} s  ({incremental / warm:.2f} of the warm run; bar < 0.33), "
-                f"{inc_in:,} msgs read",
-            )
-        )
-        await topic.close_ledger()
-        view = CompactedView(store, client)
-        # medians of 5: the compacted replay takes tens of ms, so one busy moment on a shared
-        # machine moves a median of 3
-        raw_s, raw_n = await median_of(5, lambda: raw_replay(store, client))
-        comp_s, comp_n = await median_of(5, lambda: compacted_replay(view))
-        rows += [
-            ("raw replay", f"{raw_s:6.2f} s  {raw_n:,} messages"),
-            (
-                "compacted replay",
-                f"{comp_s:6.3f} s  {comp_n:,} messages  {raw_s / comp_s:.0f}x faster (bar >= 50x)",
-            ),
-        ]
-        del state
+        await bench.more_writes(topic, 0.01, full, seed=2)
+        await bench.more_writes(topic, 0.10, full, seed=4)
+        await bench.replay(ML, "topic A, layered view")
+        return bench.rows
     finally:
         await client.close()
         store.close()
         bookie.stop()
         stop_session()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--messages", type=int, default=5_000_000)
+    parser.add_argument("--keys", type=int, default=1_000_000, help="keys of topic A")
+    parser.add_argument("--few-keys", type=int, default=10_000, help="keys of topic B")
+    args = parser.parse_args()
+    rows = asyncio.run(run(args))
+    print(f"\ncompaction of {args.messages:,} messages of {VALUE_BYTES} B per topic, {os.cpu_count()} cores")
     print_table(rows)
 
 
 def print_table(rows: list[tuple[str, str]]) -> None:
     width = max(len(k) for k, _ in rows)
-    print(
-        f"\ncompaction of {MESSAGES:,} messages of {VALUE_BYTES} B over {KEYS:,} keys, {os.cpu_count()} cores"
-    )
     for k, v in rows:
         print(f"  {k:<{width}}  {v}")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 KeylessPolicy = Literal["drop", "keep"]
+ALL_TOMBSTONES = -(1 << 62)  # "published after" this keeps every tombstone (publish times are >= 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,10 +21,15 @@ class CompactionRules:
     keyless_policy: KeylessPolicy = "drop"
     delete_retention_ms: int = 0
     now_ms: int = 0
+    # a delta run: every tombstone is written (it hides its key in the older layers; readers of
+    # the layered view do not serve it)
+    keep_all_tombstones: bool = False
 
     @property
     def tombstones_after_ms(self) -> int | None:
         """Tombstones published after this time stay in the view; None: none stays."""
+        if self.keep_all_tombstones:
+            return ALL_TOMBSTONES
         if self.delete_retention_ms <= 0:
             return None
         return self.now_ms - self.delete_retention_ms
@@ -31,6 +37,17 @@ class CompactionRules:
     def keeps_tombstone(self, publish_time_ms: int) -> bool:
         after = self.tombstones_after_ms
         return after is not None and publish_time_ms > after
+
+    @property
+    def tag(self) -> str:
+        """What a layered view records as the rules its layers were written under."""
+        return f"keyless={self.keyless_policy};deleteRetentionMs={self.delete_retention_ms}"
+
+    @property
+    def allow_delta(self) -> bool:
+        """A delta layer is exact only when tombstones never stay in the view: with retention
+        they age out, which needs a rewrite of the layers that hold them (a fold)."""
+        return self.delete_retention_ms <= 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +77,12 @@ class CompactorConfig:
     # sort and pack in one Spark stage. It saves the shuffle stage's fixed cost (0.4-1 s), which
     # dominates an incremental run; 0 always runs the distributed (read, shuffle, pack) job
     single_task_max_bytes: int = 32 * 1024 * 1024
+    # incremental runs (docs/semantics.md, Compaction): a run writes a delta layer of the new
+    # messages alone while the deltas, this one included, stay under this share of the base's
+    # bytes and number fewer than `max_deltas`; otherwise it folds everything into a new base.
+    # 0: every run folds (the whole view rewritten each time)
+    delta_max_ratio: float = 0.25
+    max_deltas: int = 8
     poll_interval_ms: int = 1_000
     # A run holds its topic's compaction state under a lease of this length, renewed every
     # quarter of it; a run whose lease lapses is ERROR for everyone and cannot record its result.

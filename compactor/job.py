@@ -9,10 +9,15 @@ into compacted entries on the executors (`pack_partition`) and streams the entri
 `toLocalIterator`: the driver holds one partition of packed entries at a time, never a
 structure that grows with the number of keys, and hands each entry to the ledger writer.
 
-A small input (at most `CompactorConfig.single_task_max_bytes`, estimated from ledger sizes: an
-incremental run reading the previous compacted ledger plus a little more) runs as ONE task
-instead (`compact_partition`): the same rules in one Spark stage with no shuffle. Each Spark stage
-costs 0.4-1 s however little it reads, which made an incremental run cost 0.4 of a full one.
+A small input (at most `CompactorConfig.single_task_max_bytes`, estimated from ledger sizes:
+typically a delta run, which reads the messages after the horizon and no compacted ledger at
+all) runs as ONE task instead (`compact_partition`): the same rules in one Spark stage with no
+shuffle. Each Spark stage costs 0.4-1 s however little it reads.
+
+A fold's plan lists the view's layers (base, then deltas) before the new messages; a task reads
+them in that order (`compactor.tasks`), and across tasks `max_by` over the id decides, so the
+newest row per key wins either way. The driver only parallelizes range descriptions and
+streams packed entries back: nothing on it grows with the number of keys.
 """
 
 from __future__ import annotations
@@ -45,8 +50,11 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 # input bytes per sorted partition: the driver holds at most one partition of packed survivors
-# (plus the next one, prefetched), and survivors are never more than the input
-SORT_PARTITION_BYTES = 128 * 1024 * 1024
+# (plus the next one, prefetched), and survivors are never more than the input. A fold's input is
+# mostly survivors already (the view's layers), so its partitions come back about as big as they
+# went in: at 128 MB, a fold of a 1,000,000-key view lost its prefetched results from the local
+# block manager (TaskResultLost); 32 MB keeps what the driver holds small
+SORT_PARTITION_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +108,7 @@ class SparkEngine:
                 "first_entry_id": r.first_entry_id,
                 "last_entry_id": r.last_entry_id,
                 "compacted": r.compacted,
+                "layer": r.layer,
                 "entries_per_read": max(1, self.config.read_chunk_bytes // max(1, r.entry_bytes_hint)),
             }
             for r in pieces

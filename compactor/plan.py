@@ -51,6 +51,7 @@ class ReadRange:
     compacted: bool = False
     entry_bytes_hint: int = DEFAULT_ENTRY_BYTES
     ensembles: tuple[Segment, ...] = ()  # the ledger's ensemble history (empty: one segment)
+    layer: int = 0  # compacted ranges: 0 the base, i the i-th delta (read in this order)
 
     @property
     def spec(self) -> LedgerSpec:
@@ -64,20 +65,23 @@ class ReadRange:
 @dataclass(frozen=True, slots=True)
 class CompactionPlan:
     """Messages to read: every message of `ranges` with old_horizon < id <= new_horizon for topic
-    ranges, and every message of the compacted range (all of them are <= old_horizon)."""
+    ranges, and every message of the compacted ranges (all of them are <= old_horizon): the
+    view's layers for a fold, none for a delta run (`delta`)."""
 
     ml_name: str
     old_horizon: MessageId | None
     new_horizon: MessageId | None
     previous_ledger_id: int | None
     ranges: tuple[ReadRange, ...]
+    delta: bool = False
+    closed_new_bytes: int = 0  # the new messages' bytes in CLOSED ledgers (their size is known)
 
     @property
     def has_new_messages(self) -> bool:
         return any(not r.compacted for r in self.ranges)
 
 
-def _range(meta: LedgerMetadata, first: int, last: int, compacted: bool) -> ReadRange:
+def _range(meta: LedgerMetadata, first: int, last: int, compacted: bool, layer: int = 0) -> ReadRange:
     hint = DEFAULT_ENTRY_BYTES
     if meta.state == LedgerState.CLOSED and meta.last_entry_id >= 0 and meta.length_bytes > 0:
         hint = max(1, meta.length_bytes // (meta.last_entry_id + 1))
@@ -91,6 +95,7 @@ def _range(meta: LedgerMetadata, first: int, last: int, compacted: bool) -> Read
         compacted,
         hint,
         meta.history(),
+        layer,
     )
 
 
@@ -125,18 +130,21 @@ async def _horizon_of(client: LedgerClient, last: ReadRange) -> MessageId:
 
 
 async def build_plan(
-    store: MetadataStore, client: LedgerClient, ml_name: str, state: CompactionState
+    store: MetadataStore, client: LedgerClient, ml_name: str, state: CompactionState, delta: bool = False
 ) -> CompactionPlan:
+    """The plan of a fold (the view's layers and the new messages) or, with `delta`, of a delta
+    run (the new messages alone)."""
     ml = await asyncio.to_thread(store.get_managed_ledger, ml_name)
     if ml is None:
         raise CompactionTopicNotFoundError(f"managed ledger {ml_name!r} does not exist")
     old = MessageId(*state.horizon) if state.horizon is not None else None
     ranges: list[ReadRange] = []
-    if state.compacted_ledger_id is not None:
-        meta = await asyncio.to_thread(store.get_ledger, state.compacted_ledger_id)
+    for layer, ledger_id in enumerate(() if delta else state.layer_ledger_ids):
+        meta = await asyncio.to_thread(store.get_ledger, ledger_id)
         if meta.last_entry_id >= 0:
-            ranges.append(_range(meta, 0, meta.last_entry_id, compacted=True))
+            ranges.append(_range(meta, 0, meta.last_entry_id, compacted=True, layer=layer))
     topic_ranges: list[ReadRange] = []
+    closed_bytes = 0
     for ledger_id in ml.ledger_ids:
         if old is not None and ledger_id < old.ledger_id:
             continue
@@ -148,8 +156,11 @@ async def build_plan(
         last = await _ledger_end(client, meta)
         if last >= first:
             topic_ranges.append(_range(meta, first, last, compacted=False))
+            if meta.state == LedgerState.CLOSED:
+                closed_bytes += topic_ranges[-1].entries * topic_ranges[-1].entry_bytes_hint
     new = await _horizon_of(client, topic_ranges[-1]) if topic_ranges else old
-    return CompactionPlan(ml_name, old, new, state.compacted_ledger_id, tuple(ranges + topic_ranges))
+    previous = None if delta else state.compacted_ledger_id
+    return CompactionPlan(ml_name, old, new, previous, tuple(ranges + topic_ranges), delta, closed_bytes)
 
 
 def split_ranges(ranges: tuple[ReadRange, ...], tasks: int) -> list[ReadRange]:
@@ -174,6 +185,7 @@ def split_ranges(ranges: tuple[ReadRange, ...], tasks: int) -> list[ReadRange]:
                     r.compacted,
                     r.entry_bytes_hint,
                     r.ensembles,
+                    r.layer,
                 )
             )
     return pieces

@@ -4,9 +4,11 @@ Written for clarity, not speed: it reads every range through the ledger client i
 dict of the newest message per key in memory and sorts the survivors. The rules (docs/semantics.md,
 Pulsar's TwoPhaseCompactor with Quire's key-less policy):
 
-- the input is the previous compacted ledger plus the topic's messages with
-  old_horizon < id <= new_horizon; a topic ledger deleted meanwhile (retention) contributes what
-  was read of it, as its data is gone;
+- the input is the previous compacted view (a fold: its base and delta layers) plus the topic's
+  messages with old_horizon < id <= new_horizon (a delta run: those alone); a topic ledger deleted
+  meanwhile (retention) contributes what was read of it, as its data is gone;
+- a delta's tombstones were never served (deltas are written only under rules that keep none):
+  in a fold each still wins its key, and then goes with it whatever the fold's rules;
 - per key, the message with the highest id wins; if its value is empty (a tombstone) the key is
   deleted: the tombstone stays in the view while it is younger than the rules'
   delete_retention_ms (so a consumer rebuilding state from the view sees the delete), and goes
@@ -18,6 +20,7 @@ Pulsar's TwoPhaseCompactor with Quire's key-less policy):
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import replace
 
 from bookie.api import LedgerClient, read_ranges
 from bookie.errors import NoSuchLedgerError
@@ -27,6 +30,7 @@ from managed_ledger.entry_format import StoredMessage, encode_compacted, iter_me
 
 EntrySink = Callable[[bytes, int], Awaitable[None]]
 READ_CHUNK_ENTRIES = 64
+HIDDEN_TOMBSTONE = -(1 << 63)  # a delta's tombstone as a fold reads it (compactor.tasks has the same)
 
 
 async def read_messages(client: LedgerClient, plan: CompactionPlan) -> list[StoredMessage]:
@@ -48,7 +52,9 @@ async def _read_range(client: LedgerClient, plan: CompactionPlan, r: ReadRange) 
             return out  # trimmed by retention: its data is gone from the view too
         for entry_id, payload in enumerate(payloads, start=first):
             for m in iter_messages(r.ledger_id, entry_id, payload):
-                if r.compacted or _in_window(plan, m):
+                if r.compacted and r.layer > 0 and m.key is not None and not m.value:
+                    out.append(replace(m, publish_time=HIDDEN_TOMBSTONE))  # never served: it goes
+                elif r.compacted or _in_window(plan, m):
                     out.append(m)
     return out
 

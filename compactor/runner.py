@@ -4,15 +4,26 @@ Sequence (docs/semantics.md, Compaction), each step a compare-and-set on the top
 `CompactionState` under the run's lease (topics/compaction_lease.py has the lease rules):
 1. take the run: RUNNING, this compactor as lease holder, `requested` cleared, started_ms set. A
    run requested but not yet taken is taken; one held under a live lease is a conflict, a lapsed
-   one is ERROR first. A ledger a dead run left behind (`run_ledger_id`) is deleted first.
+   one is ERROR first. A ledger a dead run left behind (`run_ledger_id`), and layers a dead fold
+   had not deleted yet (`retired_ledger_ids`), are deleted first.
 2. the plan: new horizon = the topic's last message id now; ranges to read. The run's rules
    (`CompactionRules`) take the time now, which decides the tombstones kept. Nothing new: the
    view stays as it is, unless tombstones are kept a while (deleteRetentionMs > 0): then it is
    written again, so that those that aged out go.
+   A DELTA run reads the new messages only and writes their newest row per key (tombstones
+   included: they hide their keys in older layers) as one more layer. It is chosen while the
+   view has a base written under the same rules, the rules keep no tombstones, there are fewer
+   than `max_deltas` deltas and the deltas, this one included, stay under `delta_max_ratio` of
+   the base's bytes (checked before, on the closed ledgers' sizes, and after, on what was
+   written: a delta that came out too big is deleted and the run folds). Otherwise the run
+   FOLDS: base + deltas + new messages into a new base.
 3. a NEW ledger: metadata created, recorded as `run_ledger_id`, then written by the engine
    (Spark job or reference) and closed.
-4. ONE CAS: compacted ledger id + horizon + SUCCESS + counts (run_ledger_id and lease cleared).
-5. only then the previous compacted ledger is deleted (`bookie.ledgers` has the order).
+4. ONE CAS: the layers (a delta appended, or the new base with no deltas) + horizon + SUCCESS +
+   counts (run_ledger_id and lease cleared); a fold also names the layers it replaced in
+   `retired_ledger_ids`.
+5. only then a fold deletes the replaced layers and clears `retired_ledger_ids` (a crash in
+   between: the next run or compactor poll deletes them; `bookie.ledgers` has the order).
 A heartbeat renews the lease throughout. A failure at 2-4 deletes the half-written ledger, leaves
 the previous view as it was and records ERROR with the reason; a run that lost its lease deletes
 its ledger and records nothing (its CAS fails: the state is no longer its own).
@@ -98,12 +109,13 @@ class CompactionRunner:
             raise CompactionRunConflictError(
                 f"a compaction of {ml_name} is already running ({state.lease_holder})"
             )
-        if state.run_ledger_id is not None:  # left by a run that died; nobody references it
-            await delete_ledger(self.store, self.client, state.run_ledger_id)
+        # left by a run that died, or by a fold that died after its CAS: nobody references them
+        for ledger_id in (*state.retired_ledger_ids, *_some(state.run_ledger_id)):
+            await delete_ledger(self.store, self.client, ledger_id)
         now = self.clock.now_ms()
         taken = compaction_lease.taken(state, self.instance_id, now, self.config.lease_ms)
         try:
-            state = await self._put(replace(taken, run_ledger_id=None))
+            state = await self._put(replace(taken, run_ledger_id=None, retired_ledger_ids=()))
         except (BadVersionError, NotFoundError) as exc:
             raise CompactionRunConflictError(f"compaction state of {ml_name} changed under us") from exc
         return RunLease(self.store, state, self.config.lease_ms, self.clock)
@@ -139,34 +151,96 @@ class CompactionRunner:
 
     async def _compact(self, lease: RunLease, rules: CompactionRules) -> CompactionState:
         state = lease.state
-        plan = await build_plan(self.store, self.client, state.topic, state)
+        delta = self._delta_allowed(state, rules)
+        plan = await build_plan(self.store, self.client, state.topic, state, delta=delta)
         # Nothing new: the view stays, unless it may hold tombstones that have aged out since.
         rewrite = rules.delete_retention_ms > 0 and state.compacted_ledger_id is not None
         if not plan.has_new_messages and not (rewrite and plan.ranges):
             changes = _succeeded(state, state.compacted_ledger_id, plan, 0, None, self.clock.now_ms())
             return await lease.write(**changes)
+        if delta and self._delta_fits(state, plan.closed_new_bytes):
+            written = await self._write(lease, plan, replace(rules, keep_all_tombstones=True))
+            if self._delta_fits(state, written[1].size_bytes):
+                return await self._commit(lease, plan, rules, written)
+            # the delta came out too big for the layers: drop it and fold instead
+            await self._drop_written(lease, written[1].ledger_id)
+        if plan.delta:
+            plan = await build_plan(self.store, self.client, state.topic, state)
+        return await self._commit(lease, plan, rules, await self._write(lease, plan, rules))
+
+    def _delta_allowed(self, state: CompactionState, rules: CompactionRules) -> bool:
+        """A delta layer may be written: the view has a base written under the same rules, the
+        rules keep no tombstones, and there is room for one more delta."""
+        return (
+            state.compacted_ledger_id is not None
+            and self.config.delta_max_ratio > 0
+            and rules.allow_delta
+            and state.view_rules == rules.tag
+            and len(state.delta_ledger_ids) < self.config.max_deltas
+        )
+
+    def _delta_fits(self, state: CompactionState, delta_bytes: int) -> bool:
+        """The deltas, with one more of `delta_bytes`, stay under the share of the base's bytes."""
+        total = state.delta_size_bytes + delta_bytes
+        return total < self.config.delta_max_ratio * state.compacted_size_bytes
+
+    async def _write(
+        self, lease: RunLease, plan: CompactionPlan, rules: CompactionRules
+    ) -> tuple[int, CompactedLedgerWriter]:
+        """A new ledger (recorded as the run's ledger first) written by the engine and closed;
+        returns the messages read and the writer."""
         quorums = (self.config.ensemble_size, self.config.write_quorum, self.config.ack_quorum)
         writer = await CompactedLedgerWriter.create(self.store, self.client, self.placement, quorums)
         lease.run_ledger_id = writer.ledger_id  # from here on a failure deletes it
         await lease.write(run_ledger_id=writer.ledger_id)
         try:
             messages_in = await self.engine.compute(plan, rules, writer.add)
-            await self._test_delay(state.topic)
-            closed = await writer.close()
+            await self._test_delay(lease.topic)
+            await writer.close()
         except BaseException:
             await writer.abandon()
             raise
-        # the one CAS that switches the view; it fails if the lease was lost meanwhile
-        changes = _succeeded(state, closed.ledger_id, plan, messages_in, writer, self.clock.now_ms())
+        return messages_in, writer
+
+    async def _drop_written(self, lease: RunLease, ledger_id: int) -> None:
+        await delete_ledger(self.store, self.client, ledger_id)
+        lease.run_ledger_id = None
+        await lease.write(run_ledger_id=None)
+
+    async def _commit(
+        self,
+        lease: RunLease,
+        plan: CompactionPlan,
+        rules: CompactionRules,
+        written: tuple[int, CompactedLedgerWriter],
+    ) -> CompactionState:
+        """The one CAS that switches the view (it fails if the lease was lost meanwhile); after a
+        fold, the layers it replaced are deleted."""
+        state, (messages_in, writer) = lease.state, written
+        changes = _succeeded(state, writer.ledger_id, plan, messages_in, writer, self.clock.now_ms())
+        if not plan.delta:
+            replaced = (*state.retired_ledger_ids, *state.layer_ledger_ids)
+            retired = tuple(i for i in replaced if i != writer.ledger_id)
+            changes.update(view_rules=rules.tag, retired_ledger_ids=retired)
         done = await lease.write(**changes)
         self.stats.messages_read += messages_in
         self.stats.messages_kept += writer.messages
-        if plan.previous_ledger_id is not None and plan.previous_ledger_id != closed.ledger_id:
-            try:
-                await delete_ledger(self.store, self.client, plan.previous_ledger_id)
-            except Exception:  # the new view is in place; a leftover ledger is only space
-                log.exception("could not delete the previous compacted ledger %s", plan.previous_ledger_id)
+        if done.retired_ledger_ids:
+            done = await self._retire(done)
         return done
+
+    async def _retire(self, state: CompactionState) -> CompactionState:
+        """Delete the layers a fold replaced, then forget them (a crash in between: the next run
+        or poll deletes them again, which is harmless)."""
+        try:
+            for ledger_id in state.retired_ledger_ids:
+                await delete_ledger(self.store, self.client, ledger_id)
+            return await self._put(replace(state, retired_ledger_ids=()))
+        except (BadVersionError, NotFoundError):
+            return state  # the state moved on; whoever changed it deals with the ledgers
+        except Exception:  # the new view is in place; the next run or poll retries
+            log.exception("could not delete the replaced compacted ledgers %s", state.retired_ledger_ids)
+            return state
 
     async def _test_delay(self, ml_name: str) -> None:
         """The test-only pause of CompactorConfig.test_run_delay_ms (0, the default: none)."""
@@ -205,24 +279,32 @@ class CompactionRunner:
             if compaction_lease.lapsed(state, self.clock.now_ms()):
                 state = await self._observe(state.topic)
                 dead.append(state.topic)
-            if state.status != CompactionStatus.RUNNING and state.run_ledger_id is not None:
+            if state.status != CompactionStatus.RUNNING and (
+                state.run_ledger_id is not None or state.retired_ledger_ids
+            ):
                 await self._drop_run_ledger(state)
         return dead
 
     async def _drop_run_ledger(self, state: CompactionState) -> None:
-        assert state.run_ledger_id is not None
+        """Delete the ledger a dead run left and the layers a dead fold did not delete."""
+        leftovers = (*_some(state.run_ledger_id), *state.retired_ledger_ids)
         try:
-            await delete_ledger(self.store, self.client, state.run_ledger_id)
-            await self._put(replace(state, run_ledger_id=None))
+            for ledger_id in leftovers:
+                await delete_ledger(self.store, self.client, ledger_id)
+            await self._put(replace(state, run_ledger_id=None, retired_ledger_ids=()))
         except (BadVersionError, NotFoundError):
             pass  # the state moved on; whoever changed it deals with its ledger
         except Exception:  # a bookie is down: the next sweep retries
-            log.exception("could not delete the ledger %s of a dead compaction", state.run_ledger_id)
+            log.exception("could not delete the ledgers %s of a dead compaction", leftovers)
 
 
 def default_instance_id() -> str:
     """A lease holder name unique to this process: host, pid and a random suffix."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _some(ledger_id: int | None) -> tuple[int, ...]:
+    return () if ledger_id is None else (ledger_id,)
 
 
 def _succeeded(
@@ -248,7 +330,16 @@ def _succeeded(
     if writer is None:  # nothing new: the previous ledger stays the view
         changes["messages_out"] = state.messages_out if ledger_id is not None else 0
         return changes
+    if plan.delta:  # one more layer on top of the view
+        changes.update(
+            delta_ledger_ids=(*state.delta_ledger_ids, writer.ledger_id),
+            delta_size_bytes=state.delta_size_bytes + writer.size_bytes,
+            messages_out=writer.messages,
+        )
+        return changes
     changes.update(
+        delta_ledger_ids=(),
+        delta_size_bytes=0,
         compacted_ledger_id=ledger_id,
         messages_out=writer.messages,
         compacted_entries=writer.entries,

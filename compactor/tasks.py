@@ -68,6 +68,7 @@ RANGE_SCHEMA = pa.schema(
         ("first_entry_id", pa.int64()),
         ("last_entry_id", pa.int64()),
         ("compacted", pa.bool_()),
+        ("layer", pa.int32()),  # compacted ranges: 0 the base, i the i-th delta
         ("entries_per_read", pa.int64()),
     ]
 )
@@ -91,6 +92,8 @@ READ_DDL = (
 )
 PACK_DDL = "payload binary, count long, messages_in long"
 OUTPUT_ROWS_PER_BATCH = 8_192
+# the publish time a fold gives a delta's tombstone: older than any rules keep (it was not served)
+HIDDEN_TOMBSTONE = -(1 << 63)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +137,14 @@ class _Latest:
             else:
                 by_key[key] = (lid, eid, i, pt, prod, row, offset)
 
-    def add_compacted_rows(self, rows: list[Any]) -> None:
+    def add_compacted_rows(self, rows: list[Any], delta: bool = False) -> None:
         """Rows of a compacted batch: [ledger, entry, batch_index, publish_time, producer, key,
-        value, properties, event_time, sequence_id, offset (absent in version 1)]."""
+        value, properties, event_time, sequence_id, offset (absent in version 1)]. A `delta`
+        layer's tombstones were never served: they take their keys and always go."""
         self.messages += len(rows)
         for r in rows:
-            item = (r[0], r[1], r[2], r[3], r[4], r[5:10], r[10] if len(r) > 10 else NO_OFFSET)
+            pt = HIDDEN_TOMBSTONE if delta and r[5] is not None and len(r[6]) == 0 else r[3]
+            item = (r[0], r[1], r[2], pt, r[4], r[5:10], r[10] if len(r) > 10 else NO_OFFSET)
             if r[5] is None:
                 if self.keep_keyless:
                     self.keyless.append(item)
@@ -212,18 +217,23 @@ async def _read_range(client: LedgerClient, plan: TaskPlan, r: dict[str, Any], l
                 base = offsets[0] if offsets is not None else NO_OFFSET
                 latest.add_topic_rows(lid, eid, body[0], body[1], body[2], window, base)
             elif payload[2] == KIND_COMPACTED:
-                latest.add_compacted_rows(body)
+                latest.add_compacted_rows(body, r.get("layer", 0) > 0)
             else:
                 raise ValueError(f"entry {lid}:{eid} is of kind {payload[2]}, which compaction cannot read")
+
+
+def _read_order(r: dict[str, Any]) -> tuple[bool, int, int, int]:
+    return (not r["compacted"], r.get("layer", 0), r["ledger_id"], r["first_entry_id"])
 
 
 async def _read_all(plan: TaskPlan, ranges: list[dict[str, Any]]) -> _Latest:
     latest = _Latest(plan.keep_keyless)
     client = plan.client_factory()
     try:
-        # the previous compacted ledger first: its ids are all below the topic's new messages, so
-        # "last seen wins" holds even when a topic ledger's id is below the compacted ledger's
-        for r in sorted(ranges, key=lambda r: (not r["compacted"], r["ledger_id"], r["first_entry_id"])):
+        # the view's layers first, base then deltas oldest first: each layer's ids are above the
+        # older layers' and all below the topic's new messages, so "last seen wins" holds even
+        # when a topic ledger's id is below a compacted ledger's
+        for r in sorted(ranges, key=_read_order):
             await _read_range(client, plan, r, latest)
     finally:
         await client.close()

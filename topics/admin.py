@@ -237,8 +237,8 @@ class AdminPlane(GroupOffsetOps):
 
     async def _delete_compacted_ledger(self, ml_name: str) -> None:
         state = await self._call(self._store.get_compaction, ml_name)
-        if state.compacted_ledger_id is not None:
-            await self._ledger_manager.delete(state.compacted_ledger_id)
+        for ledger_id in (*state.layer_ledger_ids, *state.retired_ledger_ids):
+            await self._ledger_manager.delete(ledger_id)
 
     async def unload(self, topic: str) -> None:
         """Pulsar's unload: close the topic here (its current ledger is closed; the next write
@@ -301,6 +301,8 @@ class AdminPlane(GroupOffsetOps):
                 "ledgerId": state.compacted_ledger_id,
                 "entries": state.compacted_entries,
                 "size": state.compacted_size_bytes,
+                "deltaLedgerIds": list(state.delta_ledger_ids),
+                "deltaSize": state.delta_size_bytes,
             }
         out["compactionHorizon"] = str(MessageId(*state.horizon)) if state.horizon is not None else None
         out["ledgers"] = await self._with_replication(out.get("ledgers", []))

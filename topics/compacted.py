@@ -10,7 +10,14 @@ the last entry whose first id <= start by binary search over entries, reading on
 each probed entry (msgpack array header + first row), and caches those first ids and a few
 decoded entries per compacted ledger; sequential paging costs one decode per entry, no scan.
 Compacted ledgers are CLOSED and immutable, so their caches never go stale; a new run makes a new
-ledger (and the previous one is deleted): a read that finds its ledger gone reloads the state.
+ledger (and a fold deletes the ones it replaced): a read that finds a ledger gone reloads the state.
+
+The view is layered (compactor/runner.py): a base ledger and delta ledgers, oldest first, each
+layer's ids above every older layer's. A row is served iff its key appears in no newer layer
+(key-less rows always are); a delta's tombstones only hide keys and are never served (deltas are
+written only under rules that keep no tombstones). `read` walks the layers in order, the base by
+binary search as above, each delta the same way; the keys of each delta are loaded once per
+delta ledger (cost: the delta's size) and cached with it.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from managed_ledger.position import MessageId
 
 DECODED_ENTRIES_CACHED = 4  # per compacted ledger: enough for readers paging through it
 LEDGERS_CACHED = 256
+KEY_READ_ENTRIES = 64  # entries per read while loading a delta's keys
 
 
 class CompactedViewError(QuireError):
@@ -66,6 +74,24 @@ class _LedgerCache:
     last_entry_id: int
     first_ids: dict[int, MessageId | None] = field(default_factory=dict)
     decoded: OrderedDict[int, list[StoredMessage]] = field(default_factory=OrderedDict)
+    keys: frozenset[str] | None = None  # a delta's keys, loaded on first use
+
+
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    """One layer of the view as a read walks it: its ledger, the key sets of the newer layers
+    (a row whose key is in one is shadowed) and whether its tombstones are hidden (deltas)."""
+
+    ledger_id: int
+    newer: tuple[frozenset[str], ...]
+    hide_tombstones: bool
+
+    def visible(self, m: StoredMessage) -> bool:
+        if m.key is None:
+            return True
+        if self.hide_tombstones and not m.value:
+            return False
+        return not any(m.key in keys for keys in self.newer)
 
 
 class CompactedView:
@@ -93,23 +119,30 @@ class CompactedView:
             if state.compacted_ledger_id is None or max_messages <= 0:
                 return []
             try:
-                return await self._read(state.compacted_ledger_id, start, max_messages)
+                out: list[StoredMessage] = []
+                for layer in await self._layers(state):
+                    await self._read(layer, start, max_messages, out)
+                    if len(out) >= max_messages:
+                        break
+                return out
             except (NoSuchLedgerError, NotFoundError):
-                if attempt:  # a newer run replaced the ledger between our reads twice: give up
+                if attempt:  # a newer run replaced the ledgers between our reads twice: give up
                     raise
-                self._ledgers.pop(state.compacted_ledger_id, None)
+                for ledger_id in state.layer_ledger_ids:
+                    self._ledgers.pop(ledger_id, None)
         raise AssertionError("unreachable")
 
     async def last_message_id(self, ml_name: str) -> MessageId | None:
-        """The last message of the compacted view (None when empty or never compacted)."""
+        """The last message of the compacted view (None when empty or never compacted): the last
+        visible row, from the newest layer backwards."""
         state = await self._state(ml_name)
-        if state.compacted_ledger_id is None:
-            return None
-        cache = await self._ledger(state.compacted_ledger_id)
-        if cache.last_entry_id < 0:
-            return None
-        messages = await self._entry(cache, cache.last_entry_id)
-        return messages[-1].message_id if messages else None
+        for layer in reversed(await self._layers(state)):
+            cache = await self._ledger(layer.ledger_id)
+            for entry_id in range(cache.last_entry_id, -1, -1):
+                for m in reversed(await self._entry(cache, entry_id)):
+                    if layer.visible(m):
+                        return m.message_id
+        return None
 
     def invalidate(self, ml_name: str | None = None) -> None:
         """Forget cached states (all, or one topic's); the topics service calls it after a trigger."""
@@ -173,17 +206,36 @@ class CompactedView:
                 hi = mid - 1
         return found
 
-    async def _read(self, ledger_id: int, start: MessageId, max_messages: int) -> list[StoredMessage]:
+    async def _layers(self, state: CompactionState) -> list[_Layer]:
+        """The view's layers, oldest first, each with the keys of the layers newer than it."""
+        keys = [await self._keys(d) for d in state.delta_ledger_ids]
+        ids = state.layer_ledger_ids
+        return [_Layer(ledger_id, tuple(keys[i:]), i > 0) for i, ledger_id in enumerate(ids)]
+
+    async def _keys(self, ledger_id: int) -> frozenset[str]:
+        """Every key of a (delta) ledger, read once per ledger."""
         cache = await self._ledger(ledger_id)
+        if cache.keys is None:
+            keys: set[str] = set()
+            for first in range(0, cache.last_entry_id + 1, KEY_READ_ENTRIES):
+                last = min(first + KEY_READ_ENTRIES - 1, cache.last_entry_id)
+                for payload in await self._client.read_entries(cache.spec, first, last):
+                    keys.update(m.key for m in decode_compacted(payload) if m.key is not None)
+            cache.keys = frozenset(keys)
+        return cache.keys
+
+    async def _read(
+        self, layer: _Layer, start: MessageId, max_messages: int, out: list[StoredMessage]
+    ) -> None:
+        """Append the layer's visible messages with id >= start to `out` until it holds max_messages."""
+        cache = await self._ledger(layer.ledger_id)
         if cache.last_entry_id < 0:
-            return []
-        out: list[StoredMessage] = []
+            return
         entry_id = await self._find_entry(cache, start)
         while entry_id <= cache.last_entry_id and len(out) < max_messages:
             for m in await self._entry(cache, entry_id):
-                if m.message_id >= start:
+                if m.message_id >= start and layer.visible(m):
                     out.append(m)
                     if len(out) >= max_messages:
                         break
             entry_id += 1
-        return out

@@ -66,7 +66,8 @@ def dirty_ratio(dirty_bytes: int, state: CompactionState) -> float:
     """The dirty bytes' share of the compacted view plus them (0 when there are none)."""
     if dirty_bytes <= 0:
         return 0.0
-    return dirty_bytes / (max(0, state.compacted_size_bytes) + dirty_bytes)
+    clean = max(0, state.compacted_size_bytes + state.delta_size_bytes)
+    return dirty_bytes / (clean + dirty_bytes)
 
 
 def size_trigger(policies: TopicPolicies, dirty_bytes: int, state: CompactionState) -> str | None:

@@ -145,6 +145,15 @@ class CompactionState:
     compactor takes the run. While RUNNING, `lease_expires_ms` bounds how long the state may stay
     so unless it is renewed: `lease_holder` is the compactor instance running it ("" while the
     run is only requested). A lapsed lease means the run is dead (see topics/compaction_lease.py).
+
+    The view is layered (docs/semantics.md, Compaction): the BASE `compacted_ledger_id` (its
+    `compacted_entries`, `compacted_size_bytes`) plus `delta_ledger_ids`, oldest first, each
+    holding the newest row per key of the topic between the previous horizon and its own (its
+    tombstones too: they hide the key in older layers); `delta_size_bytes` is their total.
+    `view_rules` names the rules the layers were written under (a delta is only written under
+    the same). `retired_ledger_ids` are layers a fold replaced, deleted after its CAS (a crash
+    in between leaves them named here, and the next run or poll deletes them). `messages_in`
+    and `messages_out` are the last run's: what it read and what it wrote.
     """
 
     topic: str
@@ -164,7 +173,18 @@ class CompactionState:
     run_ledger_id: int | None = None  # the ledger a RUNNING run is writing (deleted if it dies)
     lease_holder: str = ""
     lease_expires_ms: int | None = None
+    delta_ledger_ids: tuple[int, ...] = ()
+    delta_size_bytes: int = 0
+    view_rules: str = ""
+    retired_ledger_ids: tuple[int, ...] = ()
     version: int = 0
+
+    @property
+    def layer_ledger_ids(self) -> tuple[int, ...]:
+        """The view's ledgers in id order: the base, then the deltas (empty: never compacted)."""
+        if self.compacted_ledger_id is None:
+            return ()
+        return (self.compacted_ledger_id, *self.delta_ledger_ids)
 
 
 @dataclass(frozen=True, slots=True)

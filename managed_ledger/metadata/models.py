@@ -174,6 +174,10 @@ class CompactionStateRow(Base):
     run_ledger_id: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     lease_holder: Mapped[str] = mapped_column(String(256), nullable=False, server_default="")
     lease_expires_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    delta_ledger_ids: Mapped[Any] = mapped_column(NullableJSONType, nullable=True)
+    delta_size_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False, server_default="0")
+    view_rules: Mapped[str] = mapped_column(String(64), nullable=False, server_default="")
+    retired_ledger_ids: Mapped[Any] = mapped_column(NullableJSONType, nullable=True)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
 
 

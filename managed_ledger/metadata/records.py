@@ -127,7 +127,13 @@ def compaction(rec: CompactionState) -> CompactionState:
     if rec.horizon is not None:
         ledger_id, entry_id, batch_index = rec.horizon
         horizon = (int(ledger_id), int(entry_id), int(batch_index))
-    return replace(rec, horizon=horizon, status=CompactionStatus(rec.status))
+    return replace(
+        rec,
+        horizon=horizon,
+        status=CompactionStatus(rec.status),
+        delta_ledger_ids=tuple(int(x) for x in rec.delta_ledger_ids or ()),
+        retired_ledger_ids=tuple(int(x) for x in rec.retired_ledger_ids or ()),
+    )
 
 
 def topic(rec: TopicMetadata) -> TopicMetadata:

@@ -215,6 +215,8 @@ _COMPACTION_PLAIN = (
     "run_ledger_id",
     "lease_holder",
     "lease_expires_ms",
+    "delta_size_bytes",
+    "view_rules",
 )
 
 
@@ -226,6 +228,8 @@ def compaction_values(rec: CompactionState) -> dict[str, Any]:
         horizon_ledger_id=horizon[0],
         horizon_entry_id=horizon[1],
         horizon_batch_index=horizon[2],
+        delta_ledger_ids=list(rec.delta_ledger_ids) or None,
+        retired_ledger_ids=list(rec.retired_ledger_ids) or None,
     )
     return values
 
@@ -241,6 +245,8 @@ def compaction_from_row(row: Row) -> CompactionState:
             topic=row["topic"],
             horizon=horizon,
             status=CompactionStatus(row["status"]),
+            delta_ledger_ids=tuple(row["delta_ledger_ids"] or ()),
+            retired_ledger_ids=tuple(row["retired_ledger_ids"] or ()),
             version=row["version"],
             **plain,
         )

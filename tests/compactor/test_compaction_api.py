@@ -59,7 +59,7 @@ from quire_client.models.subscription_request_initial_position import Subscripti
 from bookie.client import BookieLedgerClient
 from bookie.errors import NoSuchEntryError, NoSuchLedgerError
 from bookie.types import LedgerSpec
-from managed_ledger.metadata.api import LedgerMetadata
+from managed_ledger.metadata.api import CompactionState, LedgerMetadata
 from managed_ledger.metadata.sql import SqlMetadataStore
 from tests.api.conftest import Stack, start_stack
 from tests.support import QuireProcess, wait_until
@@ -354,13 +354,14 @@ def test_trigger_is_running_at_once_and_a_second_one_conflicts(live: Live, api: 
 @pytest.mark.slow
 def test_kill9_mid_run_is_error_within_the_lease_and_a_new_run_succeeds(live: Live, api: Client) -> None:
     topic = new_topic("slow")
-    first = send(api, topic, [("a", "1"), ("b", "2"), ("a", "3")])
+    filler = [(f"k{i:02d}", "x" * 40) for i in range(40)]  # a base big enough that 2 more are a delta
+    first = send(api, topic, [("a", "1"), ("b", "2"), ("a", "3"), *filler])
     compact(api, topic, live)
     view = ids(read_all(api, topic))
     assert view == first[1:]
     view_ledger = internal_stats(api, topic).compacted_ledger.ledger_id
 
-    # a second run, killed with -9 while paused with its ledger written and not closed
+    # a second run (a delta), killed with -9 while paused with its ledger written and not closed
     more = send(api, topic, [("b", "4"), ("c", "5")])
     paused_before = live.compactor.log().count(PAUSED)
     assert trigger(api, topic) == 204
@@ -378,7 +379,7 @@ def test_kill9_mid_run_is_error_within_the_lease_and_a_new_run_succeeds(live: Li
     assert "lost its lease" in str(errored.last_error), errored.to_dict()
     assert internal_stats(api, topic).compacted_ledger.ledger_id == view_ledger != run_ledger
     assert ids(read_all(api, topic)) == view + more  # the old view, then the topic after it
-    assert ids(read_all(api, topic, first[2])) == [first[2], *more]
+    assert ids(read_all(api, topic, first[2])) == [*first[2:], *more]
     assert run_ledger_of(live, topic) == run_ledger  # kept for a compactor to delete
 
     # a request that no compactor takes expires too
@@ -393,7 +394,9 @@ def test_kill9_mid_run_is_error_within_the_lease_and_a_new_run_succeeds(live: Li
     live.start_compactor()
     done = wait_status(api, topic, live, "SUCCESS", "ERROR")
     assert str(done.status) == "SUCCESS", (done.to_dict(), live.compactor.log()[-3000:])
-    assert pairs(read_all(api, topic)) == [("a", "3"), ("b", "4"), ("c", "5")]
+    assert pairs(read_all(api, topic)) == [("a", "3"), *filler, ("b", "4"), ("c", "5")]
+    assert internal_stats(api, topic).compacted_ledger.ledger_id == view_ledger  # the base, untouched
+    assert len(state_of(live, topic).delta_ledger_ids) == 1  # and the new messages' delta
     assert not ledger_on_bookie(live, run_ledger)
     assert run_ledger not in {m.ledger_id for m in ledgers_in_store(live)}
     assert_no_orphaned_ledgers(live)
@@ -414,13 +417,17 @@ def wait_without_compactor(api: Client, topic: str, wanted: str) -> CompactionSt
 
 
 # --- the metadata store and the bookie, for orphaned ledgers -----------------------------------
-def run_ledger_of(live: Live, topic: str) -> int | None:
+def state_of(live: Live, topic: str) -> CompactionState:
     store = live.store()
     try:
         (state,) = [s for s in store.list_compactions() if s.topic.endswith(f"/{topic}")]
-        return state.run_ledger_id
+        return state
     finally:
         store.close()
+
+
+def run_ledger_of(live: Live, topic: str) -> int | None:
+    return state_of(live, topic).run_ledger_id
 
 
 def ledgers_in_store(live: Live) -> list[LedgerMetadata]:
@@ -457,8 +464,7 @@ def stray_ledgers(live: Live) -> list[int]:
             referenced.update(ml.ledger_ids if ml is not None else ())
         for state in store.list_compactions():
             assert state.run_ledger_id is None, state  # no run is in progress or left behind
-            if state.compacted_ledger_id is not None:
-                referenced.add(state.compacted_ledger_id)
+            referenced.update(state.layer_ledger_ids)
         return [m.ledger_id for m in store.list_ledgers() if m.ledger_id not in referenced]
     finally:
         store.close()

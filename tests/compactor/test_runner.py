@@ -28,13 +28,17 @@ ML = "public/default/prices"
 
 
 def make(
-    keyless: str = "drop", entry_max_messages: int = 3, delete_retention_ms: int = 0
+    keyless: str = "drop",
+    entry_max_messages: int = 3,
+    delete_retention_ms: int = 0,
+    delta_max_ratio: float = 0.25,
 ) -> tuple[InMemoryMetadataStore, InMemoryLedgerClient, CompactionRunner]:
     store, client = InMemoryMetadataStore(), InMemoryLedgerClient()
     config = CompactorConfig(
         bookies=("b:1",),
         keyless_policy=keyless,  # type: ignore[arg-type]
         delete_retention_ms=delete_retention_ms,
+        delta_max_ratio=delta_max_ratio,
     )
     engine = ReferenceEngine(client, entry_max_messages=entry_max_messages)
     return store, client, CompactionRunner(store, client, config, engine, ManualClock())
@@ -62,46 +66,62 @@ batches = st.lists(
     max_size=5,
 )
 steps = st.lists(
-    st.one_of(batches, st.just("roll"), st.just("tick"), st.just("compact")), min_size=1, max_size=25
+    st.one_of(batches, st.just("roll"), st.just("tick"), st.just("compact")),
+    min_size=1,
+    max_size=25,
 )
 TICK_MS = 40
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(steps=steps, keyless=st.sampled_from(["drop", "keep"]), retention=st.sampled_from([0, 50, 100]))
+@given(
+    steps=steps,
+    keyless=st.sampled_from(["drop", "keep"]),
+    retention=st.sampled_from([0, 50, 100]),
+    ratio=st.sampled_from([0.0, 0.25, 100.0]),
+)
 def test_incremental_runs_equal_the_rules_over_everything(
-    steps: list[object], keyless: str, retention: int
+    steps: list[object], keyless: str, retention: int, ratio: float
 ) -> None:
     """Tombstones stay while younger than `retention` at each run (0: never), so each run's view
-    is the rules over everything written with that run's time, whatever earlier runs kept."""
+    is the rules over everything written with that run's time, whatever earlier runs kept, and
+    whether the runs folded or wrote deltas (ratio 0: never a delta; 100: while under 8)."""
 
     async def go() -> None:
-        store, client, runner = make(keyless, delete_retention_ms=retention)
+        store, client, runner = make(keyless, delete_retention_ms=retention, delta_max_ratio=ratio)
         clock = runner.clock
         assert isinstance(clock, ManualClock)
         topic = TopicWriter(store, client, ML)
+        view = CompactedView(store, client)
         for step in [*steps, "compact"]:
             if step == "roll":
                 await topic.roll()
             elif step == "tick":
                 clock.advance(TICK_MS)
             elif step == "compact":
-                state = await runner.run(ML)
+                before = store.get_compaction(ML)
+                state = await runner.run(ML, CompactionRules(keyless, retention))  # type: ignore[arg-type]
                 assert state.status == CompactionStatus.SUCCESS
+                assert len(state.delta_ledger_ids) <= 8 and not state.retired_ledger_ids
+                if state.delta_ledger_ids:  # a delta run leaves the base and older deltas alone
+                    assert retention == 0 and ratio > 0
+                    assert state.compacted_ledger_id == before.compacted_ledger_id
+                    assert state.delta_ledger_ids[: len(before.delta_ledger_ids)] == before.delta_ledger_ids
                 horizon = MessageId(*state.horizon) if state.horizon else None
                 after = clock.now_ms() - retention if retention else None
                 expected = model(topic.written, horizon, keyless, after)
-                assert await compacted_messages(store, client) == expected
+                assert await view_all(view, MessageId(0, 0, 0), 3) == expected
+                assert await view.last_message_id(ML) == (expected[-1].message_id if expected else None)
                 assert horizon == (topic.written[-1].message_id if topic.written else None)
             else:
                 assert isinstance(step, list)
                 await topic.append([msg(k, v) for k, v in step], publish_time=clock.now_ms())
-        # only the current compacted ledger is left besides the topic's own ledgers
+        # only the current layers are left besides the topic's own ledgers
         ml = store.get_managed_ledger(ML)
         assert ml is not None
-        current = store.get_compaction(ML).compacted_ledger_id
+        layers = set(store.get_compaction(ML).layer_ledger_ids)
         others = {m.ledger_id for m in store.list_ledgers()} - set(ml.ledger_ids)
-        assert others == ({current} if current is not None else set())
+        assert others == layers
         assert set(client.ledgers) - set(ml.ledger_ids) == others
 
     asyncio.run(go())

@@ -36,6 +36,7 @@ from managed_ledger.metadata.sql import SqlMetadataStore
 from managed_ledger.position import MessageId
 from tests.compactor.conftest import Bookie
 from tests.compactor.topic_writer import TopicWriter, model
+from topics.compacted import CompactedView
 
 pytestmark = pytest.mark.spark
 
@@ -70,7 +71,13 @@ async def compacted_view(store: SqlMetadataStore, client: BookieLedgerClient, ml
     state = store.get_compaction(ml)
     if state.compacted_ledger_id is None:
         return []
-    meta = store.get_ledger(state.compacted_ledger_id)
+    return await ledger_rows(store, client, state.compacted_ledger_id)
+
+
+async def ledger_rows(
+    store: SqlMetadataStore, client: BookieLedgerClient, ledger_id: int
+) -> list[StoredMessage]:
+    meta = store.get_ledger(ledger_id)
     if meta.last_entry_id < 0:
         return []
     payloads = await client.read_entries(ledger_spec(meta), 0, meta.last_entry_id)
@@ -85,6 +92,7 @@ step = st.one_of(
     st.just("roll"),
     st.just("tick"),
     st.just("compact"),
+    st.just("trim"),  # retention deletes the ledgers before the horizon's
 )
 TICK_MS = 40
 RETENTION_MS = 100
@@ -118,48 +126,83 @@ TOMBSTONES = [
 ]
 
 
+# deltas (every share of the base allowed): a base, deltas with tombstones and key-less
+# messages, the topic trimmed under them, one more delta (with retention they are all folds)
+DELTAS = [
+    [[("a", b"1"), ("b", b"1"), ("c", b"1"), ("d", b"1"), (None, b"k0")]],
+    "compact",
+    [[("a", b""), (None, b"k1")]],
+    "compact",
+    "roll",
+    [[("b", b"2"), ("a", b"back")], [("c", b"")]],
+    "compact",
+    "trim",
+    [[("a", b""), ("d", b"2")]],
+]
+
+
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     steps=st.lists(step, min_size=1, max_size=8),
     keyless=st.sampled_from(["drop", "keep"]),
     retention=st.sampled_from([0, RETENTION_MS]),
+    ratio=st.sampled_from([0.25, 100.0]),
 )
-@example(steps=FIXED, keyless="drop", retention=0)
-@example(steps=FIXED, keyless="keep", retention=0)
-@example(steps=TOMBSTONES, keyless="keep", retention=RETENTION_MS)
+@example(steps=FIXED, keyless="drop", retention=0, ratio=0.25)
+@example(steps=FIXED, keyless="keep", retention=0, ratio=100.0)
+@example(steps=TOMBSTONES, keyless="keep", retention=RETENTION_MS, ratio=100.0)
+@example(steps=DELTAS, keyless="keep", retention=0, ratio=100.0)
 def test_spark_job_matches_reference(
     steps: list[object],
     keyless: str,
     retention: int,
+    ratio: float,
     store: SqlMetadataStore,
     engine: SparkEngine,
     bookie: Bookie,
 ) -> None:
+    """Each run's new ledger (a fold's base or a delta) holds what the reference rules compute
+    from the same plan, and the layered view serves what the rules give over everything."""
     ml = f"public/default/t-{uuid.uuid4().hex[:8]}"
 
     async def go() -> None:
         client = BookieLedgerClient()
         clock = ManualClock()
         rules = CompactionRules(keyless, retention)  # type: ignore[arg-type]
-        runner = CompactionRunner(store, client, engine.config, engine, clock)
+        config = replace(engine.config, delta_max_ratio=ratio)
+        runner = CompactionRunner(store, client, config, engine, clock)
         topic = TopicWriter(store, client, ml, (bookie.address,))
-        runs = 0
+        view = CompactedView(store, client)
+        runs = deltas = 0
         for s in [*steps, "compact"]:
             if s == "roll":
                 await topic.roll()
             elif s == "tick":
                 clock.advance(TICK_MS)
+            elif s == "trim":
+                await topic.trim(await view.horizon(ml))
             elif s == "compact":
                 before = store.get_compaction(ml)
-                plan = await build_plan(store, client, ml, before)
                 now = replace(rules, now_ms=clock.now_ms())  # the runner's time: the clock stands still
-                expected = survivors(await read_messages(client, plan), now)
+                # both inputs read before the run (a fold deletes the layers it replaced)
+                fold = await read_messages(client, await build_plan(store, client, ml, before))
+                delta = await read_messages(client, await build_plan(store, client, ml, before, delta=True))
                 state = await runner.run(ml, rules)
                 runs += 1
                 assert state.status == CompactionStatus.SUCCESS
-                got = await compacted_view(store, client, ml)
-                assert got == expected
+                added = set(state.layer_ledger_ids) - set(before.layer_ledger_ids)
+                new = added.pop() if added else None
+                if new in state.delta_ledger_ids:  # a delta: the new messages alone, tombstones kept
+                    assert state.compacted_ledger_id == before.compacted_ledger_id
+                    kept = replace(now, keep_all_tombstones=True)
+                    expected = survivors(delta, kept)
+                    deltas += 1
+                else:
+                    expected = survivors(fold, now)
+                if new is not None:
+                    assert await ledger_rows(store, client, new) == expected
                 horizon = MessageId(*state.horizon) if state.horizon else None
+                got = await view.read(ml, MessageId(0, 0, 0), 100_000)
                 assert got == model(topic.written, horizon, keyless, now.tombstones_after_ms)
                 assert horizon == (topic.written[-1].message_id if topic.written else None)
             else:
@@ -168,6 +211,8 @@ def test_spark_job_matches_reference(
                     batch = [Message(value=v, key=k, properties={"i": str(runs)}) for k, v in b]
                     await topic.append(batch, publish_time=clock.now_ms())
         await client.close()
+        if steps == DELTAS:  # the first run writes the base, each of the three others a delta
+            assert deltas == 3, deltas
 
     asyncio.run(go())
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from bookie.api import LedgerClient, LedgerWriter
+from bookie.ledgers import LedgerManager
 from bookie.types import LedgerSpec
 from managed_ledger.entry_format import Message, StoredMessage, decode_batch, encode_batch
 from managed_ledger.metadata.api import LedgerMetadata, LedgerState, MetadataStore
@@ -78,6 +79,21 @@ class TopicWriter:
             chunk = payloads[i : i + in_flight]
             await asyncio.gather(*(writer.add_entry(p) for p in chunk))
             self.size += sum(len(p) for p in chunk)
+
+    async def trim(self, horizon: MessageId | None) -> list[int]:
+        """Retention's trim of a topic whose compaction holds what it has not read: the ledgers
+        wholly before the horizon's ledger go (the current one never), the list first."""
+        ml = self.store.get_managed_ledger(self.ml_name)
+        assert ml is not None
+        current = self.meta.ledger_id if self.meta is not None else None
+        gone = [i for i in ml.ledger_ids if horizon is not None and i < horizon.ledger_id and i != current]
+        if gone:
+            self.store.update_managed_ledger(
+                replace(ml, ledger_ids=tuple(i for i in ml.ledger_ids if i not in gone))
+            )
+            for ledger_id in gone:
+                await LedgerManager(self.store, self.client).delete(ledger_id)
+        return gone
 
     async def close_ledger(self) -> None:
         if self.writer is None or self.meta is None:
