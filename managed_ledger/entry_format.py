@@ -215,11 +215,37 @@ def kafka_producer(payload: bytes) -> tuple[str | None, int | None]:
     return f"kafka-{producer_id}-{epoch}", base_sequence + count - 1
 
 
+# Kafka keys and header values are bytes; Quire's view of a message (REST, compaction, Key_Shared)
+# has text keys and properties. `text_of` maps bytes to text one to one: UTF-8 as it is, anything
+# else (and UTF-8 that happens to begin with the mark) as the mark and the bytes in hex. So two
+# distinct binary keys stay two keys through compaction, and `bytes_of` gives the bytes back.
+BINARY_MARK = "\U000f0000"  # a private-use character (plane 15): no text key begins with it
+
+
+def text_of(raw: bytes) -> str:
+    """Text for Kafka bytes: the UTF-8 itself, or BINARY_MARK + hex (one to one)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return BINARY_MARK + raw.hex()
+    return BINARY_MARK + raw.hex() if text.startswith(BINARY_MARK) else text
+
+
+def bytes_of(text: str) -> bytes:
+    """The bytes `text_of` was given; text from elsewhere (REST) as UTF-8."""
+    if text.startswith(BINARY_MARK):
+        try:
+            return bytes.fromhex(text[len(BINARY_MARK) :])
+        except ValueError:
+            pass  # not text_of's: a REST key that begins with the mark
+    return text.encode()
+
+
 def kafka_rows(payload: bytes) -> list[list[Any]]:
     """The records of a kind 2 entry as topic batch rows [key, value, properties, event_time,
-    sequence_id]: keys and header names as UTF-8 text (bytes that are not UTF-8 are replaced,
-    in this view only: Kafka consumers get the batch as stored), a null value as empty (a
-    tombstone), the record's timestamp as its event time."""
+    sequence_id]: keys and header values as text by `text_of` (in this view only: Kafka
+    consumers get the batch as stored), a null value as empty (a tombstone), the record's
+    timestamp as its event time."""
     from common.kafka_records import decode_records
 
     _kafka_checked(payload)
@@ -231,9 +257,9 @@ def kafka_rows(payload: bytes) -> list[list[Any]]:
     first = None if last is None else last - len(records) + 1
     return [
         [
-            None if r.key is None else r.key.decode("utf-8", "replace"),
+            None if r.key is None else text_of(r.key),
             r.value or b"",
-            {k: (v or b"").decode("utf-8", "replace") for k, v in r.headers} or None,
+            {k: text_of(v or b"") for k, v in r.headers} or None,
             r.timestamp,
             None if first is None else first + i,
         ]

@@ -5,15 +5,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from managed_ledger.entry_format import (
+    BINARY_MARK,
     EntryFormatError,
     Message,
     batch_publish_time,
     batch_sequence,
+    bytes_of,
     decode_batch,
     decode_compacted,
     encode_batch,
     encode_compacted,
     iter_messages,
+    text_of,
 )
 from managed_ledger.position import MessageId, Position
 
@@ -68,3 +71,19 @@ def test_message_id_parse_and_order() -> None:
     for bad in ["", "a:b:c", "1", "1:2:3:4", "1:-2:0", "1:2:x"]:
         with pytest.raises(ValueError):
             MessageId.parse(bad)
+
+
+@given(st.binary(max_size=32), st.binary(max_size=32))
+def test_kafka_bytes_map_to_text_one_to_one_and_back(a: bytes, b: bytes) -> None:
+    assert bytes_of(text_of(a)) == a
+    assert (text_of(a) == text_of(b)) == (a == b)
+    text_of(a).encode("utf-8")  # always valid text: msgpack and Arrow take it
+
+
+def test_text_keys_stay_as_they_are_and_binary_ones_are_marked() -> None:
+    assert text_of(b"user-1") == "user-1" and bytes_of("user-1") == b"user-1"
+    assert text_of(b"\xff\x01") == BINARY_MARK + "ff01"
+    assert text_of(b"\xef\xbf\xbd\x01") != text_of(b"\xff\x01")  # no longer both U+FFFD 0x01
+    marked = (BINARY_MARK + "x").encode()
+    assert text_of(marked) == BINARY_MARK + marked.hex() and bytes_of(text_of(marked)) == marked
+    assert bytes_of(BINARY_MARK + "not hex") == (BINARY_MARK + "not hex").encode()

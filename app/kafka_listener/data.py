@@ -40,7 +40,7 @@ from common.kafka_records import (
     encode_batch,
     parse_produced_batch,
 )
-from managed_ledger.entry_format import KIND_KAFKA, StoredMessage, decode_batch, kafka_batch
+from managed_ledger.entry_format import KIND_KAFKA, StoredMessage, bytes_of, decode_batch, kafka_batch
 from topics.errors import TopicNotFoundError, TopicsError
 from topics.kafka_ops import KafkaBatch, KafkaFetched
 from topics.service import TopicService
@@ -352,9 +352,9 @@ def _encode_messages(messages: list[StoredMessage]) -> bytes:
         KafkaRecord(
             offset_delta=(m.offset or first) - first,
             timestamp=m.event_time if m.event_time is not None else m.publish_time,
-            key=None if m.key is None else m.key.encode(),
+            key=None if m.key is None else bytes_of(m.key),  # a Kafka key's own bytes again
             value=m.value or None,  # an empty value is a tombstone: Kafka's is null
-            headers=[(k, v.encode()) for k, v in (m.properties or {}).items()],
+            headers=[(k, bytes_of(v)) for k, v in (m.properties or {}).items()],
         )
         for m in messages
     ]

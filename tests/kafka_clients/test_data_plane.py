@@ -330,14 +330,6 @@ def test_the_compacted_view_is_what_rest_reads_compacted(quire: Standalone, prep
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,  # what the bug fails with; anything else (a failed setup) fails the test
-    reason="known bug: compaction sees a Kafka key as UTF-8 text with undecodable bytes replaced "
-    "(managed_ledger.entry_format.kafka_rows), so distinct binary keys merge and the survivors' "
-    "keys and header values come back mangled (b'\\xef\\xbf\\xbd\\x01'); the fix is a "
-    "storage format decision",
-)
 @pytest.mark.timeout(600)
 def test_binary_keys_stay_distinct_and_intact_through_compaction(
     quire: Standalone, prepared: Prepared
