@@ -71,7 +71,6 @@ class CompactionPlan:
     ml_name: str
     old_horizon: MessageId | None
     new_horizon: MessageId | None
-    previous_ledger_id: int | None
     ranges: tuple[ReadRange, ...]
     delta: bool = False
     closed_new_bytes: int = 0  # the new messages' bytes in CLOSED ledgers (their size is known)
@@ -159,8 +158,7 @@ async def build_plan(
             if meta.state == LedgerState.CLOSED:
                 closed_bytes += topic_ranges[-1].entries * topic_ranges[-1].entry_bytes_hint
     new = await _horizon_of(client, topic_ranges[-1]) if topic_ranges else old
-    previous = None if delta else state.compacted_ledger_id
-    return CompactionPlan(ml_name, old, new, previous, tuple(ranges + topic_ranges), delta, closed_bytes)
+    return CompactionPlan(ml_name, old, new, tuple(ranges + topic_ranges), delta, closed_bytes)
 
 
 def split_ranges(ranges: tuple[ReadRange, ...], tasks: int) -> list[ReadRange]:

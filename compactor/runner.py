@@ -110,7 +110,7 @@ class CompactionRunner:
                 f"a compaction of {ml_name} is already running ({state.lease_holder})"
             )
         # left by a run that died, or by a fold that died after its CAS: nobody references them
-        for ledger_id in (*state.retired_ledger_ids, *_some(state.run_ledger_id)):
+        for ledger_id in state.leftover_ledger_ids:
             await delete_ledger(self.store, self.client, ledger_id)
         now = self.clock.now_ms()
         taken = compaction_lease.taken(state, self.instance_id, now, self.config.lease_ms)
@@ -225,22 +225,9 @@ class CompactionRunner:
         done = await lease.write(**changes)
         self.stats.messages_read += messages_in
         self.stats.messages_kept += writer.messages
-        if done.retired_ledger_ids:
-            done = await self._retire(done)
+        if done.leftover_ledger_ids:  # the layers a fold replaced
+            done = await self._delete_leftovers(done)
         return done
-
-    async def _retire(self, state: CompactionState) -> CompactionState:
-        """Delete the layers a fold replaced, then forget them (a crash in between: the next run
-        or poll deletes them again, which is harmless)."""
-        try:
-            for ledger_id in state.retired_ledger_ids:
-                await delete_ledger(self.store, self.client, ledger_id)
-            return await self._put(replace(state, retired_ledger_ids=()))
-        except (BadVersionError, NotFoundError):
-            return state  # the state moved on; whoever changed it deals with the ledgers
-        except Exception:  # the new view is in place; the next run or poll retries
-            log.exception("could not delete the replaced compacted ledgers %s", state.retired_ledger_ids)
-            return state
 
     async def _test_delay(self, ml_name: str) -> None:
         """The test-only pause of CompactorConfig.test_run_delay_ms (0, the default: none)."""
@@ -279,32 +266,28 @@ class CompactionRunner:
             if compaction_lease.lapsed(state, self.clock.now_ms()):
                 state = await self._observe(state.topic)
                 dead.append(state.topic)
-            if state.status != CompactionStatus.RUNNING and (
-                state.run_ledger_id is not None or state.retired_ledger_ids
-            ):
-                await self._drop_run_ledger(state)
+            if state.status != CompactionStatus.RUNNING and state.leftover_ledger_ids:
+                await self._delete_leftovers(state)
         return dead
 
-    async def _drop_run_ledger(self, state: CompactionState) -> None:
-        """Delete the ledger a dead run left and the layers a dead fold did not delete."""
-        leftovers = (*_some(state.run_ledger_id), *state.retired_ledger_ids)
+    async def _delete_leftovers(self, state: CompactionState) -> CompactionState:
+        """Delete the ledgers no view references (a dead run's, the layers a fold replaced), then
+        forget them; a crash in between: the next run or sweep deletes them again, harmlessly."""
+        leftovers = state.leftover_ledger_ids
         try:
             for ledger_id in leftovers:
                 await delete_ledger(self.store, self.client, ledger_id)
-            await self._put(replace(state, run_ledger_id=None, retired_ledger_ids=()))
+            return await self._put(replace(state, run_ledger_id=None, retired_ledger_ids=()))
         except (BadVersionError, NotFoundError):
-            pass  # the state moved on; whoever changed it deals with its ledger
-        except Exception:  # a bookie is down: the next sweep retries
-            log.exception("could not delete the ledgers %s of a dead compaction", leftovers)
+            return state  # the state moved on; whoever changed it deals with its ledgers
+        except Exception:  # a bookie is down: the view is in place, the next run or sweep retries
+            log.exception("could not delete the compaction ledgers %s", leftovers)
+            return state
 
 
 def default_instance_id() -> str:
     """A lease holder name unique to this process: host, pid and a random suffix."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def _some(ledger_id: int | None) -> tuple[int, ...]:
-    return () if ledger_id is None else (ledger_id,)
 
 
 def _succeeded(

@@ -186,6 +186,13 @@ class CompactionState:
             return ()
         return (self.compacted_ledger_id, *self.delta_ledger_ids)
 
+    @property
+    def leftover_ledger_ids(self) -> tuple[int, ...]:
+        """Ledgers no view references that are still to be deleted: the one a dead run was
+        writing and the layers a fold replaced."""
+        run = () if self.run_ledger_id is None else (self.run_ledger_id,)
+        return (*run, *self.retired_ledger_ids)
+
 
 @dataclass(frozen=True, slots=True)
 class TenantInfo:

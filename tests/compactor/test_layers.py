@@ -247,18 +247,18 @@ async def test_a_fold_that_died_before_deleting_what_it_replaced_leaks_nothing(e
     layered = await runner.run(T)
     assert len(layered.delta_ledger_ids) == 1
     # the fold's CAS is in, then the process dies before deleting what it replaced
-    retire = CompactionRunner._retire
+    delete_leftovers = CompactionRunner._delete_leftovers
 
     async def dies(self: CompactionRunner, state: CompactionState) -> CompactionState:
         raise Killed()
 
-    CompactionRunner._retire = dies  # type: ignore[method-assign]
+    CompactionRunner._delete_leftovers = dies  # type: ignore[method-assign]
     try:
         await produce(env, [(f"k{i}", b"y") for i in range(40)])
         with pytest.raises(Killed):
             await runner.run(T)
     finally:
-        CompactionRunner._retire = retire  # type: ignore[method-assign]
+        CompactionRunner._delete_leftovers = delete_leftovers  # type: ignore[method-assign]
     folded = env.store.get_compaction(T)
     assert folded.status == CompactionStatus.SUCCESS and folded.delta_ledger_ids == ()
     assert folded.retired_ledger_ids == layered.layer_ledger_ids

@@ -449,6 +449,29 @@ def test_compaction_state_create_update(store: MetadataStore) -> None:
         store.put_compaction(replace(running, status=CompactionStatus.ERROR, last_error="late"))
 
 
+def test_a_layered_view_round_trips(store: MetadataStore) -> None:
+    """The layered view's fields (base, deltas in order, the rules they were written under, the
+    layers a fold retired) come back as written, and a fold's clearing of them sticks."""
+    fresh = store.get_compaction("public/default/t")
+    layered = store.put_compaction(
+        replace(
+            fresh,
+            status=CompactionStatus.SUCCESS,
+            compacted_ledger_id=9,
+            delta_ledger_ids=(31, 12, 40),  # the order is the layers' order, not the ids'
+            delta_size_bytes=2_048,
+            view_rules="keyless=drop;deleteRetentionMs=0",
+            retired_ledger_ids=(3, 4),
+        )
+    )
+    got = store.get_compaction("public/default/t")
+    assert got == layered and got.layer_ledger_ids == (9, 31, 12, 40)
+    folded = store.put_compaction(
+        replace(got, compacted_ledger_id=41, delta_ledger_ids=(), delta_size_bytes=0, retired_ledger_ids=())
+    )
+    assert store.get_compaction("public/default/t") == folded and folded.layer_ledger_ids == (41,)
+
+
 def test_compaction_run_lease_is_taken_and_renewed_by_cas(opener: Opener) -> None:
     broker, compactor = opener(), opener()  # two processes' stores on one database
     requested = broker.put_compaction(
