@@ -7,6 +7,9 @@ from typing import Literal
 
 KeylessPolicy = Literal["drop", "keep"]
 ALL_TOMBSTONES = -(1 << 62)  # "published after" this keeps every tombstone (publish times are >= 0)
+# The publish time a fold gives a delta's tombstone: older than any rules keep, so it takes its key
+# and goes (a delta's tombstones were never served). The reference and the Spark tasks both use it.
+HIDDEN_TOMBSTONE = -(1 << 63)
 
 
 @dataclass(frozen=True, slots=True)

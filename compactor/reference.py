@@ -24,13 +24,12 @@ from dataclasses import replace
 
 from bookie.api import LedgerClient, read_ranges
 from bookie.errors import NoSuchLedgerError
-from compactor.config import CompactionRules
+from compactor.config import HIDDEN_TOMBSTONE, CompactionRules
 from compactor.plan import CompactionPlan, ReadRange
 from managed_ledger.entry_format import StoredMessage, encode_compacted, iter_messages
 
 EntrySink = Callable[[bytes, int], Awaitable[None]]
 READ_CHUNK_ENTRIES = 64
-HIDDEN_TOMBSTONE = -(1 << 63)  # a delta's tombstone as a fold reads it (compactor.tasks has the same)
 
 
 async def read_messages(client: LedgerClient, plan: CompactionPlan) -> list[StoredMessage]:

@@ -42,6 +42,7 @@ from bookie.api import LedgerClient
 from bookie.errors import NoSuchLedgerError
 from bookie.ledgers import ledger_spec
 from bookie.types import Segment
+from compactor.config import HIDDEN_TOMBSTONE
 from managed_ledger.entry_format import (
     KIND_COMPACTED,
     KIND_KAFKA,
@@ -92,8 +93,6 @@ READ_DDL = (
 )
 PACK_DDL = "payload binary, count long, messages_in long"
 OUTPUT_ROWS_PER_BATCH = 8_192
-# the publish time a fold gives a delta's tombstone: older than any rules keep (it was not served)
-HIDDEN_TOMBSTONE = -(1 << 63)
 
 
 @dataclass(frozen=True, slots=True)
