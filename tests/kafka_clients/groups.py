@@ -162,6 +162,13 @@ class Member:
 
         consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, **PYTHON_GROUP)
         try:
+            # kafka-python 3.0.12 joins at the first poll without waiting for the topic's
+            # metadata. When the metadata comes after the leader's assignment, it rejoins; if
+            # that poll's time runs out while the rejoin is in flight, the client leaves the
+            # finished rejoin unprocessed (its need_rejoin turns false meanwhile): no
+            # assignment, no heartbeats, and the coordinator drops it at its session timeout.
+            # Having the topic's partitions before the first poll keeps it off that path.
+            assert consumer.partitions_for_topic(topic), f"no metadata for {topic}"
             while not self._stop.is_set():
                 polled = consumer.poll(int(POLL_S * 1000))
                 got = [python_record(m) for records in polled.values() for m in records]
