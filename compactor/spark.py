@@ -5,12 +5,18 @@
 installed, so the driver zips Quire's own packages (every layer up to the compactor: a task's
 imports reach down to `common`) and ships the zip with `SparkContext.addPyFile`. Python workers
 run this interpreter (PYSPARK_PYTHON), which must have pyarrow and msgpack wherever executors run.
+
+The session's work directory (its log4j2 configuration, Spark's local dir, the zip) is
+`$TMPDIR/quire-spark-<pid>-*`: removed when the process exits, and a directory whose process is
+gone (killed with -9) is removed by the next compactor that starts on the machine.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -57,10 +63,30 @@ def zip_packages(dest: Path) -> Path:
     return path
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _sweep_work_dirs() -> None:
+    """Remove the work directories of compactors that are gone."""
+    for path in Path(tempfile.gettempdir()).glob("quire-spark-*-*"):
+        pid = path.name.split("-")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
 def _work() -> Path:
     global _work_dir
     if _work_dir is None:
-        _work_dir = Path(tempfile.mkdtemp(prefix="quire-spark-"))
+        _sweep_work_dirs()
+        _work_dir = Path(tempfile.mkdtemp(prefix=f"quire-spark-{os.getpid()}-"))
+        atexit.register(shutil.rmtree, _work_dir, True)
         (_work_dir / "conf").mkdir()
         (_work_dir / "conf" / "log4j2.properties").write_text(_QUIET_LOG4J2)
     return _work_dir
