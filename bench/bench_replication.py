@@ -2,12 +2,12 @@
 this machine, printed as one table with the bars beside the figures.
 
 - REST produce (batches of 100 and 1,000 messages per request, and one message per request from
-  64 connections, wrk as in `make bench`) against a broker writing ledgers at 1/1/1 on one
+  64 connections and from one, wrk as in `make bench`) against a broker writing ledgers at 1/1/1 on one
   bookie, 3/2/2 on three and 3/3/2 on three (E/Qw/Qa): separate bookie processes and a broker
   sharing one SQLite metadata store, a fresh stack per configuration.
 - The peer: a three-server NATS JetStream cluster started here, a file stream with
   num_replicas=3; windowed async publishes (windows of 1,000) and publishes awaiting each ack
-  (64 concurrent), through nats-py.
+  (64 concurrent, and one at a time), through nats-py.
 - A bookie killed with -9 mid-run: three bookies at 3/2/2 plus a spare, producers of batches of
   100 for KILL_RUN_S seconds, one bookie of the topic's ensemble killed at KILL_AT_S. It counts
   producer errors (non-200 answers, or no answer within REQUEST_TIMEOUT_S), the longest stall
@@ -76,6 +76,7 @@ def rest_rows(tmp: Path, quorum: tuple[int, int, int, int]) -> Row:
         port = int(base.rsplit(":", 1)[1])
         return {
             "single": wrk_rate(port, f"{TOPIC}/single/messages", batch_body(1), CONNECTIONS),
+            "one": wrk_rate(port, f"{TOPIC}/one/messages", batch_body(1), 1),
             "batch100": 100 * wrk_rate(port, f"{TOPIC}/b100/messages", batch_body(100), BATCH_CONNECTIONS),
             "batch1000": 1000
             * wrk_rate(port, f"{TOPIC}/b1000/messages", batch_body(1000), BATCH_CONNECTIONS),
@@ -92,11 +93,12 @@ async def jetstream_r3(urls: list[str]) -> Row:
     try:
         await _add_r3_stream(js)
         single = await _closed_loop(CONNECTIONS, lambda: js.publish("r3.one", payload))
+        one = await _closed_loop(1, lambda: js.publish("r3.one", payload))
         n, started = 0, time.perf_counter()
         while time.perf_counter() - started < DURATION_S:
             await asyncio.gather(*[js.publish("r3.win", payload) for _ in range(1000)])
             n += 1000
-        return {"single": single, "batch1000": n / (time.perf_counter() - started)}
+        return {"single": single, "one": one, "batch1000": n / (time.perf_counter() - started)}
     finally:
         await nc.close()
 
@@ -316,6 +318,7 @@ def print_rest(q: dict[str, Row], js: Row) -> None:
     print("-" * len(head))
     rows = (
         (f"1 msg/req, {CONNECTIONS} conns | JS await each ack x{CONNECTIONS}", "single", "single"),
+        ("1 msg/req, 1 conn | JS await each ack x1", "one", "one"),
         (f"batches of 100, {BATCH_CONNECTIONS} conns", "batch100", ""),
         (f"batches of 1,000, {BATCH_CONNECTIONS} conns | JS windows of 1,000", "batch1000", "batch1000"),
     )
@@ -333,6 +336,8 @@ def print_bars(q: dict[str, Row], js: Row, kill: Row, rerepl: Row) -> None:
          r322["batch100"] >= 5 * js["batch1000"]),
         (f"3/2/2 1 msg/req vs JS R3 awaiting each ack: {r322['single'] / js['single']:.2f}x", ">= 1x",
          r322["single"] >= js["single"]),
+        (f"the same, one in flight on each side: {r322['one'] / js['one']:.2f}x", ">= 1x",
+         r322["one"] >= js["one"]),
         (f"3/2/2 batches of 1,000 vs 1/1/1: {r322['batch1000'] / r111['batch1000']:.2f}x", ">= 0.5x",
          r322["batch1000"] >= 0.5 * r111["batch1000"]),
         (f"3/2/2 batches of 100 vs 1/1/1: {r322['batch100'] / r111['batch100']:.2f}x", ">= 0.5x",
