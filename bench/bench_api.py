@@ -449,6 +449,7 @@ def quire_stack(tmp: Path, extra_env: dict[str, str] | None = None) -> Iterator[
     """A bookie and a broker process on free ports (stopped by pid on exit); yields the HTTP port."""
     port, bookie_port = free_port(), free_port()
     env = {
+        "QUIRE_KAFKA_PORT": "0",  # no Kafka listener: bench_auth runs two stacks at once
         **(extra_env or {}),
         "QUIRE_DATA_DIR": str(tmp / "quire"),
         "QUIRE_BOOKIES": f'["{HOST}:{bookie_port}"]',
