@@ -10,6 +10,7 @@ The heartbeat renews the lease every quarter of its length while the run goes on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import replace
 from typing import Any
@@ -59,8 +60,16 @@ class RunLease:
             raise LeaseLostError(self.lost)
         if lapsed(self.state, self.clock.now_ms()):
             self._lose(f"{LEASE_LOST}: it ran out before this run renewed it")
+        wanted = replace(self.state, **changes)
+        put = asyncio.ensure_future(asyncio.to_thread(self.store.put_compaction, wanted))
         try:
-            self.state = await asyncio.to_thread(self.store.put_compaction, replace(self.state, **changes))
+            self.state = await asyncio.shield(put)
+        except asyncio.CancelledError:
+            # The write goes on in its thread: know whether it landed before the cancellation
+            # reaches the run, whose clean-up must not delete a ledger the state now references.
+            with contextlib.suppress(Exception):
+                self.state = await put
+            raise
         except (BadVersionError, NotFoundError):
             self._lose(f"{LEASE_LOST}: another process changed the compaction state of {self.topic}")
         return self.state

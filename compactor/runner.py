@@ -109,13 +109,13 @@ class CompactionRunner:
             raise CompactionRunConflictError(
                 f"a compaction of {ml_name} is already running ({state.lease_holder})"
             )
-        # left by a run that died, or by a fold that died after its CAS: nobody references them
-        for ledger_id in state.leftover_ledger_ids:
-            await delete_ledger(self.store, self.client, ledger_id)
+        # left by a run that died, or by a fold that died after its CAS: nobody references them;
+        # one that cannot be deleted now (a bookie down) stays named for the next run or sweep
+        kept = await self._delete_quietly(state.leftover_ledger_ids)
         now = self.clock.now_ms()
         taken = compaction_lease.taken(state, self.instance_id, now, self.config.lease_ms)
         try:
-            state = await self._put(replace(taken, run_ledger_id=None, retired_ledger_ids=()))
+            state = await self._put(replace(taken, run_ledger_id=None, retired_ledger_ids=kept))
         except (BadVersionError, NotFoundError) as exc:
             raise CompactionRunConflictError(f"compaction state of {ml_name} changed under us") from exc
         return RunLease(self.store, state, self.config.lease_ms, self.clock)
@@ -223,6 +223,7 @@ class CompactionRunner:
             retired = tuple(i for i in replaced if i != writer.ledger_id)
             changes.update(view_rules=rules.tag, retired_ledger_ids=retired)
         done = await lease.write(**changes)
+        lease.run_ledger_id = None  # the view's now: nothing that follows may delete it
         self.stats.messages_read += messages_in
         self.stats.messages_kept += writer.messages
         if done.leftover_ledger_ids:  # the layers a fold replaced
@@ -241,13 +242,14 @@ class CompactionRunner:
         view stays as it was. A ledger that could not be deleted stays named in the state, so a
         later poll deletes it."""
         log.warning("compaction of %s failed: %s", lease.topic, exc)
+        if lease.state.status != CompactionStatus.RUNNING:
+            return  # the run recorded its end (the view switched): only its clean-up failed
         deleted = True
         if lease.run_ledger_id is not None:
-            try:
-                await delete_ledger(self.store, self.client, lease.run_ledger_id)
-            except Exception:
-                log.exception("could not delete run ledger %s", lease.run_ledger_id)
-                deleted = False
+            outcome = await self._delete_unreferenced(lease.topic, lease.run_ledger_id)
+            if outcome is None:
+                return  # the view holds it: the run's commit landed, its answer was lost
+            deleted = outcome
         if lease.lost:
             log.warning("compaction of %s records nothing: %s", lease.topic, lease.lost)
             return
@@ -257,6 +259,32 @@ class CompactionRunner:
             log.warning("compaction of %s records nothing: %s", lease.topic, lost)
         except Exception:  # the store is down: the lease lapses and reads as ERROR anyway
             log.exception("could not record the failed compaction of %s", lease.topic)
+
+    async def _delete_unreferenced(self, topic: str, ledger_id: int) -> bool | None:
+        """Delete a failed run's ledger unless the stored state references it (a commit that
+        landed although its answer never came back: None). False when it could not be deleted
+        now (nor the state read): it stays named in the state for a later run or sweep."""
+        try:
+            stored = await asyncio.to_thread(self.store.get_compaction, topic)
+            if ledger_id in stored.layer_ledger_ids:
+                log.warning("compaction of %s: ledger %d is in the view after all; kept", topic, ledger_id)
+                return None
+            await delete_ledger(self.store, self.client, ledger_id)
+            return True
+        except Exception:
+            log.exception("could not delete run ledger %s", ledger_id)
+            return False
+
+    async def _delete_quietly(self, ledger_ids: tuple[int, ...]) -> tuple[int, ...]:
+        """Delete each ledger; the ones that could not be deleted now."""
+        kept = []
+        for ledger_id in ledger_ids:
+            try:
+                await delete_ledger(self.store, self.client, ledger_id)
+            except Exception:
+                log.exception("could not delete the compaction ledger %s; kept for later", ledger_id)
+                kept.append(ledger_id)
+        return tuple(kept)
 
     async def sweep(self) -> list[str]:
         """Record ERROR for every run whose lease lapsed, and delete the ledgers that dead runs left

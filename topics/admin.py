@@ -237,7 +237,9 @@ class AdminPlane(GroupOffsetOps):
 
     async def _delete_compacted_ledger(self, ml_name: str) -> None:
         state = await self._call(self._store.get_compaction, ml_name)
-        for ledger_id in (*state.layer_ledger_ids, *state.retired_ledger_ids):
+        # the view's layers, and what no view references yet: a fold's replaced layers and the
+        # ledger of a run that died (no sweep finds it once the state's row is gone)
+        for ledger_id in (*state.layer_ledger_ids, *state.leftover_ledger_ids):
             await self._ledger_manager.delete(ledger_id)
 
     async def unload(self, topic: str) -> None:
