@@ -71,9 +71,15 @@ class KafkaFetched:
 
 @dataclass(slots=True)
 class _Producer:
+    """An idempotent producer on one partition. `next_sequence` moves when a batch's write
+    starts and moves back when it fails, so that the failed batch's retry is taken and the
+    batches after it are refused as a gap until then (Kafka's broker only advances past a batch
+    it appended; clients retry the failed batch first, then the ones after it)."""
+
     epoch: int
     next_sequence: int  # the first sequence of the next new batch (pushed, maybe in flight)
     recent: deque[tuple[int, int, int]] = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES))
+    in_flight: set[tuple[int, int]] = field(default_factory=set)  # (first sequence, count)
 
 
 class KafkaOps(AdminPlane):
@@ -115,31 +121,57 @@ class KafkaOps(AdminPlane):
             last_sequence = batch.base_sequence + batch.count - 1
             try:
                 if ml.dedup_check(producer, [last_sequence])[0]:
+                    # stored before (a restart forgot it here): the next batch follows it
+                    state.next_sequence = max(state.next_sequence, last_sequence + 1)
                     raise KafkaSequenceError("duplicate", producer, batch.base_sequence)
             except SequenceInFlightError as exc:
                 raise WriteInFlightError(t.name, producer, exc.sequence_id) from exc
         payload = encode_kafka(self._clock.now_ms(), batch.data, batch.count)
-        try:
-            _, base = await ml.append_entry(payload, producer, last_sequence)
-        except TopicsError:
-            raise
-        except ManagedLedgerTerminatedError as exc:
-            raise terminated_error(t, exc) from exc
-        except Exception as exc:
-            if state is not None:
-                t.kafka_producers.pop((partition, batch.producer_id), None)  # resynchronise
-            raise StorageUnavailableError(f"append to {ml.name} failed: {exc}") from exc
+        pushed = (batch.base_sequence, batch.count)
         if state is not None:
-            state.recent.append((batch.base_sequence, batch.count, base))
+            state.next_sequence = batch.base_sequence + batch.count
+            state.in_flight.add(pushed)
+        # Shielded: a handler cancelled mid-write (its connection closed) must not cut the write's
+        # own bookkeeping short, nor leave the producer's state with the batch pushed for ever.
+        append = self._kafka_append(t, ml, payload, producer, last_sequence, state, pushed)
+        base = await asyncio.shield(append)
         t.meters.appended(partition, batch.count, len(batch.data))
         t.notifier.notify()
         if t.policies.backlog_quotas:
             await self._quota_after_produce(t)
         return base
 
+    async def _kafka_append(
+        self,
+        t: OpenTopic,
+        ml: ManagedLedger,
+        payload: bytes,
+        producer: str | None,
+        last_sequence: int | None,
+        state: _Producer | None,
+        pushed: tuple[int, int],
+    ) -> int:
+        """Append the entry; the producer's state learns the outcome either way."""
+        try:
+            _, base = await ml.append_entry(payload, producer, last_sequence)
+        except BaseException as exc:
+            if state is not None:
+                state.in_flight.discard(pushed)
+                state.next_sequence = min(state.next_sequence, pushed[0])  # its retry comes next
+            if isinstance(exc, ManagedLedgerTerminatedError):
+                raise terminated_error(t, exc) from exc
+            if isinstance(exc, Exception) and not isinstance(exc, TopicsError):
+                raise StorageUnavailableError(f"append to {ml.name} failed: {exc}") from exc
+            raise
+        if state is not None:
+            state.in_flight.discard(pushed)
+            state.recent.append((pushed[0], pushed[1], base))
+        return base
+
     def _check_sequence(self, t: OpenTopic, partition: int, batch: KafkaBatch) -> _Producer | int:
-        """The producer's state with this batch pushed, or the offset of the same batch seen
-        among the last five; KafkaSequenceError for an old epoch, a duplicate or a gap."""
+        """The producer's state, the batch being next, or the offset of the same batch seen among
+        the last five; KafkaSequenceError for an old epoch, a duplicate or a gap,
+        WriteInFlightError while the same batch's first try is still being written."""
         key = (partition, batch.producer_id)
         state = t.kafka_producers.get(key)
         first = batch.base_sequence
@@ -151,12 +183,13 @@ class KafkaOps(AdminPlane):
         for seen_first, seen_count, seen_base in state.recent:
             if seen_first == first and seen_count == batch.count:
                 return seen_base
+        if (first, batch.count) in state.in_flight:  # a retry while the first try is writing
+            raise WriteInFlightError(t.name, f"kafka-{batch.producer_id}-{batch.producer_epoch}", first)
         if first < state.next_sequence:
             raise KafkaSequenceError("duplicate", f"producer {batch.producer_id}", first)
         if first > state.next_sequence:
             raise KafkaSequenceError("gap", f"producer {batch.producer_id}", first)
-        state.next_sequence = first + batch.count
-        return state
+        return state  # pushed by the caller once every check passed
 
     # --- fetch ---------------------------------------------------------------------------------
     async def kafka_fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> KafkaFetched:

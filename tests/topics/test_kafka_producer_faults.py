@@ -1,0 +1,92 @@
+"""Idempotent Kafka producers when a write fails or is cut short: nothing acknowledged as a
+duplicate is missing. A failed batch's retry is taken and the batch after it waits for it (a
+gap) instead of being written first; with dedup on, a retry refused while the failed write is
+unresolved does not move the producer's sequence; a retry of a batch whose write is still going
+is told to try again, not that it is a duplicate; a produce cancelled mid-write (its connection
+closed) still finishes the write's bookkeeping, so its entry is visible and its retry answered
+with its offset. Over the topics service with the in-memory store and ledger client."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from bookie.errors import BookieError, ErrorCode
+from tests.topics.conftest import Env
+from tests.topics.test_kafka_ops import T, kbatch, values
+from topics.errors import KafkaSequenceError, StorageUnavailableError, WriteInFlightError
+from topics.kafka_ops import KafkaBatch
+from topics.service import TopicService
+
+
+async def produce_until_taken(svc: TopicService, batch: KafkaBatch) -> int:
+    """Retry while the outcome of an earlier write is unresolved (bounded), as clients do."""
+    for _ in range(500):
+        try:
+            return await svc.kafka_produce(T, 0, batch)
+        except WriteInFlightError:
+            await asyncio.sleep(0.01)
+    pytest.fail("the retry was never resolved")
+
+
+async def fail_one(svc: TopicService, env: Env, batch: KafkaBatch) -> None:
+    env.client.fail_adds = BookieError(ErrorCode.UNAVAILABLE, "bookie down")
+    with pytest.raises(StorageUnavailableError):
+        await svc.kafka_produce(T, 0, batch)
+    env.client.fail_adds = None
+
+
+@pytest.mark.parametrize("dedup", [False, True])
+async def test_after_a_failed_batch_the_next_one_waits_for_its_retry(
+    svc: TopicService, env: Env, dedup: bool
+) -> None:
+    await svc.create_topic(T)
+    await svc.set_policy(T, "deduplicationEnabled", dedup)
+    first, second = kbatch(3, "a", pid=7, seq=0), kbatch(1, "b", pid=7, seq=3)
+    await fail_one(svc, env, first)
+    with pytest.raises(KafkaSequenceError) as gap:  # read after the failure: not before its retry
+        await svc.kafka_produce(T, 0, second)
+    assert gap.value.reason == "gap"
+    assert await produce_until_taken(svc, first) == 0
+    assert await svc.kafka_produce(T, 0, second) == 3
+    fetched = await svc.kafka_fetch(T, 0, 0, 1 << 20)
+    assert values(fetched) == [(0, b"a0"), (1, b"a1"), (2, b"a2"), (3, b"b0")]
+
+
+async def until_on_the_bookie(env: Env, writing: asyncio.Task[int]) -> None:
+    """Until the entry is on the (in-memory) bookie and its write has not yet returned."""
+    for _ in range(1_000):
+        if any(ledger.entries for ledger in env.client.ledgers.values()):
+            break
+        await asyncio.sleep(0)
+    assert not writing.done(), "the write returned before the test could act within it"
+
+
+async def test_a_retry_while_the_first_try_is_writing_is_not_a_duplicate(svc: TopicService, env: Env) -> None:
+    await svc.create_topic(T)
+    batch = kbatch(2, pid=8, seq=0)
+    writing = asyncio.create_task(svc.kafka_produce(T, 0, batch))
+    await until_on_the_bookie(env, writing)
+    with pytest.raises(WriteInFlightError):  # retriable: not "duplicate", which means stored
+        await svc.kafka_produce(T, 0, batch)
+    assert await writing == 0
+    assert await svc.kafka_produce(T, 0, batch) == 0  # now known: its offset, nothing written
+    assert (await svc.kafka_fetch(T, 0, 0, 1 << 20)).high_watermark == 2
+
+
+async def test_a_produce_cancelled_mid_write_still_finishes_it(svc: TopicService, env: Env) -> None:
+    await svc.create_topic(T)
+    batch = kbatch(3, pid=9, seq=0)
+    writing = asyncio.create_task(svc.kafka_produce(T, 0, batch))
+    await until_on_the_bookie(env, writing)
+    writing.cancel()  # the connection closed while the entry was being written
+    with pytest.raises(asyncio.CancelledError):
+        await writing
+    for _ in range(200):
+        if (await svc.kafka_fetch(T, 0, 0, 1 << 20)).high_watermark == 3:
+            break
+        await asyncio.sleep(0.01)
+    assert (await svc.kafka_fetch(T, 0, 0, 1 << 20)).high_watermark == 3  # visible
+    assert await produce_until_taken(svc, batch) == 0  # the retry: its offset, not "duplicate"
+    assert (await svc.kafka_fetch(T, 0, 0, 1 << 20)).high_watermark == 3  # and not written twice
