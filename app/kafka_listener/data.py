@@ -223,7 +223,7 @@ class DataPlane:
         self, ctx: RequestContext, wanted: Sequence[tuple[str, int, int, int]], max_bytes: int
     ) -> list[tuple[ErrorCode, KafkaFetched | None, bytes]]:
         out: list[tuple[ErrorCode, KafkaFetched | None, bytes]] = []
-        budget = max_bytes
+        budget, spent = max_bytes, False
         for name, partition, offset, partition_max in wanted:
             limit = max(1, min(partition_max, budget))
             if await self._access.denied(ctx, quire_topic(self._config, name), Need.CONSUME):
@@ -237,6 +237,11 @@ class DataPlane:
                 out.append((error_code(exc), None, b""))
                 continue
             records = batches(fetched)
+            if spent and len(records) > budget:
+                # Only the first partition with data may go over the response's max_bytes (so
+                # that a batch larger than it is still delivered); the others wait their turn.
+                records = b""
+            spent = spent or bool(records)
             budget = max(0, budget - len(records))
             out.append((ErrorCode.NONE, fetched, records))
         return out

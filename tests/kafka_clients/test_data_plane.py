@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
+from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.metadata.v5.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.produce.v7.request import PartitionProduceData, ProduceRequest, TopicProduceData
 
@@ -191,8 +192,8 @@ def kafka_python_batch(values: list[bytes]) -> bytes:
     return bytes(builder.build())
 
 
-def produce_request(topic: str, batch: bytes) -> ProduceRequest:
-    data = PartitionProduceData(index=0, records=batch)
+def produce_request(topic: str, batch: bytes, partition: int = 0) -> ProduceRequest:
+    data = PartitionProduceData(index=partition, records=batch)
     return ProduceRequest(
         transactional_id=None,
         acks=-1,
@@ -227,6 +228,37 @@ async def test_a_corrupt_batch_gets_corrupt_message_and_the_listener_goes_on(qui
         await second.close()
     assert [r.value for r in read("kafka-python", quire.bootstrap, topic, 0)] == [b"one", b"two"] * 2
     assert len(quire.rest_read(topic)) == 4
+
+
+async def test_a_fetch_over_its_max_bytes_gives_data_of_the_first_partition_only(quire: Standalone) -> None:
+    """Kafka's rule: only the first partition with data may exceed the request's max_bytes."""
+    topic = "fetch-budget"
+    create_topic("kafka-python", quire, topic, partitions=2)
+    big = kafka_python_batch([b"x" * 1_000])
+    client = await RawClient.connect(quire.kafka_port)
+    try:
+        for partition in (0, 1):
+            produced = await client.call(produce_request(topic, big, partition), 1 + partition)
+            assert partition_results(produced) == [(ErrorCode.NONE, 0)]
+        partitions = tuple(
+            FetchPartition(partition=p, fetch_offset=0, log_start_offset=-1, partition_max_bytes=1 << 20)
+            for p in (0, 1)
+        )
+        fetch = FetchRequest(
+            replica_id=-1, max_wait=datetime.timedelta(milliseconds=0), min_bytes=1,
+            max_bytes=len(big) + 500, isolation_level=0, session_id=0, session_epoch=-1,
+            topics=(FetchTopic(topic=topic, partitions=partitions),), forgotten_topics_data=(), rack_id="",
+        )  # fmt: skip
+        answer = await client.call(fetch, 3)
+        got = {
+            p.partition_index: (p.error_code, p.high_watermark, len(p.records or b""))
+            for t in answer.responses  # type: ignore[attr-defined]
+            for p in t.partitions
+        }
+        assert got[0][:2] == got[1][:2] == (ErrorCode.NONE, 1)
+        assert got[0][2] >= len(big) and got[1][2] == 0, got
+    finally:
+        await client.close()
 
 
 # --- compacted topics (last: their runs were asked for first) -----------------------------------
