@@ -38,7 +38,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
@@ -197,6 +197,25 @@ def _peer_name(writer: asyncio.StreamWriter) -> str:
     return str(peer)
 
 
+# Requests whose effects must follow the request order of their connection, as Kafka applies
+# every request of a connection one after the other: two pipelined OffsetCommits of one partition
+# (async commits) must not land in reverse, and an OffsetFetch after them sees the last one. Other
+# requests run concurrently (a Fetch long poll must not hold the next request up).
+SERIAL = frozenset({ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH})
+
+
+async def _after(previous: asyncio.Future[Any] | None, handling: Awaitable[Any]) -> Any:
+    """Run `handling` once `previous` (the connection's last SERIAL request) has ended."""
+    try:
+        if previous is not None and not previous.done():
+            await asyncio.wait([previous])
+    except BaseException:
+        if isinstance(handling, Coroutine):
+            handling.close()  # cancelled before it started (the connection is closing)
+        raise
+    return await handling
+
+
 class _Connection:
     def __init__(
         self, server: KafkaServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -211,6 +230,7 @@ class _Connection:
         self.slots = asyncio.Semaphore(server.max_in_flight)
         self.in_flight_bytes = 0
         self.space = asyncio.Event()
+        self.serial_tail: asyncio.Future[Any] | None = None  # the last SERIAL request started
 
     async def serve(self) -> None:
         reading = asyncio.create_task(self._read_loop())
@@ -290,7 +310,12 @@ class _Connection:
             return None
         ctx = RequestContext(api_key, api_version, correlation_id, client_id, self.peer, self.state)
         try:
-            running = asyncio.ensure_future(self.server.handlers[api_key](ctx, request))
+            handling = self.server.handlers[api_key](ctx, request)
+            if api_key in SERIAL:
+                handling = _after(self.serial_tail, handling)
+            running = asyncio.ensure_future(handling)
+            if api_key in SERIAL:
+                self.serial_tail = running
         except Exception:
             log.exception(
                 "Kafka connection %s: handler of API key %d failed to start; closing", self.peer, api_key

@@ -14,6 +14,8 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersions
 from kio.schema.join_group.v6.request import JoinGroupRequest as JoinGroupV6
 from kio.schema.metadata.v5.request import MetadataRequest as MetadataV5
 from kio.schema.metadata.v5.response import MetadataResponse as MetadataResponseV5
+from kio.schema.offset_commit.v3.request import OffsetCommitRequest
+from kio.schema.offset_commit.v3.response import OffsetCommitResponse
 from kio.schema.produce.v3.request import PartitionProduceData, TopicProduceData
 from kio.schema.produce.v3.request import ProduceRequest as ProduceV3
 
@@ -239,4 +241,31 @@ async def test_in_flight_bytes_per_connection_are_bounded() -> None:
         assert started == [0, 1]
         release.set()
         assert [(await client.read())[0] for _ in range(5)] == list(range(5))
+        await client.close()
+
+
+async def test_pipelined_offset_commits_take_effect_in_request_order() -> None:
+    """Kafka applies a connection's requests one after the other: a second async commit must not
+    land before the first, even when the first is slower to handle."""
+    landed: list[int] = []
+
+    async def offset_commit(ctx: RequestContext, request: Any) -> Any:
+        if ctx.correlation_id == 1:
+            await asyncio.sleep(0.2)  # the first commit's store write is slow
+        landed.append(ctx.correlation_id)
+        return make(OffsetCommitResponse, throttle_time=datetime.timedelta(0), topics=())
+
+    async with running({ApiKey.OFFSET_COMMIT: offset_commit}) as server:
+        client = await RawClient.connect(server.port)
+        request = make(
+            OffsetCommitRequest,
+            group_id="g",
+            generation_id_or_member_epoch=1,
+            member_id="m",
+            retention_time=datetime.timedelta(milliseconds=-1),
+            topics=(),
+        )
+        await client.send(b"".join(encode_request(request, n) for n in (1, 2)))
+        assert [(await client.read())[0] for _ in range(2)] == [1, 2]
+        assert landed == [1, 2]
         await client.close()
