@@ -186,6 +186,11 @@ class ManagedLedger(Protocol):
         is in flight or failed unresolved). With dedup off, or for a None id, False."""
         ...
 
+    def dedup_highest(self, producer_name: str) -> int | None:
+        """The highest sequence id persisted for the producer; None when there is none (or
+        dedup is off)."""
+        ...
+
     async def read_entries(self, start: Position, max_entries: int) -> list[tuple[Position, bytes]]:
         """Up to max_entries entries at positions >= start (positions in trimmed ledgers are
         skipped), in order, up to the last confirmed entry. Empty at the end."""

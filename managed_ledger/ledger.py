@@ -385,6 +385,11 @@ class ManagedLedger:
             self._appender.resolve_failed_write()
             raise
 
+    def dedup_highest(self, producer_name: str) -> int | None:
+        if not self._config.dedup_enabled:
+            return None
+        return self._dedup.persisted.get(producer_name)
+
     async def snapshot_dedup(self) -> None:
         """Store producer -> highest persisted sequence id as of the last confirmed entry."""
         async with self._snapshot_lock:

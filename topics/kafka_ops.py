@@ -69,6 +69,16 @@ class KafkaFetched:
     entries: list[tuple[int, bytes]] = field(default_factory=list)
 
 
+SEQUENCES = 1 << 31  # a producer's sequence numbers wrap to 0 after 2**31 - 1 (Kafka's rule)
+
+
+def unwrap(sequence: int, near: int) -> int:
+    """The unwrapped sequence number (counting every wrap) whose wrapped value is `sequence`,
+    nearest to the unwrapped `near`."""
+    value = near - (near - sequence) % SEQUENCES
+    return value + SEQUENCES if near - value > SEQUENCES // 2 else value
+
+
 @dataclass(slots=True)
 class _Producer:
     """An idempotent producer on one partition. `next_sequence` moves when a batch's write
@@ -77,7 +87,10 @@ class _Producer:
     it appended; clients retry the failed batch first, then the ones after it)."""
 
     epoch: int
-    next_sequence: int  # the first sequence of the next new batch (pushed, maybe in flight)
+    # The first sequence of the next new batch (pushed, maybe in flight). Sequences here are
+    # unwrapped: they keep counting past 2**31 where the wire's wrap to 0, so that order and the
+    # managed ledger's dedup (which only goes up) hold across a wrap.
+    next_sequence: int
     recent: deque[tuple[int, int, int]] = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES))
     in_flight: set[tuple[int, int]] = field(default_factory=set)  # (first sequence, count)
 
@@ -111,14 +124,15 @@ class KafkaOps(AdminPlane):
         check_writable(t, [partition])
         if t.policies.backlog_quotas:
             await self._quota_gate(t)
-        producer, last_sequence, state = None, None, None
+        producer, last_sequence, state, first = None, None, None, batch.base_sequence
         if batch.producer_id >= 0:
-            checked = self._check_sequence(t, partition, batch)
+            producer = f"kafka-{batch.producer_id}-{batch.producer_epoch}"
+            checked = self._check_sequence(t, partition, batch, ml.dedup_highest(producer))
             if isinstance(checked, int):
                 return checked  # the same batch again: its offset, nothing written
             state = checked
-            producer = f"kafka-{batch.producer_id}-{batch.producer_epoch}"
-            last_sequence = batch.base_sequence + batch.count - 1
+            first = state.next_sequence  # the batch's, unwrapped
+            last_sequence = first + batch.count - 1
             try:
                 if ml.dedup_check(producer, [last_sequence])[0]:
                     # stored before (a restart forgot it here): the next batch follows it
@@ -127,9 +141,9 @@ class KafkaOps(AdminPlane):
             except SequenceInFlightError as exc:
                 raise WriteInFlightError(t.name, producer, exc.sequence_id) from exc
         payload = encode_kafka(self._clock.now_ms(), batch.data, batch.count)
-        pushed = (batch.base_sequence, batch.count)
+        pushed = (first, batch.count)
         if state is not None:
-            state.next_sequence = batch.base_sequence + batch.count
+            state.next_sequence = first + batch.count
             state.in_flight.add(pushed)
         # Shielded: a handler cancelled mid-write (its connection closed) must not cut the write's
         # own bookkeeping short, nor leave the producer's state with the batch pushed for ever.
@@ -168,18 +182,23 @@ class KafkaOps(AdminPlane):
             state.recent.append((pushed[0], pushed[1], base))
         return base
 
-    def _check_sequence(self, t: OpenTopic, partition: int, batch: KafkaBatch) -> _Producer | int:
+    def _check_sequence(
+        self, t: OpenTopic, partition: int, batch: KafkaBatch, highest: int | None
+    ) -> _Producer | int:
         """The producer's state, the batch being next, or the offset of the same batch seen among
         the last five; KafkaSequenceError for an old epoch, a duplicate or a gap,
         WriteInFlightError while the same batch's first try is still being written."""
         key = (partition, batch.producer_id)
         state = t.kafka_producers.get(key)
-        first = batch.base_sequence
         if state is None or batch.producer_epoch > state.epoch:
-            state = _Producer(batch.producer_epoch, first)  # a new producer, or a new epoch
+            # A new producer, or a new epoch; after a restart with dedup on, the managed ledger's
+            # highest sequence tells how often this producer's sequence has wrapped.
+            start = batch.base_sequence if highest is None else unwrap(batch.base_sequence, highest + 1)
+            state = _Producer(batch.producer_epoch, start)
             t.kafka_producers[key] = state
         elif batch.producer_epoch < state.epoch:
             raise KafkaSequenceError("epoch", f"producer {batch.producer_id}", batch.producer_epoch)
+        first = unwrap(batch.base_sequence, state.next_sequence)
         for seen_first, seen_count, seen_base in state.recent:
             if seen_first == first and seen_count == batch.count:
                 return seen_base

@@ -90,3 +90,37 @@ async def test_a_produce_cancelled_mid_write_still_finishes_it(svc: TopicService
     assert (await svc.kafka_fetch(T, 0, 0, 1 << 20)).high_watermark == 3  # visible
     assert await produce_until_taken(svc, batch) == 0  # the retry: its offset, not "duplicate"
     assert (await svc.kafka_fetch(T, 0, 0, 1 << 20)).high_watermark == 3  # and not written twice
+
+
+WRAP = 2**31  # Kafka's sequence numbers wrap to 0 after 2**31 - 1
+
+
+@pytest.mark.parametrize("dedup", [False, True])
+async def test_a_producers_sequence_wraps_to_zero_and_goes_on(svc: TopicService, dedup: bool) -> None:
+    await svc.create_topic(T)
+    await svc.set_policy(T, "deduplicationEnabled", dedup)
+    assert await svc.kafka_produce(T, 0, kbatch(3, "a", pid=5, seq=WRAP - 3)) == 0
+    assert await svc.kafka_produce(T, 0, kbatch(2, "b", pid=5, seq=0)) == 3  # after the wrap
+    assert await svc.kafka_produce(T, 0, kbatch(2, "b", pid=5, seq=0)) == 3  # its retry: its offset
+    with pytest.raises(KafkaSequenceError) as old:
+        await svc.kafka_produce(T, 0, kbatch(1, "a", pid=5, seq=WRAP - 4))  # before the last five
+    assert old.value.reason == "duplicate"
+    with pytest.raises(KafkaSequenceError) as gap:
+        await svc.kafka_produce(T, 0, kbatch(1, "c", pid=5, seq=3))
+    assert gap.value.reason == "gap"
+    assert await svc.kafka_produce(T, 0, kbatch(2, "c", pid=5, seq=2)) == 5
+
+
+async def test_a_wrapped_producer_goes_on_after_a_restart_with_dedup_on(env: Env) -> None:
+    svc = env.service
+    await svc.create_topic(T)
+    await svc.set_policy(T, "deduplicationEnabled", True)
+    await svc.kafka_produce(T, 0, kbatch(3, "a", pid=6, seq=WRAP - 3))
+    await svc.kafka_produce(T, 0, kbatch(2, "b", pid=6, seq=0))
+    svc = await env.restart()
+    with pytest.raises(KafkaSequenceError) as dup:  # stored before the restart
+        await svc.kafka_produce(T, 0, kbatch(2, "b", pid=6, seq=0))
+    assert dup.value.reason == "duplicate"
+    assert await svc.kafka_produce(T, 0, kbatch(1, "c", pid=6, seq=2)) == 5
+    fetched = await svc.kafka_fetch(T, 0, 0, 1 << 20)
+    assert [v for _, v in values(fetched)] == [b"a0", b"a1", b"a2", b"b0", b"b1", b"c0"]
