@@ -211,7 +211,7 @@ class DataPlane:
             size = sum(len(r[2]) for r in results)
             left = deadline - time.monotonic()
             futures = [f for f in armed if f is not None]
-            if size >= max(1, req.min_bytes) or left <= 0 or any(r[0] != ErrorCode.NONE for r in results):
+            if size >= req.min_bytes or left <= 0 or any(r[0] != ErrorCode.NONE for r in results):
                 break
             if not futures:
                 await asyncio.sleep(min(left, 0.05))  # nothing open here yet: look again soon

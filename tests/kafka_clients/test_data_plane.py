@@ -261,6 +261,25 @@ async def test_a_fetch_over_its_max_bytes_gives_data_of_the_first_partition_only
         await client.close()
 
 
+async def test_a_fetch_with_min_bytes_0_is_answered_at_once(quire: Standalone) -> None:
+    """Kafka: min_bytes 0 means answer now, data or not (no long poll up to max_wait)."""
+    topic = "fetch-now"
+    create_topic("kafka-python", quire, topic)
+    client = await RawClient.connect(quire.kafka_port)
+    try:
+        fetch = FetchRequest(
+            replica_id=-1, max_wait=datetime.timedelta(seconds=600), min_bytes=0, max_bytes=1 << 20,
+            isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=(), rack_id="",
+            topics=(FetchTopic(topic=topic, partitions=(FetchPartition(
+                partition=0, fetch_offset=0, log_start_offset=-1, partition_max_bytes=1 << 20),)),),
+        )  # fmt: skip
+        answer = await client.call(fetch, 1)  # the raw client waits WAIT_S at most, far below 600 s
+        (partition,) = answer.responses[0].partitions
+        assert (partition.error_code, partition.high_watermark) == (ErrorCode.NONE, 0)
+    finally:
+        await client.close()
+
+
 # --- compacted topics (last: their runs were asked for first) -----------------------------------
 
 KEYS = [b"apple", b"pear", b"plum"]
