@@ -329,14 +329,11 @@ class KafkaOps(AdminPlane):
             raise OffsetOutOfRangeError(t.name, partition, offset, start, high)
         if offset <= start:
             return start
-        if offset == high:
-            end = await self._end_of(t, partition)
-            assert end is not None, "a partition with offsets below its high watermark has entries"
-            message_id = end
-        else:
-            position = await ml.find_offset(offset)
-            header = entry_offsets(await ml.read_entry(position)) if position is not None else None
-            assert position is not None and header is not None, "offsets below the high watermark are stored"
-            message_id = MessageId(position.ledger_id, position.entry_id, offset - header[0])
+        # The entry holding `offset`, or at the high watermark the one holding the offset before
+        # it (then the id right after its last message): never the entries appended meanwhile.
+        position = await ml.find_offset(min(offset, high - 1))
+        header = entry_offsets(await ml.read_entry(position)) if position is not None else None
+        assert position is not None and header is not None, "offsets below the high watermark are stored"
+        message_id = MessageId(position.ledger_id, position.entry_id, offset - header[0])
         await self.truncate_before(t.name, message_id)
         return offset

@@ -4,7 +4,9 @@ gap) instead of being written first; with dedup on, a retry refused while the fa
 unresolved does not move the producer's sequence; a retry of a batch whose write is still going
 is told to try again, not that it is a duplicate; a produce cancelled mid-write (its connection
 closed) still finishes the write's bookkeeping, so its entry is visible and its retry answered
-with its offset. Over the topics service with the in-memory store and ledger client."""
+with its offset; sequences wrap to 0 after 2**31 - 1 and go on; a DeleteRecords at the high
+watermark keeps a batch produced while it runs. Over the topics service with the in-memory
+store and ledger client."""
 
 from __future__ import annotations
 
@@ -124,3 +126,25 @@ async def test_a_wrapped_producer_goes_on_after_a_restart_with_dedup_on(env: Env
     assert await svc.kafka_produce(T, 0, kbatch(1, "c", pid=6, seq=2)) == 5
     fetched = await svc.kafka_fetch(T, 0, 0, 1 << 20)
     assert [v for _, v in values(fetched)] == [b"a0", b"a1", b"a2", b"b0", b"b1", b"c0"]
+
+
+async def test_delete_records_at_the_high_watermark_keeps_what_is_produced_meanwhile(
+    svc: TopicService,
+) -> None:
+    await svc.create_topic(T)
+    for _ in range(3):
+        await svc.kafka_produce(T, 0, kbatch(4, "old"))
+    _, ml = await svc._kafka_ml(T, 0)
+    log_start = ml.log_start_offset
+
+    async def produced_meanwhile() -> int:  # a produce lands while DeleteRecords looks around
+        await svc.kafka_produce(T, 0, kbatch(2, "new"))
+        return await log_start()
+
+    ml.log_start_offset = produced_meanwhile  # type: ignore[method-assign]
+    try:
+        assert await svc.kafka_delete_records(T, 0, -1) == 12
+    finally:
+        ml.log_start_offset = log_start  # type: ignore[method-assign]
+    fetched = await svc.kafka_fetch(T, 0, 12, 1 << 20)
+    assert fetched.log_start_offset == 12 and values(fetched) == [(12, b"new0"), (13, b"new1")]
