@@ -1,8 +1,9 @@
 """A run's clean-up never deletes the view it committed, and a ledger that cannot be deleted now
 does not stop the next run: a run cancelled after its fold's compare-and-set (the service
 stopping), a commit whose write landed but whose answer was lost, a run cancelled while its
-commit's write is in flight, a leftover whose bookie is down, a topic deleted after a run died.
-Over the topics service and the reference engine, as tests/compactor/test_layers.py."""
+commit's write is in flight, a leftover whose bookie is down, a topic deleted after a run
+died; and a reader or a read_compacted subscription during which a run commits serves nothing
+twice. Over the topics service and the reference engine, as tests/compactor/test_layers.py."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ from tests.compactor.test_layers import (
     runner_of,
 )
 from tests.topics.conftest import Env
+from topics.api import SubscriptionOptions
 
 __all__ = ["env"]  # the fixture
 
@@ -166,3 +168,33 @@ async def test_deleting_a_topic_deletes_the_ledger_of_a_run_that_died(env: Env) 
     await env.service.delete_topic(T, force=True)
     assert ledger_gone(env, orphan)
     assert all(ledger_gone(env, i) for i in base.layer_ledger_ids)
+
+
+@pytest.mark.parametrize("how", ["reader", "subscription"])
+async def test_a_run_committed_between_reading_the_horizon_and_the_view_serves_nothing_twice(
+    env: Env, how: str
+) -> None:
+    runner = runner_of(env)
+    await layered(env, runner)
+    await produce(env, [("k5", b"late"), ("k6", b"late")])  # after the horizon: a run takes them
+    view = env.service._compacted
+    horizon = view.horizon
+
+    async def then_a_run(ml_name: str) -> Any:
+        seen = await horizon(ml_name)
+        view.horizon = horizon  # type: ignore[method-assign]  # once
+        await runner.run(T)  # commits a delta past the horizon just read
+        return seen
+
+    view.horizon = then_a_run  # type: ignore[method-assign]
+    try:
+        if how == "reader":
+            ids = [m.message_id for m in (await env.service.read(T, "earliest", 1_000, True, 0)).messages]
+        else:
+            options = SubscriptionOptions("earliest", read_compacted=True)
+            await env.service.create_subscription(T, "s", options)
+            ids = [d.message.message_id for d in await env.service.receive(T, "s", 1_000, 0, None)]
+    finally:
+        view.horizon = horizon  # type: ignore[method-assign]
+    assert len(ids) == len(set(ids)) and ids == sorted(ids)
+    assert len(env.store.get_compaction(T).delta_ledger_ids) == 2  # the run did commit meanwhile
