@@ -247,9 +247,11 @@ class KafkaOps(AdminPlane):
         return out
 
     async def _kafka_log_start(self, t: OpenTopic, ml: ManagedLedger) -> int:
+        """The topic's log start, or the first compacted row's offset when retention deleted the
+        ledgers that row came from; never before a truncation (DeleteRecords) point."""
         start = await ml.log_start_offset()
         if t.policies.compaction_on:
-            first = await self._compacted.read(ml.name, EARLIEST, 1)
+            first = await self._compacted.read(ml.name, ml.log_start or EARLIEST, 1)
             if first and first[0].offset is not None:
                 start = min(start, first[0].offset)
         return start

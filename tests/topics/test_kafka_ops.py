@@ -147,3 +147,19 @@ async def test_compacted_view_then_tail_keep_offsets(env: Env) -> None:
     assert values(await svc.kafka_fetch(T, 0, 2, 1 << 20)) == [(2, b"a2"), (3, b"c1")]
     assert values(await svc.kafka_fetch(T, 0, 3, 1 << 20)) == [(3, b"c1")]
     assert MessageId(horizon.ledger_id, horizon.entry_id, 0) == horizon
+
+
+async def test_delete_records_hides_the_compacted_rows_before_it(env: Env) -> None:
+    svc = env.service
+    await svc.create_topic(T)
+    await svc.set_policy(T, "compactionThreshold", 1 << 30)  # compaction on
+    await svc.produce(T, "p", [Message(b"a1", key="a"), Message(b"b1", key="b")])  # offsets 0, 1
+    await svc.produce(T, "p", [Message(b"c1", key="c"), Message(b"d1", key="d")])  # offsets 2, 3
+    first = (await svc.read(T, "earliest", 10, False, 0)).messages
+    await compact(env, T, first[3].message_id, [m.message_id for m in first])
+    assert await svc.kafka_delete_records(T, 0, 2) == 2
+    got = await svc.kafka_fetch(T, 0, 2, 1 << 20)
+    assert got.log_start_offset == 2 and values(got) == [(2, b"c1"), (3, b"d1")]
+    with pytest.raises(OffsetOutOfRangeError):  # gone for Kafka readers too, as for REST ones
+        await svc.kafka_fetch(T, 0, 0, 1 << 20)
+    assert [m.value for m in (await svc.read(T, "earliest", 10, True, 0)).messages] == [b"c1", b"d1"]
