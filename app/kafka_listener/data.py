@@ -121,6 +121,7 @@ class DataPlane:
             except TopicNotFoundError:
                 if not auto_create:
                     raise
+                await self._topics.lookup(topic)  # refused when automatic creation is off
                 count = self._config.default_partitions
                 await self._topics.create_topic(topic, count if count > 1 else 0)
                 partitions = await self._topics.kafka_partitions(topic)

@@ -44,7 +44,13 @@ class KafkaListener:
         if security is not None:
             handlers = {key: security.guard(key, handler) for key, handler in handlers.items()}
             handlers.update(security.handlers())
-        self.server = KafkaServer(handlers, host=config.host, port=config.port, ssl_context=ssl_context)
+        self.server = KafkaServer(
+            handlers,
+            host=config.host,
+            port=config.port,
+            ssl_context=ssl_context,
+            authenticated=security.authenticated if security is not None else None,
+        )
 
     @property
     def port(self) -> int:

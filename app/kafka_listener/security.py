@@ -62,6 +62,11 @@ class KafkaSecurity(Access):
         self._authorizer = authorizer
         self._clock = clock
 
+    @staticmethod
+    def authenticated(state: dict[str, Any]) -> bool:
+        """Whether the connection of this state has authenticated (the server's bounds)."""
+        return ROLE in state
+
     def handlers(self) -> dict[int, Handler]:
         return {ApiKey.SASL_HANDSHAKE: self.handshake, ApiKey.SASL_AUTHENTICATE: self.authenticate}
 

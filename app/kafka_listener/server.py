@@ -72,6 +72,8 @@ class RequestContext:
 # and a kio response dataclass of the same API and version (ResponsePayload).
 Request: TypeAlias = Any
 Response: TypeAlias = Any
+PRE_AUTH_MAX_BYTES: Final = 512 * 1024  # Kafka's sasl.server.max.receive.size
+AUTH_TIMEOUT_S: Final = 10.0
 Handler: TypeAlias = Callable[[RequestContext, Request], Awaitable[Response | None]]
 
 
@@ -106,8 +108,15 @@ class KafkaServer:
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         max_in_flight_bytes: int = DEFAULT_MAX_IN_FLIGHT_BYTES,
         ssl_context: ssl.SSLContext | None = None,
+        authenticated: Callable[[dict[str, Any]], bool] | None = None,
+        auth_timeout_s: float = AUTH_TIMEOUT_S,
     ) -> None:
         self._ssl = ssl_context
+        # With authentication on: whether a connection (by its state) has authenticated. Before
+        # it has, a frame is at most PRE_AUTH_MAX_BYTES and the connection is closed when it
+        # has not authenticated within auth_timeout_s (a client holds no memory it has no right to).
+        self.authenticated = authenticated
+        self.auth_timeout_s = auth_timeout_s
         for key in handlers:
             if key == ApiKey.API_VERSIONS or served_range(key) is None:
                 raise ValueError(
@@ -234,11 +243,16 @@ class _Connection:
 
     async def serve(self) -> None:
         reading = asyncio.create_task(self._read_loop())
+        watchdog = None
+        if self.server.authenticated is not None:
+            watchdog = asyncio.get_running_loop().call_later(self.server.auth_timeout_s, self._auth_overdue)
         try:
             await self._write_loop()
         except (_Stop, ConnectionError):
             pass
         finally:
+            if watchdog is not None:
+                watchdog.cancel()
             reading.cancel()
             self._abandon()
             await self._close_transport()
@@ -269,6 +283,13 @@ class _Connection:
         finally:
             self.queue.put_nowait(None)
 
+    def _auth_overdue(self) -> None:
+        check = self.server.authenticated
+        if check is not None and not check(self.state):
+            timeout = self.server.auth_timeout_s
+            log.info("Kafka connection %s: not authenticated within %.0f s; closing", self.peer, timeout)
+            self.writer.close()
+
     async def _read_size(self) -> int | None:
         """The next frame's size, or None at a clean end of input or a size out of bounds."""
         head = await self.reader.read(4)
@@ -277,12 +298,13 @@ class _Connection:
         if len(head) < 4:
             head += await self.reader.readexactly(4 - len(head))
         size = int.from_bytes(head, "big", signed=True)
-        if size <= 0 or size > self.server.max_request_bytes:
+        bound = self.server.max_request_bytes
+        check = self.server.authenticated
+        if check is not None and not check(self.state):
+            bound = min(bound, PRE_AUTH_MAX_BYTES)
+        if size <= 0 or size > bound:
             log.info(
-                "Kafka connection %s: request size %d out of bounds (1..%d); closing",
-                self.peer,
-                size,
-                self.server.max_request_bytes,
+                "Kafka connection %s: request size %d out of bounds (1..%d); closing", self.peer, size, bound
             )
             return None
         return size

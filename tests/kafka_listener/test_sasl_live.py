@@ -186,3 +186,26 @@ def test_kcat_authenticates(kafka: tuple[Stack, str], secrets: Secrets, tmp_path
     )
     assert refused.returncode != 0
     assert b"from-kcat" not in refused.stdout
+
+
+async def _closed_by_the_broker(bootstrap: str, first_bytes: bytes) -> bool:
+    host, port = bootstrap.rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(first_bytes)
+        await writer.drain()
+        return await asyncio.wait_for(reader.read(1), 15) == b""  # EOF: the broker closed it
+    finally:
+        writer.close()
+
+
+def test_before_authenticating_a_client_may_not_send_a_huge_frame_nor_wait_for_ever(
+    kafka: tuple[Stack, str],
+) -> None:
+    """Kafka's sasl.server.max.receive.size: a frame declared over 512 KiB before SASL closes the
+    connection at once (no 100 MB buffered for a client with no rights); a connection that never
+    authenticates is closed after the authentication timeout (10 s)."""
+    _, bootstrap = kafka
+    huge = (50 * 1024 * 1024).to_bytes(4, "big") + b"\x00" * 1024
+    assert asyncio.run(_closed_by_the_broker(bootstrap, huge))
+    assert asyncio.run(_closed_by_the_broker(bootstrap, b""))  # silent: closed by the timeout
