@@ -88,6 +88,10 @@ def write_disk_cookie(data_dir: Path, cookie: BookieCookie) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, data_dir / COOKIE_FILE)
+    _sync_dir(data_dir)
+
+
+def _sync_dir(data_dir: Path) -> None:
     dir_fd = os.open(data_dir, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
@@ -171,7 +175,13 @@ def establish_cookie(
 def _format(
     directory: BookieDirectory, bookie_id: str, data_dir: Path, stored: BookieCookie | None, now_ms: int
 ) -> BookieCookie:
-    """Erase the old instance's entries and register the disk as a new instance."""
+    """Erase the old instance's entries and register the disk as a new instance. The old cookie
+    goes first (durably): a format that dies part way leaves a disk without a cookie, which the
+    store's cookie refuses at the next start (until formatted again), never the old cookie over
+    erased data, which would be served as the old instance."""
+    if (data_dir / COOKIE_FILE).exists():
+        (data_dir / COOKIE_FILE).unlink()
+        _sync_dir(data_dir)
     for name in DATA_SUBDIRS:
         if (data_dir / name).exists():
             shutil.rmtree(data_dir / name)

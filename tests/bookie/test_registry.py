@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import bookie.cookie
 from bookie.cookie import COOKIE_FILE, CookieMismatchError, establish_cookie, read_disk_cookie
 from bookie.registry import (
     BookieRecord,
@@ -110,6 +111,26 @@ def test_a_wiped_disk_is_refused_until_formatted(store: InMemoryMetadataStore, t
     assert formatted.instance_id != first.instance_id
     assert store.get_bookie_cookie("a:1") == formatted and not (tmp_path / "journal").exists()
     assert establish_cookie(store, "a:1", tmp_path) == formatted
+
+
+def test_a_format_that_dies_part_way_leaves_a_disk_that_is_refused(
+    store: InMemoryMetadataStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    establish_cookie(store, "a:1", tmp_path)
+    (tmp_path / "journal").mkdir()
+    (tmp_path / "journal" / "old").write_bytes(b"x")
+
+    def dies(data_dir: Path, cookie: object) -> None:
+        raise OSError("the process died between erasing the data and writing the new cookie")
+
+    monkeypatch.setattr(bookie.cookie, "write_disk_cookie", dies)
+    with pytest.raises(OSError):
+        establish_cookie(store, "a:1", tmp_path, format_disk=True)
+    monkeypatch.undo()
+    assert not (tmp_path / "journal").exists()  # erased: the old instance's copies are gone
+    with pytest.raises(CookieMismatchError, match=r"wiped.*--format"):  # a plain restart
+        establish_cookie(store, "a:1", tmp_path)
+    assert establish_cookie(store, "a:1", tmp_path, format_disk=True).bookie_id == "a:1"
 
 
 def test_a_swapped_disk_is_refused(store: InMemoryMetadataStore, tmp_path: Path) -> None:
