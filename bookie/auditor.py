@@ -63,6 +63,9 @@ class AuditResult:
     lost: set[str] = field(default_factory=set)
     decommissioning: set[str] = field(default_factory=set)
     back: set[str] = field(default_factory=set)  # heartbeating, in any state but decommissioning
+    # Drained bookies: a ledger still naming one (a copy onto it swapped in after the pass that
+    # found it drained) is listed, so that it does not rest on a bookie that may be stopped.
+    drained: set[str] = field(default_factory=set)
     formatted_ms: dict[str, int] = field(default_factory=dict)  # when each bookie's instance began
     marked: int = 0  # rows created or changed this pass
     cleared: int = 0  # rows dropped because their bookies came back
@@ -92,7 +95,7 @@ class Auditor:
             return result
         result.leader = True
         self._classify(now, result)
-        targets = result.lost | result.decommissioning
+        targets = result.lost | result.decommissioning | result.drained
         named = self._mark(targets, now, result)
         self._finish_decommissions(result.decommissioning - named, result)
         return result
@@ -102,6 +105,8 @@ class Auditor:
         for status in self.registry.all_bookies():
             if status.state == BookieState.DECOMMISSIONING:
                 result.decommissioning.add(status.bookie_id)
+            elif status.state == BookieState.DECOMMISSIONED:
+                result.drained.add(status.bookie_id)
             elif status.state != BookieState.DOWN:
                 result.back.add(status.bookie_id)
             else:

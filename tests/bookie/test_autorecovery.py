@@ -368,3 +368,23 @@ async def test_a_bookie_formatted_within_the_grace_period_has_its_old_ledgers_li
     assert a not in {x for _, bs in cluster.store.get_ledger(before.ledger_id).history() for x in bs}
     assert cluster.store.get_ledger(after.ledger_id) == after  # made after the format: untouched
     assert cluster.auditor.audit_once().marked == 0
+
+
+async def test_a_ledger_still_naming_a_drained_bookie_is_listed_and_moved_off_it(cluster: Cluster) -> None:
+    """A copy onto a bookie can be swapped in after the pass that found that bookie drained (it
+    was decommissioned mid-copy): the ledger then names a bookie its operator may stop. The next
+    pass lists it, and the copies move off the drained bookie."""
+    a, b, _, d = _addresses(cluster)
+    meta = await cluster.ledger((a, b, d))
+    cluster.store.set_bookie_state(d, BookieState.DECOMMISSIONING)
+    cluster.store.set_bookie_state(d, BookieState.DECOMMISSIONED)  # as the racing pass left it
+    result = cluster.auditor.audit_once()
+    assert result.drained == {d} and result.marked == 1
+    rows = cluster.store.list_underreplicated()
+    assert [(r.ledger_id, r.missing) for r in rows] == [(meta.ledger_id, (d,))]
+    worker = cluster.worker()
+    while await worker.run_once():
+        pass
+    cluster.dead.add(d)  # stopped, as a drained bookie may be
+    cluster.assert_fully_replicated(meta.ledger_id)
+    assert d not in {x for _, bs in cluster.store.get_ledger(meta.ledger_id).history() for x in bs}
