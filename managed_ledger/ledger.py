@@ -386,9 +386,7 @@ class ManagedLedger:
             raise
 
     def dedup_highest(self, producer_name: str) -> int | None:
-        if not self._config.dedup_enabled:
-            return None
-        return self._dedup.persisted.get(producer_name)
+        return self._dedup.persisted.get(producer_name) if self._config.dedup_enabled else None
 
     async def snapshot_dedup(self) -> None:
         """Store producer -> highest persisted sequence id as of the last confirmed entry."""
@@ -397,12 +395,8 @@ class ManagedLedger:
             if last is None or self._dedup.entries_since_snapshot == 0:
                 return
             counted = self._dedup.entries_since_snapshot
-            snapshot = DedupSnapshot(
-                self._name,
-                (last.ledger_id, last.entry_id),
-                dict(self._dedup.persisted),
-                version=self._dedup.snapshot_version,
-            )
+            position, persisted = (last.ledger_id, last.entry_id), dict(self._dedup.persisted)
+            snapshot = DedupSnapshot(self._name, position, persisted, version=self._dedup.snapshot_version)
             stored = await self._fence.call(self._store.put_dedup_snapshot, snapshot)
             self._dedup.snapshot_version = stored.version
             self._dedup.entries_since_snapshot = max(0, self._dedup.entries_since_snapshot - counted)
