@@ -300,16 +300,15 @@ class CompactionRunner:
 
     async def _delete_leftovers(self, state: CompactionState) -> CompactionState:
         """Delete the ledgers no view references (a dead run's, the layers a fold replaced), then
-        forget them; a crash in between: the next run or sweep deletes them again, harmlessly."""
-        leftovers = state.leftover_ledger_ids
+        forget those deleted; a crash in between: the next run or sweep deletes them again,
+        harmlessly. One that cannot be deleted now (a bookie down) stays named for later."""
+        kept = await self._delete_quietly(state.leftover_ledger_ids)
         try:
-            for ledger_id in leftovers:
-                await delete_ledger(self.store, self.client, ledger_id)
-            return await self._put(replace(state, run_ledger_id=None, retired_ledger_ids=()))
+            return await self._put(replace(state, run_ledger_id=None, retired_ledger_ids=kept))
         except (BadVersionError, NotFoundError):
             return state  # the state moved on; whoever changed it deals with its ledgers
-        except Exception:  # a bookie is down: the view is in place, the next run or sweep retries
-            log.exception("could not delete the compaction ledgers %s", leftovers)
+        except Exception:  # the store is down: the next run or sweep deletes them again
+            log.exception("could not record the deleted compaction ledgers of %s", state.topic)
             return state
 
 

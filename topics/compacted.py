@@ -112,8 +112,12 @@ class CompactedView:
         state = await self._state(ml_name)
         return MessageId(*state.horizon) if state.horizon is not None else None
 
-    async def read(self, ml_name: str, start: MessageId, max_messages: int) -> list[StoredMessage]:
-        """Compacted messages with id >= start in id order, at most max_messages."""
+    async def read(
+        self, ml_name: str, start: MessageId, max_messages: int, until: MessageId | None = None
+    ) -> list[StoredMessage]:
+        """Compacted messages with id >= start in id order, at most max_messages; with `until`
+        (the horizon a caller read before, which it goes on reading the topic after), none past
+        it, though a run that committed since may have moved the view's horizon further."""
         for attempt in range(2):
             state = await self._state(ml_name, refresh=attempt > 0)
             if state.compacted_ledger_id is None or max_messages <= 0:
@@ -124,7 +128,7 @@ class CompactedView:
                     await self._read(layer, start, max_messages, out)
                     if len(out) >= max_messages:
                         break
-                return out
+                return out if until is None else [m for m in out if m.message_id <= until]
             except (NoSuchLedgerError, NotFoundError):
                 if attempt:  # a newer run replaced the ledgers between our reads twice: give up
                     raise

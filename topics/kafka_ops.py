@@ -127,7 +127,7 @@ class KafkaOps(AdminPlane):
         producer, last_sequence, state, first = None, None, None, batch.base_sequence
         if batch.producer_id >= 0:
             producer = f"kafka-{batch.producer_id}-{batch.producer_epoch}"
-            checked = self._check_sequence(t, partition, batch, ml.dedup_highest(producer))
+            checked = self._check_sequence(t, partition, batch, ml)
             if isinstance(checked, int):
                 return checked  # the same batch again: its offset, nothing written
             state = checked
@@ -183,7 +183,7 @@ class KafkaOps(AdminPlane):
         return base
 
     def _check_sequence(
-        self, t: OpenTopic, partition: int, batch: KafkaBatch, highest: int | None
+        self, t: OpenTopic, partition: int, batch: KafkaBatch, ml: ManagedLedger
     ) -> _Producer | int:
         """The producer's state, the batch being next, or the offset of the same batch seen among
         the last five; KafkaSequenceError for an old epoch, a duplicate or a gap,
@@ -193,6 +193,7 @@ class KafkaOps(AdminPlane):
         if state is None or batch.producer_epoch > state.epoch:
             # A new producer, or a new epoch; after a restart with dedup on, the managed ledger's
             # highest sequence tells how often this producer's sequence has wrapped.
+            highest = ml.dedup_highest(f"kafka-{batch.producer_id}-{batch.producer_epoch}")
             start = batch.base_sequence if highest is None else unwrap(batch.base_sequence, highest + 1)
             state = _Producer(batch.producer_epoch, start)
             t.kafka_producers[key] = state
@@ -274,8 +275,7 @@ class KafkaOps(AdminPlane):
         out: list[StoredMessage] = []
         size = 0
         while size < max_bytes:
-            page = await self._compacted.read(ml.name, start, 1_000)
-            page = [m for m in page if m.message_id <= horizon]
+            page = await self._compacted.read(ml.name, start, 1_000, until=horizon)
             if not page:
                 break
             start = after(page[-1].message_id)

@@ -34,7 +34,9 @@ class CompactedSource(Protocol):
 
     async def horizon(self, ml_name: str) -> MessageId | None: ...
 
-    async def read(self, ml_name: str, start: MessageId, max_messages: int) -> list[StoredMessage]: ...
+    async def read(
+        self, ml_name: str, start: MessageId, max_messages: int, until: MessageId | None = None
+    ) -> list[StoredMessage]: ...
 
     async def last_message_id(self, ml_name: str) -> MessageId | None: ...
 
@@ -45,7 +47,9 @@ class NoCompactedView:
     async def horizon(self, ml_name: str) -> MessageId | None:
         return None
 
-    async def read(self, ml_name: str, start: MessageId, max_messages: int) -> list[StoredMessage]:
+    async def read(
+        self, ml_name: str, start: MessageId, max_messages: int, until: MessageId | None = None
+    ) -> list[StoredMessage]:
         return []
 
     async def last_message_id(self, ml_name: str) -> MessageId | None:
@@ -128,9 +132,8 @@ async def read_one(
     if read_compacted:
         horizon = await view.horizon(ml.name)
         if horizon is not None and start <= horizon:
-            # A run may commit between the two reads: keep the page to the horizon read first,
-            # which the topic is read after (else the rows past it would come twice).
-            out = [m for m in await view.read(ml.name, start, max_messages) if m.message_id <= horizon]
+            # up to the horizon read first, which the topic is read after (a run may commit between)
+            out = await view.read(ml.name, start, max_messages, until=horizon)
             if len(out) >= max_messages:
                 return out[:max_messages]
             start = after(horizon)

@@ -390,8 +390,7 @@ class Subscription:
         start = self._compacted_next[partition] or MessageId(
             read_position.ledger_id, read_position.entry_id, 0
         )
-        # a run may commit between the two reads: the page stops at the horizon read first
-        messages = [m for m in await self._compacted.read(ml.name, start, wanted) if m.message_id <= horizon]
+        messages = await self._compacted.read(ml.name, start, wanted, until=horizon)
         for m in messages:
             mid = m.message_id
             state = self._entries.get(mid.position)

@@ -6,7 +6,9 @@
 
 Per connection, one reader and one writer. The reader reads a frame (int32 size, then the
 request), decodes it with kio and starts its handler at once, so requests are pipelined: a slow
-handler (a Fetch long poll) does not stop the next requests being read and started. The writer
+handler (a Fetch long poll) does not stop the next requests being read and started. OffsetCommit
+and OffsetFetch (`SERIAL`) are the exception: each starts once the connection's previous one has
+ended, so that their effects follow the request order, as Kafka applies them. The writer
 sends the responses strictly in request order, as Kafka clients require, waiting for each in
 turn. At most `max_in_flight` requests (read, not yet answered) and about `max_in_flight_bytes`
 of their frames are held per connection; past that the reader stops reading and TCP pushes
@@ -17,6 +19,8 @@ response (Produce with acks=0); it may raise `CloseConnection` to close its conn
 
 Bad input affects only its own connection, never the server:
 
+- with authentication on (`authenticated`), a connection that has not authenticated within
+  `auth_timeout_s` (10 s), or a frame over 512 KiB before it has: closed;
 - a size <= 0 or > `max_request_bytes` (100 MiB, Kafka's socket.request.max.bytes), a frame too
   short for a header or cut short by the end of input, an undecodable header or body: the
   connection is closed;
@@ -283,9 +287,13 @@ class _Connection:
         finally:
             self.queue.put_nowait(None)
 
-    def _auth_overdue(self) -> None:
+    def _unauthenticated(self) -> bool:
+        """Authentication is on and this connection has not authenticated yet."""
         check = self.server.authenticated
-        if check is not None and not check(self.state):
+        return check is not None and not check(self.state)
+
+    def _auth_overdue(self) -> None:
+        if self._unauthenticated():
             timeout = self.server.auth_timeout_s
             log.info("Kafka connection %s: not authenticated within %.0f s; closing", self.peer, timeout)
             self.writer.close()
@@ -299,8 +307,7 @@ class _Connection:
             head += await self.reader.readexactly(4 - len(head))
         size = int.from_bytes(head, "big", signed=True)
         bound = self.server.max_request_bytes
-        check = self.server.authenticated
-        if check is not None and not check(self.state):
+        if self._unauthenticated():
             bound = min(bound, PRE_AUTH_MAX_BYTES)
         if size <= 0 or size > bound:
             log.info(

@@ -278,6 +278,10 @@ def test_compacted_view_reads_from_any_id(
             start = MessageId(*s)
             expected = [m for m in everything if m.message_id >= start][:page]
             assert await view.read(ML, start, page) == expected
+            # bounded by a horizon read earlier: nothing past it
+            until = everything[len(everything) // 2].message_id
+            bounded = [m for m in expected if m.message_id <= until]
+            assert await view.read(ML, start, page, until=until) == bounded
 
     asyncio.run(go())
 
