@@ -16,6 +16,7 @@ from pathlib import Path
 from types import FrameType
 
 from bench.chaos.campaign import CampaignConfig, env_seed, run_campaign
+from bench.chaos.faults import KINDS
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -26,8 +27,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--seed", type=int, default=env_seed(), help="fault and load seed (default: CHAOS_SEED or random)"
     )
-    p.add_argument("--bookies", type=int, default=3, help="bookies (ledgers are 3/2/2)")
+    p.add_argument(
+        "--bookies", type=int, default=4, help="bookies (ledgers are 3/2/2; the fourth is a spare)"
+    )
+    p.add_argument(
+        "--kinds", default=",".join(KINDS),
+        help="comma-separated fault kinds to draw from (default: all): " + ", ".join(KINDS),
+    )  # fmt: skip
     p.add_argument("--brokers", type=int, default=3)
+    p.add_argument(
+        "--in-order", action="store_true",
+        help="the first round of faults in the order --kinds names them (later rounds shuffled)",
+    )  # fmt: skip
     p.add_argument(
         "--gap-s", type=float, nargs=2, default=(3.0, 8.0), metavar=("MIN", "MAX"),
         help="pause between a fault's recovery and the next fault (seconds, drawn uniformly)",
@@ -56,7 +67,12 @@ def main() -> None:
         keep=args.keep or os.environ.get("CHAOS_KEEP") == "1",
         logs_on_failure=args.logs_on_failure,
         cluster=dataclasses.replace(base.cluster, bookies=args.bookies, brokers=args.brokers),
-        faults=dataclasses.replace(base.faults, gap_s=tuple(args.gap_s)),
+        faults=dataclasses.replace(
+            base.faults,
+            gap_s=tuple(args.gap_s),
+            kinds=tuple(k for k in args.kinds.split(",") if k),
+            in_order=args.in_order,
+        ),
     )
     try:
         outcome = asyncio.run(run_campaign(config))

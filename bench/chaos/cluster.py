@@ -9,6 +9,10 @@ compaction run lease of 6 s, auto-recovery with short grace periods, and a consu
 (the checker reads every topic from its first message at the end), ledgers roll every 1,000
 entries, and dedup is on for every topic.
 
+Every client reaches a bookie through that bookie's proxy (it advertises the proxy's address),
+and each broker reaches PostgreSQL through a proxy of its own (`proxy.py`), so that the campaign
+can cut a link, cut it one way or hold its replies.
+
 One bookie (the first) may keep its data on a tmpfs of its own (`mount -t tmpfs`, root only), so
 that its disk can be filled and freed; where that mount is refused the disk fault is skipped.
 """
@@ -26,8 +30,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy.engine import make_url
 
 from bench.chaos.procs import HOST, Proc, quire_args
+from bench.chaos.proxy import Proxy
 from bench.common import free_port
 
 FAST_SETTINGS = {
@@ -63,7 +69,7 @@ START_TIMEOUT_S = 120.0
 
 @dataclass(frozen=True)
 class ClusterConfig:
-    bookies: int = 3
+    bookies: int = 4  # one more than the ensemble: a spare to replace a failed bookie and copy onto
     brokers: int = 3
     ensemble: tuple[int, int, int] = (3, 2, 2)
     cursor_flush_ms: int = 500
@@ -80,6 +86,9 @@ class Cluster:
         self.config = config
         self.bookie_ports = [free_port() for _ in range(config.bookies)]
         self.broker_ports = [free_port() for _ in range(config.brokers)]
+        self.bookie_proxies = [Proxy(f"bookie-{i}", port) for i, port in enumerate(self.bookie_ports)]
+        store_port = _port_of(database_url)
+        self.store_proxies = [Proxy(f"broker-{i}-store", store_port) for i in range(config.brokers)]
         e, qw, qa = config.ensemble
         self.env = {
             **FAST_SETTINGS,
@@ -88,7 +97,7 @@ class Cluster:
             "QUIRE_DATABASE_URL": database_url,
             "QUIRE_BOOKIE_HOST": HOST,
             "QUIRE_HOST": HOST,
-            "QUIRE_BOOKIES": json.dumps([f"{HOST}:{p}" for p in self.bookie_ports]),
+            "QUIRE_BOOKIES": json.dumps([proxy.address for proxy in self.bookie_proxies]),
             "QUIRE_ENSEMBLE_SIZE": str(e),
             "QUIRE_WRITE_QUORUM": str(qw),
             "QUIRE_ACK_QUORUM": str(qa),
@@ -100,6 +109,8 @@ class Cluster:
             self._quire(f"broker-{i}", "broker", port, "--port", str(port))
             for i, port in enumerate(self.broker_ports)
         ]
+        for broker, proxy in zip(self.brokers, self.store_proxies, strict=True):
+            broker.env = {**self.env, "QUIRE_DATABASE_URL": _with_port(database_url, proxy.port)}
         self.compactor = self._quire("compactor", "compactor", None)
         recovery_port = free_port()
         self.autorecovery = self._quire(
@@ -120,8 +131,9 @@ class Cluster:
         data.mkdir(parents=True)
         if i == 0:
             self._mount_tmpfs(data)
+        env = {**self.env, "QUIRE_BOOKIE_ADVERTISED_ADDRESS": self.bookie_proxies[i].address}
         return Proc(f"bookie-{i}", quire_args("bookie", "--data-dir", str(data), "--port", str(port)),
-                    self.env, self.root / f"bookie-{i}.log", port)  # fmt: skip
+                    env, self.root / f"bookie-{i}.log", port)  # fmt: skip
 
     def _mount_tmpfs(self, where: Path) -> None:
         try:
@@ -140,11 +152,24 @@ class Cluster:
     def data_dir(self, bookie: Proc) -> Path:
         return self.root / bookie.name
 
+    def bookie_id(self, bookie: Proc) -> str:
+        """The id a bookie registers under: its proxy's address."""
+        return self.bookie_proxies[self.bookies.index(bookie)].address
+
+    def proxy_of(self, proc: Proc) -> Proxy:
+        """A bookie's proxy (all its clients), or a broker's link to PostgreSQL."""
+        if proc in self.bookies:
+            return self.bookie_proxies[self.bookies.index(proc)]
+        return self.store_proxies[self.brokers.index(proc)]
+
     def procs(self) -> list[Proc]:
         return [*self.bookies, *self.brokers, self.compactor, self.autorecovery]
 
     async def start(self) -> None:
-        """The compactor and bookies, then autorecovery and brokers; until all are healthy."""
+        """The proxies, the compactor and bookies, then autorecovery and brokers; until all are
+        healthy."""
+        for proxy in (*self.bookie_proxies, *self.store_proxies):
+            await proxy.start()
         self.compactor.start()  # first: its Spark session takes longest to warm up
         for bookie in self.bookies:
             bookie.start()
@@ -156,8 +181,10 @@ class Cluster:
         await self.autorecovery.wait_port(START_TIMEOUT_S)
         await self.wait_healthy(START_TIMEOUT_S)
 
-    async def restart(self, proc: Proc, timeout_s: float = START_TIMEOUT_S, *extra: str) -> None:
-        proc.start(extra)
+    async def restart(
+        self, proc: Proc, timeout_s: float = START_TIMEOUT_S, *extra: str, env: dict[str, str] | None = None
+    ) -> None:
+        proc.start(extra, env)
         if proc.port is not None:
             await proc.wait_port(timeout_s)
 
@@ -186,10 +213,10 @@ class Cluster:
         if status != 200:
             return f"bookies/all: {status} {body}"
         states = {b["bookieId"]: b["state"] for b in body["bookies"]}
-        for port in self.bookie_ports:
-            state = states.get(f"{HOST}:{port}")
+        for bookie in self.bookies:
+            state = states.get(self.bookie_id(bookie))
             if state != "writable":
-                return f"bookie {HOST}:{port} is {state}"
+                return f"{bookie.name} ({self.bookie_id(bookie)}) is {state}"
         return ""
 
     async def wait_healthy(self, timeout_s: float) -> str:
@@ -213,7 +240,7 @@ class Cluster:
             status, body = await self._get(f"{url}/admin/v2/bookies/all")
             if status == 200:
                 for b in body["bookies"]:
-                    if b["bookieId"] == f"{HOST}:{bookie.port}":
+                    if b["bookieId"] == self.bookie_id(bookie):
                         return str(b["state"])
         return None
 
@@ -232,8 +259,19 @@ class Cluster:
             if proc.popen is not None:
                 await asyncio.to_thread(proc.terminate)
         await self.http.aclose()
+        for proxy in (*self.bookie_proxies, *self.store_proxies):
+            await proxy.close()
         if self.tmpfs is not None:
             with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                 await asyncio.to_thread(
                     subprocess.run, ["umount", "-l", str(self.tmpfs)], capture_output=True, timeout=30
                 )
+
+
+def _port_of(database_url: str) -> int:
+    return int(make_url(database_url).port or 5432)
+
+
+def _with_port(database_url: str, port: int) -> str:
+    """The same database through another port on this host (a proxy's)."""
+    return make_url(database_url).set(host=HOST, port=port).render_as_string(hide_password=False)

@@ -1,5 +1,5 @@
-"""The fault schedule: one fault at a time, chosen by a seeded generator, each followed by a wait
-until the cluster is healthy again and a pause.
+"""The fault schedule: one fault (or one pair of overlapping faults) at a time, chosen by a seeded
+generator, each followed by a wait until the cluster is healthy again and a pause.
 
 Kinds are drawn in rounds: every round is a shuffle of every enabled kind, so a short campaign
 still gets each kind once and a long one many times. Each fault is recorded as a `Fault` from
@@ -15,9 +15,21 @@ every broker ready, every bookie writable).
   ledgers still lack copies from an earlier wipe, a wipe is skipped: a second loss before
   re-replication is beyond what a write quorum of 2 promises, not a bug;
 - `stop-postgres`: fast or immediate shutdown of the private server, down a few seconds, started;
-- `fill-disk`: the tmpfs bookie's disk filled to the last few hundred KiB by a file, held, freed.
-
-Network partitions are not injected: see `PARTITION_SKIPPED`.
+- `fill-disk`: the tmpfs bookie's disk filled to the last few hundred KiB by a file, held, freed;
+- `pause-postgres`: the PostgreSQL server's process group stopped (SIGSTOP) for longer than a
+  broker lease, then continued: statements land late instead of failing;
+- `kill-autorecovery`, `pause-autorecovery`: the auditor and recovery worker, killed or stopped
+  past its claim on a ledger;
+- network faults through the links' proxies (`proxy.py`): `partition-bookie` (every client cut
+  off from one bookie, which still heartbeats), `one-way-bookie` (requests reach it, replies are
+  lost), `partition-store` (one broker cut off from PostgreSQL past its lease), `hold-store` (one
+  broker's PostgreSQL replies held past its lease, then delivered: a renewal that lands late),
+  `one-way-store` (its statements run, their answers are lost: commits whose outcome is unknown);
+- `skew-broker`, `skew-bookie`: the process restarted with its wall clock ahead or behind by
+  several leases (`QUIRE_TEST_CLOCK_OFFSET_MS`), kept so for a while, then restarted true;
+- compound faults (`COMPOUND`): two of the above overlapping, the second injected a moment after
+  the first on another process (a wipe while another bookie is down, a broker killed while a
+  bookie is cut off, a broker killed while PostgreSQL is stalled).
 """
 
 from __future__ import annotations
@@ -34,15 +46,17 @@ from bench.chaos.cluster import Cluster
 from bench.chaos.history import Fault, History
 from bench.chaos.procs import Proc
 
-PARTITION_SKIPPED = (
-    "network partitions: every process listens on 127.0.0.1 of one network namespace; cutting one "
-    "off needs a namespace and veth pair per process (ip netns) and the campaign assumes no such tooling"
-)
-KINDS = (
+SINGLE = (
     "kill-bookie", "kill-broker", "kill-compactor", "pause-bookie", "pause-broker", "pause-compactor",
-    "wipe-bookie", "stop-postgres", "fill-disk",
+    "wipe-bookie", "stop-postgres", "fill-disk", "pause-postgres", "kill-autorecovery",
+    "pause-autorecovery", "partition-bookie", "one-way-bookie", "partition-store", "hold-store",
+    "one-way-store", "skew-broker", "skew-bookie",
 )  # fmt: skip
+COMPOUND = ("wipe-bookie+kill-bookie", "kill-broker+partition-bookie", "kill-broker+pause-postgres")
+KINDS = (*SINGLE, *COMPOUND)
+CLOCK_OFFSET_ENV = "QUIRE_TEST_CLOCK_OFFSET_MS"
 FILL_LEAVE_BYTES = 256 * 1024
+LINK_ACTIONS = ("partition", "one-way", "hold")
 
 
 class Database(Protocol):
@@ -59,6 +73,8 @@ class FaultConfig:
     down_s: tuple[float, float] = (0.5, 3.0)  # how long a killed process stays dead
     recovery_timeout_s: float = 120.0
     first_fault_after_s: float = 5.0
+    kinds: tuple[str, ...] = KINDS  # the kinds to draw from (`--kinds`)
+    in_order: bool = False  # the first round in the order of `kinds` (`--in-order`)
 
 
 class Faults:
@@ -70,18 +86,26 @@ class Faults:
         self.history = history
         self.rng = random.Random(f"{seed}:faults")
         self.config = config
-        self.kinds = list(KINDS)
-        history.skipped.append(PARTITION_SKIPPED)
+        unknown = set(config.kinds) - set(KINDS)
+        if unknown:
+            raise ValueError(f"unknown fault kinds {sorted(unknown)}; the kinds are {', '.join(KINDS)}")
+        self.kinds = list(config.kinds)
         if not database.can_stop:
-            self.kinds.remove("stop-postgres")
-            history.skipped.append(f"stop-postgres: {getattr(database, 'reason', 'shared server')}")
-        if cluster.tmpfs is None:
+            for kind in ("stop-postgres", "pause-postgres", "kill-broker+pause-postgres"):
+                if kind in self.kinds:
+                    self.kinds.remove(kind)
+            reason = getattr(database, "reason", "shared server")
+            history.skipped.append(f"stop-postgres, pause-postgres: {reason}")
+        if cluster.tmpfs is None and "fill-disk" in self.kinds:
             self.kinds.remove("fill-disk")
             history.skipped.append(f"fill-disk: {cluster.tmpfs_refused}")
         self._wiped_unrecovered = False
 
     def _plan(self) -> list[str]:
+        """The next round, popped from its end."""
         plan = list(self.kinds)
+        if self.config.in_order and not self.history.faults:
+            return plan[::-1]
         self.rng.shuffle(plan)
         return plan
 
@@ -107,14 +131,24 @@ class Faults:
                 self.history.note(f"not healthy {self.config.recovery_timeout_s:g} s after {kind}: {reason}")
             await _sleep_unless(stop, self.rng.uniform(*self.config.gap_s))
 
-    async def _inject(self, kind: str) -> Fault | None:
-        action, _, role = kind.partition("-")
+    async def _inject(self, kind: str, exclude: Proc | None = None) -> Fault | None:
+        if "+" in kind:
+            return await self._compound(kind)
+        action, _, role = kind.rpartition("-")
         if kind == "wipe-bookie" and not await self._wipe_allowed():
             return None
-        target = self._target(role)
+        target = self._target(role, exclude)
         fault = Fault(kind, target.name if target else "postgres", time.time())
         self.history.faults.append(fault)
-        if action == "kill":
+        if action in LINK_ACTIONS:
+            assert target is not None
+            await self._link(target, action, fault)
+        elif action == "skew":
+            assert target is not None
+            await self._skew(target, role, fault)
+        elif kind == "pause-postgres":
+            await self._pause_postgres(fault)
+        elif action == "kill":
             assert target is not None
             await self._kill(target, role, fault)
         elif action == "pause":
@@ -129,13 +163,15 @@ class Faults:
             await self._fill_disk(fault)
         return fault
 
-    def _target(self, role: str) -> Proc | None:
+    def _target(self, role: str, exclude: Proc | None = None) -> Proc | None:
         if role == "bookie":
-            return self.rng.choice(self.cluster.bookies)
-        if role == "broker":
-            return self.rng.choice(self.cluster.brokers)
+            return self.rng.choice([b for b in self.cluster.bookies if b is not exclude])
+        if role in ("broker", "store"):
+            return self.rng.choice([b for b in self.cluster.brokers if b is not exclude])
         if role == "compactor":
             return self.cluster.compactor
+        if role == "autorecovery":
+            return self.cluster.autorecovery
         if role == "disk":
             return self.cluster.bookies[0]
         return None
@@ -161,10 +197,12 @@ class Faults:
 
     def _pause_s(self, role: str) -> float:
         s = self.cluster.config.setting
-        if role == "broker":
+        if role in ("broker", "store", "postgres"):
             longer_than = s("QUIRE_BROKER_LEASE_MS")
         elif role == "bookie":
             longer_than = max(s("QUIRE_BOOKIE_HEARTBEAT_TIMEOUT_MS"), s("QUIRE_ADD_ENTRY_TIMEOUT_MS"))
+        elif role == "autorecovery":
+            longer_than = s("QUIRE_AUTORECOVERY_CLAIM_MS")
         else:
             longer_than = s("QUIRE_COMPACTION_LEASE_MS")
         return longer_than / 1000 * self.rng.uniform(1.3, 2.0)
@@ -211,6 +249,59 @@ class Faults:
         await asyncio.sleep(down)
         await self.database.start()
         self.history.restarts["postgres"] += 1
+
+    async def _compound(self, kind: str) -> Fault | None:
+        """Two faults overlapping: the second a moment after the first, on another process. The
+        pair is recorded as a fault of its own (the checker's windows take its whole span) besides
+        its two parts."""
+        first, second = kind.split("+")
+        pair = Fault(kind, "", time.time())
+        self.history.faults.append(pair)
+        one = asyncio.create_task(self._inject(first))
+        await asyncio.sleep(self.rng.uniform(0.2, 1.5))
+        parts = [f for f in self.history.faults if f.kind == first and f.started >= pair.started]
+        exclude = self._proc_named(parts[-1].target) if parts else None
+        other = await self._inject(second, exclude)
+        done = await one
+        pair.target = " + ".join(f.target for f in (done, other) if f is not None)
+        pair.detail = "; ".join(f"{f.kind} {f.detail}" for f in (done, other) if f is not None)
+        return pair
+
+    def _proc_named(self, name: str) -> Proc | None:
+        return next((p for p in self.cluster.procs() if p.name == name), None)
+
+    async def _link(self, proc: Proc, action: str, fault: Fault) -> None:
+        """Cut a bookie's or a broker's store link, one way or both, or hold its replies."""
+        proxy = self.cluster.proxy_of(proc)
+        hold = self._pause_s("bookie" if proc in self.cluster.bookies else "store")
+        fault.target = proxy.name
+        fault.detail = f"{action} {hold:.1f} s"
+        {"partition": proxy.cut, "one-way": proxy.one_way, "hold": proxy.hold}[action]()
+        await asyncio.sleep(hold)
+        proxy.heal()
+
+    async def _skew(self, proc: Proc, role: str, fault: Fault) -> None:
+        """Restart it with its clock off by several leases, keep it so, restart it true."""
+        s = self.cluster.config.setting
+        unit = s("QUIRE_BROKER_LEASE_MS") if role == "broker" else s("QUIRE_BOOKIE_HEARTBEAT_TIMEOUT_MS")
+        offset_ms = int(unit * self.rng.uniform(2.0, 6.0)) * self.rng.choice((-1, 1))
+        kept = self.rng.uniform(8.0, 15.0)
+        fault.detail = f"clock {offset_ms:+d} ms for {kept:.1f} s"
+        proc.kill9()
+        skewed = {CLOCK_OFFSET_ENV: str(offset_ms)}
+        await self.cluster.restart(proc, self.config.recovery_timeout_s, env=skewed)
+        await asyncio.sleep(kept)
+        proc.kill9()
+        await self._restart(proc, role)
+
+    async def _pause_postgres(self, fault: Fault) -> None:
+        proc = getattr(self.database, "proc", None)
+        assert proc is not None
+        hold = self._pause_s("postgres")
+        fault.detail = f"stopped {hold:.1f} s"
+        proc.pause()
+        await asyncio.sleep(hold)
+        proc.resume()
 
     async def _fill_disk(self, fault: Fault) -> None:
         assert self.cluster.tmpfs is not None

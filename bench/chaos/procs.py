@@ -54,15 +54,18 @@ class Proc:
         self.popen: subprocess.Popen[bytes] | None = None
         self.stopped = False  # SIGSTOP sent and no SIGCONT yet
 
-    def start(self, extra_args: Sequence[str] = ()) -> None:
+    def start(self, extra_args: Sequence[str] = (), extra_env: dict[str, str] | None = None) -> None:
+        """Spawn it; `extra_env` for this start only (a skewed clock, say)."""
         assert not self.alive(), f"{self.name} is running"
+        extra_env = extra_env or {}
         with open(self.log, "ab") as out:
-            out.write(f"\n===== chaos: start {self.name} at {time.time():.3f} =====\n".encode())
+            started = f"start {self.name} at {time.time():.3f} {extra_env or ''}"
+            out.write(f"\n===== chaos: {started} =====\n".encode())
             out.flush()
             self.popen = subprocess.Popen(
                 [*self.args, *extra_args],
                 cwd=REPO,
-                env={"QUIRE_KAFKA_PORT": "0", **os.environ, **self.env},  # no Kafka port clash
+                env={"QUIRE_KAFKA_PORT": "0", **os.environ, **self.env, **extra_env},  # no Kafka port clash
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

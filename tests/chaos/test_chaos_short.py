@@ -1,6 +1,8 @@
-"""A short chaos campaign (`bench/chaos`, what `make chaos` runs for minutes): a cluster of three
-bookies at 3/2/2, two brokers, a compactor and an autorecovery process on PostgreSQL, 35 s
-of careful producers, consumers and readers under faults, then the checker. Any violation fails.
+"""A short chaos campaign (`bench/chaos`, what `make chaos` runs for minutes): a cluster of four
+bookies at 3/2/2 (one spare), two brokers, a compactor and an autorecovery process on
+PostgreSQL, a minute of careful producers, consumers and readers under faults, then the checker.
+Any violation fails. The faults are drawn from `KINDS` below, so that every run has a network
+partition, a skewed clock and compound faults.
 
 The campaign runs its own PostgreSQL (initdb as the `postgres` user) so that it can stop it; it
 falls back to the shared server (without the PostgreSQL fault) when it cannot. With neither, the
@@ -26,7 +28,9 @@ from tests.conftest import _postgres_reachable
 from tests.support import REPO
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark, pytest.mark.timeout(900)]
-LOAD_S = 35
+LOAD_S = 60
+# A compound fault with a partition in it, a skewed clock, late store replies, another compound.
+KINDS = "kill-broker+partition-bookie,skew-broker,hold-store,wipe-bookie+kill-bookie"
 RUN_TIMEOUT_S = 840
 
 
@@ -46,7 +50,8 @@ def test_a_short_campaign_finds_no_violation(tmp_path: Path) -> None:
     figures_path = tmp_path / "figures.json"
     args = [
         sys.executable, "-m", "bench.chaos", "--seconds", str(LOAD_S), "--brokers", "2",
-        "--gap-s", "1", "2", "--json", str(figures_path), "--logs-on-failure", str(tmp_path / "logs"),
+        "--gap-s", "1", "2", "--kinds", KINDS, "--in-order",
+        "--json", str(figures_path), "--logs-on-failure", str(tmp_path / "logs"),
     ]  # fmt: skip
     done = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     output = done.stdout[-12000:] + done.stderr[-4000:]
@@ -57,4 +62,8 @@ def test_a_short_campaign_finds_no_violation(tmp_path: Path) -> None:
     assert figures["acknowledged"] > 0, output
     # The schedule injected faults and the cluster came back from every one of them.
     assert sum(figures["faults"].values()) >= 2, output
+    # In order: the compound fault (with a partition in it) first, the skewed broker second.
+    assert {"kill-broker+partition-bookie", "partition-bookie", "skew-broker"} <= set(figures["faults"]), (
+        output
+    )
     assert not [n for n in figures["notes"] if n.startswith("not healthy")], output
