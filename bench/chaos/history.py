@@ -26,6 +26,7 @@ class Sent:
     message_id: str | None = None
     duplicate: bool = False
     answered_at: float | None = None  # None: never answered (the campaign ended first)
+    abandoned: bool = False  # a fickle producer gave up on it (and went on with other messages)
 
 
 @dataclass(slots=True)

@@ -5,6 +5,12 @@ page from earliest, and compactions triggered now and then; everything they see 
 - A producer sends batches of 1..N messages with its own `producer_name` and consecutive
   `sequence_id`s, one batch at a time, and sends the *same* batch (same name, same ids) again
   until it gets a 200: through redirects, 503s, timeouts and dead brokers.
+- A fickle producer per topic does not retry: a batch that gets no 200 within a few seconds
+  is abandoned and the producer goes on with *other* messages under new sequence ids, as a
+  client that gives up (or sends something else after a failure) does. An abandoned batch may
+  or may not be stored; whatever is stored must be stored whole-heartedly (readable to the end,
+  delivered, in the compacted view when newest), and what is not stored must never be seen by a
+  reader, a consumer or the compacted view.
 - Consumers pull from four subscriptions per topic, all created at `earliest` before the first
   produce: shared (two consumers, c0 and c1), exclusive (x0), failover (f0 and f1) and
   key_shared (k0, k1 and k2). They ack what they receive at once, except a small share they keep
@@ -54,6 +60,8 @@ class LoadConfig:
     plain_topics: int = 2
     keyed_topics: int = 2
     producers_per_topic: int = 2
+    fickle_producers_per_topic: int = 1  # they give up on a batch instead of retrying it
+    fickle_deadline_s: float = 3.0
     max_batch: int = 8
     keys: int = 40
     tombstone_ratio: float = 0.05
@@ -128,6 +136,10 @@ class Load:
             for i in range(self.config.producers_per_topic):
                 self._producers.append(asyncio.create_task(self._producer(topic, f"{topic}-p{i}")))
                 spawn(self._producers[-1])
+            for i in range(self.config.fickle_producers_per_topic):
+                fickle = self._producer(topic, f"{topic}-fickle{i}", fickle=True)
+                self._producers.append(asyncio.create_task(fickle))
+                spawn(self._producers[-1])
             for sub, _kind, consumers in SUBSCRIPTIONS:
                 self.delivered[topic, sub] = set()
                 for consumer in consumers:
@@ -165,7 +177,7 @@ class Load:
                 value = ""
         return Sent(topic, producer, seq, key, value)
 
-    async def _producer(self, topic: str, name: str) -> None:
+    async def _producer(self, topic: str, name: str, fickle: bool = False) -> None:
         rng = self._rng("producer", name)
         seq = 0
         while not self.stop_producing.is_set():
@@ -173,11 +185,24 @@ class Load:
                 self._message(topic, name, seq + i, rng) for i in range(rng.randint(1, self.config.max_batch))
             ]
             self.history.sent.extend(batch)
-            await self._send_until_answered(topic, name, batch)
+            if fickle:
+                if not await self._send_once(topic, name, batch):
+                    for m in batch:
+                        m.abandoned = True
+            else:
+                await self._send_until_answered(topic, name, batch)
             seq += len(batch)
             await asyncio.sleep(rng.uniform(0, self.config.producer_pause_s))
 
     async def _send_until_answered(self, topic: str, name: str, batch: list[Sent]) -> None:
+        while not self.give_up.is_set():
+            if await self._send_once(topic, name, batch, REQUEST_DEADLINE_S):
+                return
+            await asyncio.sleep(1.0)
+
+    async def _send_once(self, topic: str, name: str, batch: list[Sent], deadline_s: float = 0.0) -> bool:
+        """One request (the client follows redirects and retries 503s and dead brokers until the
+        deadline); True when answered 200, and the batch then holds its answers."""
         messages = []
         for m in batch:
             one: dict[str, Any] = {"value": m.value, "sequence_id": m.seq}
@@ -191,18 +216,20 @@ class Load:
         def observe(broker: str, status: int | None, error: str) -> None:
             attempts.append(Attempt(name, first, count, broker, status, error, time.time()))
 
-        while not self.give_up.is_set():
-            try:
-                r = await self.call("POST", f"{data_path(topic)}/messages", topic, json=body, observe=observe)
-            except Unavailable:
-                continue
-            if r.status_code == 200:
-                now = time.time()
-                for m, result in zip(batch, r.json()["results"], strict=True):
-                    m.message_id, m.duplicate, m.answered_at = result["message_id"], result["duplicate"], now
-                return
-            self.history.note(f"produce {name} seq {first}: unexpected {r.status_code} {r.text[:200]}")
-            await asyncio.sleep(1.0)
+        try:
+            r = await self.call(
+                "POST", f"{data_path(topic)}/messages", topic, json=body, observe=observe,
+                deadline_s=deadline_s or self.config.fickle_deadline_s,
+            )  # fmt: skip
+        except Unavailable:
+            return False
+        if r.status_code == 200:
+            now = time.time()
+            for m, result in zip(batch, r.json()["results"], strict=True):
+                m.message_id, m.duplicate, m.answered_at = result["message_id"], result["duplicate"], now
+            return True
+        self.history.note(f"produce {name} seq {first}: unexpected {r.status_code} {r.text[:200]}")
+        return False
 
     # --- consumers ------------------------------------------------------------------------------
 

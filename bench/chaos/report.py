@@ -60,6 +60,12 @@ def _faults_between(history: History, lo: float, hi: float) -> str:
     return ", ".join(kinds) or "no fault"
 
 
+def _abandoned(history: History, summary: Summary) -> str:
+    stored = {(m.get("producer_name"), m.get("sequence_id")) for log in summary.logs.values() for m in log}
+    abandoned = [m for m in history.sent if m.abandoned]
+    return f"{len(abandoned)} ({sum(1 for m in abandoned if (m.producer, m.seq) in stored)})"
+
+
 def _rows(history: History, verdict: Verdict, summary: Summary) -> list[tuple[str, str]]:
     answered = [m for m in history.sent if m.answered_at is not None]
     duplicates = sum(1 for m in answered if m.duplicate)
@@ -72,7 +78,11 @@ def _rows(history: History, verdict: Verdict, summary: Summary) -> list[tuple[st
         ("messages acknowledged", f"{len(answered)} ({duplicates} of them answered duplicate)"),
         ("messages stored (read back)", str(sum(len(log) for log in summary.logs.values()))),
         ("produce attempts (not 200)", f"{len(history.attempts)} ({failed_attempts})"),
-        ("batches never answered", str(len(history.sent) - len(answered)) + " messages"),
+        (
+            "batches never answered",
+            f"{sum(1 for m in history.sent if m.answered_at is None and not m.abandoned)} messages",
+        ),
+        ("abandoned by fickle producers (stored anyway)", _abandoned(history, summary)),
         ("deliveries (redelivered)", f"{len(history.deliveries)} ({redelivered})"),
         ("messages acked by consumers", str(acked)),
         (
