@@ -68,6 +68,7 @@ async def test_no_registry_is_a_503_problem() -> None:
 async def test_decommission_marks_the_bookie_and_is_idempotent(
     client: httpx.AsyncClient, store: InMemoryMetadataStore
 ) -> None:
+    store.put_bookie(BookieRecord("d:1", "id", BookieState.WRITABLE, NOW_MS))  # one to write to meanwhile
     r = await client.post("/admin/v2/bookies/a:1/decommission")
     assert r.status_code == 204 and r.content == b""
     assert _states(await client.get("/admin/v2/bookies/all"))["a:1"] == "decommissioning"
@@ -77,6 +78,57 @@ async def test_decommission_marks_the_bookie_and_is_idempotent(
     store.set_bookie_state("a:1", BookieState.DECOMMISSIONED)  # as the auditor does once drained
     assert (await client.post("/admin/v2/bookies/a:1/decommission")).status_code == 204
     assert _states(await client.get("/admin/v2/bookies/all"))["a:1"] == "decommissioned"
+
+
+async def test_decommission_that_would_leave_too_few_writable_bookies_is_a_409_that_changes_nothing(
+    client: httpx.AsyncClient, store: InMemoryMetadataStore
+) -> None:
+    """a:1 is the only live writable bookie (b:1 is read-only, c:1 down): taking it out would
+    stop every produce, with no way back (found by a fuzzer's stateful phase)."""
+    before = store.list_bookies()
+    r = await client.post("/admin/v2/bookies/a:1/decommission")
+    assert r.status_code == 409 and r.headers["content-type"] == "application/problem+json", r.text
+    detail = r.json()["detail"]
+    assert "a:1" in detail and "0 writable" in detail and "QUIRE_ENSEMBLE_SIZE" in detail, detail
+    assert store.list_bookies() == before
+
+
+async def test_decommission_counts_the_ensemble_size_the_broker_writes_with(
+    store: InMemoryMetadataStore,
+) -> None:
+    store.put_bookie(BookieRecord("d:1", "id", BookieState.WRITABLE, NOW_MS))
+    async with served() as topics:
+        registry = MetadataBookieRegistry(store, RegistryConfig(10_000), lambda: NOW_MS)
+        install_registry(topics.app, registry, store, ensemble_size=2)
+        r = await topics.client.post("/admin/v2/bookies/a:1/decommission")
+        assert r.status_code == 409 and "need 2" in r.json()["detail"], r.text
+        store.put_bookie(BookieRecord("e:1", "ie", BookieState.WRITABLE, NOW_MS))
+        assert (await topics.client.post("/admin/v2/bookies/a:1/decommission")).status_code == 204
+    assert _stored(store)["a:1"] == BookieState.DECOMMISSIONING
+
+
+async def test_a_decommission_can_be_cancelled(
+    client: httpx.AsyncClient, store: InMemoryMetadataStore
+) -> None:
+    store.put_bookie(BookieRecord("d:1", "id", BookieState.WRITABLE, NOW_MS))
+    assert (await client.post("/admin/v2/bookies/a:1/decommission")).status_code == 204
+    r = await client.delete("/admin/v2/bookies/a:1/decommission")
+    assert r.status_code == 204 and r.content == b""
+    assert _states(await client.get("/admin/v2/bookies/all"))["a:1"] == "writable"
+    # Cancelling again, or on a bookie never decommissioned, changes nothing.
+    assert (await client.delete("/admin/v2/bookies/a:1/decommission")).status_code == 204
+    assert (await client.delete("/admin/v2/bookies/b:1/decommission")).status_code == 204
+    assert _stored(store)["b:1"] == BookieState.READ_ONLY
+    # A drained bookie goes back to service too.
+    store.set_bookie_state("d:1", BookieState.DECOMMISSIONED)
+    assert (await client.delete("/admin/v2/bookies/d:1/decommission")).status_code == 204
+    assert _stored(store)["d:1"] == BookieState.WRITABLE
+    r = await client.delete("/admin/v2/bookies/z:9/decommission")
+    assert r.status_code == 404 and r.headers["content-type"] == "application/problem+json"
+
+
+def _stored(store: InMemoryMetadataStore) -> dict[str, BookieState]:
+    return {r.bookie_id: r.state for r in store.list_bookies()}
 
 
 async def test_decommission_of_an_unknown_bookie_is_a_404_that_changes_nothing(

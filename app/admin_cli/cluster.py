@@ -8,6 +8,7 @@ from typing import Any
 
 from quire_client import Client
 from quire_client.api.admin import (
+    cancel_bookie_decommission,
     create_namespace,
     create_tenant,
     decommission_bookie,
@@ -161,6 +162,12 @@ def add_bookies(groups: Any, common: argparse.ArgumentParser) -> None:
         "decommission",
         lambda c, a: result(decommission_bookie.sync_detailed(a.bookie_id, client=c)),
         "move every ledger copy off a bookie, then mark it decommissioned",
+    )
+    p.add_argument("bookie_id", metavar="BOOKIE_ID", help="host:port")
+    p = bookies.add(
+        "cancel-decommission",
+        lambda c, a: result(cancel_bookie_decommission.sync_detailed(a.bookie_id, client=c)),
+        "cancel a decommission: the bookie takes new ledgers again",
     )
     p.add_argument("bookie_id", metavar="BOOKIE_ID", help="host:port")
     bookies.add(

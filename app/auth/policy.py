@@ -62,7 +62,7 @@ _TENANT_ADMIN = (
 )
 _SUPER_USER = (
     "listTenants createTenant updateTenant deleteTenant "
-    "listBrokers listBookies listUnderReplicatedLedgers decommissionBookie "
+    "listBrokers listBookies listUnderReplicatedLedgers decommissionBookie cancelBookieDecommission "
     "listKafkaGroups getKafkaGroup deleteKafkaGroup"
 )
 

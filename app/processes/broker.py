@@ -40,7 +40,7 @@ def run(settings: Settings) -> None:
         kafka_groups=group_config(settings),
         kafka_tls=kafka_tls(settings),
     )
-    install_registry(app, registry, registry_store)
+    install_registry(app, registry, registry_store, settings.ensemble_size)
     # The broker's heap (cursors, pending maps, decoded entries) is large and long-lived; with
     # CPython's default thresholds the collector re-walks it many times a second under load and
     # takes about half of the consume path's CPU (measured with py-spy and `make bench`).

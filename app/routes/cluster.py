@@ -24,7 +24,7 @@ from app.routes.common import NO_CONTENT, empty, problems
 from bookie.ledger_metadata import NotFoundError
 from bookie.ledgers import COUNTERS as ledger_counters
 from bookie.recovery_store import RecoveryStore
-from bookie.registry import BookieDirectory, BookieRegistry, BookieState, BookieStatus
+from bookie.registry import OPERATOR_STATES, BookieDirectory, BookieRegistry, BookieState, BookieStatus
 
 BookieStateName = Literal["writable", "read_only", "down", "decommissioning", "decommissioned"]
 BookieId = Annotated[
@@ -117,21 +117,68 @@ def cluster_router() -> APIRouter:
         summary="Move every ledger copy off a bookie, then mark it decommissioned",
         status_code=NO_CONTENT,
         response_class=Response,
-        responses=problems(404, 422),
+        responses=problems(404, 409, 422),
     )
     def decommission(request: Request, bookie_id: BookieId) -> Response:
         store = _store(request.app)
-        known = {r.bookie_id: r.state for r in store.list_bookies()}
-        if bookie_id not in known:
-            raise ApiError(404, f"bookie {bookie_id} is not registered", title="Unknown bookie")
-        if known[bookie_id] != BookieState.DECOMMISSIONED:  # asking again changes nothing
-            try:
-                store.set_bookie_state(bookie_id, BookieState.DECOMMISSIONING)
-            except NotFoundError as exc:
-                raise ApiError(404, f"bookie {bookie_id} is not registered", title="Unknown bookie") from exc
+        state = _stored_state(store, bookie_id)
+        if state not in OPERATOR_STATES:  # asking again changes nothing
+            _refuse_short_of_writable(request.app, bookie_id)
+            _set_state(store, bookie_id, BookieState.DECOMMISSIONING)
+        return empty()
+
+    @router.delete(
+        "/admin/v2/bookies/{bookieId}/decommission",
+        operation_id="cancelBookieDecommission",
+        summary="Cancel a bookie's decommission: it takes new ledgers again",
+        description="A decommissioning (or drained) bookie goes back to writable; copies already "
+        "made elsewhere stay. A bookie that is not being decommissioned is left as it is.",
+        status_code=NO_CONTENT,
+        response_class=Response,
+        responses=problems(404, 422),
+    )
+    def cancel_decommission(request: Request, bookie_id: BookieId) -> Response:
+        store = _store(request.app)
+        if _stored_state(store, bookie_id) in OPERATOR_STATES:
+            # Writable until its next heartbeat says otherwise (read-only on a full disk).
+            _set_state(store, bookie_id, BookieState.WRITABLE)
         return empty()
 
     return router
+
+
+def _stored_state(store: ClusterStore, bookie_id: str) -> BookieState:
+    known = {r.bookie_id: r.state for r in store.list_bookies()}
+    if bookie_id not in known:
+        raise ApiError(404, f"bookie {bookie_id} is not registered", title="Unknown bookie")
+    return known[bookie_id]
+
+
+def _set_state(store: ClusterStore, bookie_id: str, state: BookieState) -> None:
+    try:
+        store.set_bookie_state(bookie_id, state)
+    except NotFoundError as exc:
+        raise ApiError(404, f"bookie {bookie_id} is not registered", title="Unknown bookie") from exc
+
+
+def _refuse_short_of_writable(app: FastAPI, bookie_id: str) -> None:
+    """409 when taking `bookie_id` out would leave fewer live writable bookies than a ledger's
+    ensemble: every new ledger, so every produce, would fail until another bookie joins, and the
+    decommission itself could never finish (its copies need somewhere to go)."""
+    needed: int = getattr(app.state, "ensemble_size", 1)
+    others = [
+        b.bookie_id
+        for b in _registry(app).all_bookies()
+        if b.state == BookieState.WRITABLE and b.bookie_id != bookie_id
+    ]
+    if len(others) < needed:
+        raise ApiError(
+            409,
+            f"decommissioning {bookie_id} would leave {len(others)} writable bookie(s) "
+            f"({', '.join(others) or 'none'}) and ledgers need {needed} (QUIRE_ENSEMBLE_SIZE): "
+            "start another bookie first",
+            title="Not enough bookies",
+        )
 
 
 def _info(status: BookieStatus) -> BookieInfo:
@@ -213,11 +260,14 @@ class EnsembleChangeCollector(Collector):
         yield family
 
 
-def install_registry(app: FastAPI, registry: BookieRegistry, store: ClusterStore | None = None) -> None:
-    """Give the app its bookie registry and the store behind it: the routes read them, the gauges
-    are scraped from them."""
+def install_registry(
+    app: FastAPI, registry: BookieRegistry, store: ClusterStore | None = None, ensemble_size: int = 1
+) -> None:
+    """Give the app its bookie registry and the store behind it (the routes read them, the gauges
+    are scraped from them), and the ensemble size its ledgers need."""
     app.state.bookie_registry = registry
     app.state.cluster_store = store
+    app.state.ensemble_size = ensemble_size
     metrics = getattr(app.state, "metrics", None)
     if metrics is not None:
         metrics.registry.register(BookieStateCollector(registry))

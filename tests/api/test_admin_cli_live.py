@@ -146,6 +146,19 @@ def test_bookies_list(stack: Stack) -> None:
     assert [(b["bookieId"], b["state"]) for b in bookies] == [(f"127.0.0.1:{stack.bookie_port}", "writable")]
 
 
+def test_the_only_bookie_cannot_be_decommissioned_and_a_cancel_is_harmless(stack: Stack) -> None:
+    only = f"127.0.0.1:{stack.bookie_port}"
+    done = admin("--url", stack.base_url, "bookies", "decommission", only)
+    assert done.returncode == EXIT_REFUSED, done.stderr
+    assert "409" in done.stderr and "start another bookie first" in done.stderr, done.stderr
+    assert ok(stack, "bookies", "cancel-decommission", only) is None
+    assert [b["state"] for b in ok(stack, "bookies", "list")["bookies"]] == ["writable"]
+    # ... and produce still works: nothing was taken out.
+    r = httpx.post(f"{stack.base_url}/v1/topics/public/default/after-decommission/messages",
+                   json={"messages": [{"value": "x"}]}, timeout=30)  # fmt: skip
+    assert r.status_code == 200, r.text
+
+
 def test_kafka_groups(stack: Stack) -> None:
     assert ok(stack, "kafka-groups", "list") == []
     for command in ("get", "delete"):

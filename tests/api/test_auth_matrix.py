@@ -52,7 +52,8 @@ _TABLE = {
     "setNamespaceBacklogQuota removeNamespaceBacklogQuota getPermissions grantPermission "
     "revokePermission": TENANT_ADMIN,
     "listTenants createTenant updateTenant deleteTenant listBrokers listBookies "
-    "listUnderReplicatedLedgers decommissionBookie listKafkaGroups getKafkaGroup deleteKafkaGroup": SUPER,
+    "listUnderReplicatedLedgers decommissionBookie cancelBookieDecommission listKafkaGroups "
+    "getKafkaGroup deleteKafkaGroup": SUPER,
     "healthz readyz metrics": OPEN,
 }
 ALLOWED: dict[str, set[str]] = {op: roles for ops, roles in _TABLE.items() for op in ops.split()}
