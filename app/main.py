@@ -11,6 +11,7 @@ and closes it at shutdown. Limits are the service's own (topics.config): the app
 
 from __future__ import annotations
 
+import socket
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -94,13 +95,14 @@ async def _start_kafka(
     groups: GroupConfig | None,
     security: SecurityConfig | None,
     tls: ssl.SSLContext | None,
+    sock: socket.socket | None,
 ) -> KafkaListener:
     from app.kafka_listener.listener import KafkaListener
 
     listener = KafkaListener(
         cast("TopicService", topics), kafka, groups, security=kafka_security(app, security), ssl_context=tls
     )
-    await listener.start()
+    await listener.start(sock)
     app.state.kafka_port = listener.port
     from app.routes.kafka_groups import install_group_coordinator
 
@@ -129,9 +131,11 @@ def create_app(
     kafka: KafkaConfig | None = None,
     kafka_groups: GroupConfig | None = None,
     kafka_tls: ssl.SSLContext | None = None,
+    kafka_socket: socket.socket | None = None,
 ) -> QuireApp:
     """The app around `topics`; `security` turns authentication (and authorization) on, `kafka`
-    the Kafka listener (started after the topics service, stopped before it)."""
+    the Kafka listener (started after the topics service, stopped before it; on `kafka_socket`
+    when the process bound its port already, `app.listen`)."""
     metrics = Metrics()
 
     @asynccontextmanager
@@ -140,7 +144,9 @@ def create_app(
         listener = None
         try:
             if kafka is not None:
-                listener = await _start_kafka(app, topics, kafka, kafka_groups, security, kafka_tls)
+                listener = await _start_kafka(
+                    app, topics, kafka, kafka_groups, security, kafka_tls, kafka_socket
+                )
             yield
         finally:
             if listener is not None:

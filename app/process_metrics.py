@@ -34,6 +34,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
 
+from app.listen import cannot_listen
 from common.histogram import HistogramSnapshot
 
 if TYPE_CHECKING:
@@ -236,11 +237,16 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 def serve_metrics(
-    collector: Collector, host: str, port: int, process: str, auth: MetricsAuth | None = None
+    collector: Collector,
+    host: str,
+    port: int,
+    process: str,
+    auth: MetricsAuth | None = None,
+    setting: str = "its metrics port",
 ) -> WSGIServer:
     """Serve `collector` alone at http://host:port/metrics (asking for a token with `auth`), from
-    a daemon thread; SystemExit naming the address when it cannot listen there. Stop it with
-    `stop_metrics`."""
+    a daemon thread; one line naming `setting` and exit 2 when it cannot listen there
+    (`app.listen`). Stop it with `stop_metrics`."""
     registry = CollectorRegistry()
     registry.register(collector)
     app = make_wsgi_app(registry)
@@ -254,7 +260,7 @@ def serve_metrics(
         Server.address_family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
         server = make_server(host, port, app, Server, handler_class=_QuietHandler)
     except OSError as exc:
-        raise SystemExit(f"quire {process}: cannot serve metrics on {host}:{port}: {exc}") from exc
+        cannot_listen(process, "metrics", host, port, setting, exc)
     threading.Thread(target=server.serve_forever, name=f"{process}-metrics", daemon=True).start()
     return server
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 import struct
 import time
 from collections.abc import Callable, Coroutine
@@ -476,14 +477,15 @@ class BookieServer:
         self.waiters: dict[asyncio.Future[Any], list[_Drive]] = {}  # see _Drive.step
         self._server: asyncio.Server | None = None
 
-    async def start(self) -> None:
+    async def start(self, sock: socket.socket | None = None) -> None:
+        """Listen on the config's host:port, or on `sock` when the process bound it already."""
         loop = asyncio.get_running_loop()
+        ssl_context = self.config.security.ssl_context()
+        if sock is not None:
+            self._server = await loop.create_server(lambda: _Connection(self), sock=sock, ssl=ssl_context)
+            return
         self._server = await loop.create_server(
-            lambda: _Connection(self),
-            self.config.host,
-            self.config.port,
-            reuse_address=True,
-            ssl=self.config.security.ssl_context(),
+            lambda: _Connection(self), self.config.host, self.config.port, reuse_address=True, ssl=ssl_context
         )
 
     def resume(self, awaited: asyncio.Future[Any]) -> None:

@@ -4,6 +4,7 @@ the topics service and stopped before it (app.main's lifespan)."""
 from __future__ import annotations
 
 import logging
+import socket
 import ssl
 
 from app.kafka_listener import group_handlers
@@ -56,8 +57,8 @@ class KafkaListener:
     def port(self) -> int:
         return self.server.port
 
-    async def start(self) -> None:
-        await self.server.start()
+    async def start(self, sock: socket.socket | None = None) -> None:
+        await self.server.start(sock)
 
     async def close(self) -> None:
         await self.server.close()

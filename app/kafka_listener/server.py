@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import ssl
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
@@ -146,10 +147,21 @@ class KafkaServer:
         self._closing = False
         self.connections: set[_Connection] = set()
 
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._accept, self.host, self._port, limit=_READ_BUFFER_LIMIT, reuse_address=True, ssl=self._ssl
-        )
+    async def start(self, sock: socket.socket | None = None) -> None:
+        """Listen on host:port, or on `sock` when the process bound it already (`app.listen`)."""
+        if sock is not None:
+            self._server = await asyncio.start_server(
+                self._accept, sock=sock, limit=_READ_BUFFER_LIMIT, ssl=self._ssl
+            )
+        else:
+            self._server = await asyncio.start_server(
+                self._accept,
+                self.host,
+                self._port,
+                limit=_READ_BUFFER_LIMIT,
+                reuse_address=True,
+                ssl=self._ssl,
+            )
         self._port = int(self._server.sockets[0].getsockname()[1])
         log.info("Kafka listener on %s:%d", self.host, self._port)
 

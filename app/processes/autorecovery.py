@@ -96,6 +96,7 @@ async def serve(settings: Settings) -> None:
         settings.port,
         "autorecovery",
         metrics_auth(settings),
+        "QUIRE_PORT (--port)",
     )
     service = AutoRecoveryService(
         auditor,

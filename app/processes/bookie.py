@@ -22,6 +22,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from app.listen import bind_tcp
 from app.settings import Settings
 from bookie.auth import ServerSecurity
 from bookie.server import BookieServer, ServerConfig
@@ -106,20 +107,20 @@ async def _serve_storage(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    config = server_config(settings)
+    # Ports before the journal's replay: a taken one is one line and exit 2 at once.
+    port = bind_tcp(
+        config.host, config.port, process="bookie", what="the bookie protocol",
+        setting="QUIRE_BOOKIE_PORT (--port)",
+    )  # fmt: skip
     await storage.start()
-    server = BookieServer(storage, server_config(settings))
+    server = BookieServer(storage, config)
     try:
         metrics = start_metrics(settings, server, storage)
+        await server.start(port.listening())
     except SystemExit:
         await storage.close()
         raise
-    try:
-        await server.start()
-    except OSError as exc:
-        await storage.close()
-        raise SystemExit(
-            f"quire bookie: cannot listen on {server.config.host}:{settings.bookie_port}: {exc}"
-        ) from exc
     try:
         await registration.start()
     except Exception as exc:
@@ -158,7 +159,8 @@ def start_metrics(settings: Settings, server: BookieServer, storage: LedgerStora
 
     collector = BookieCollector(asyncio.get_running_loop(), server, storage)
     port, auth = settings.bookie_metrics_port, metrics_auth(settings)
-    return serve_metrics(collector, server.config.host, port, "bookie", auth)
+    setting = "QUIRE_BOOKIE_METRICS_PORT (--metrics-port)"
+    return serve_metrics(collector, server.config.host, port, "bookie", auth, setting)
 
 
 def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:

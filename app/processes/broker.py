@@ -23,12 +23,24 @@ log = logging.getLogger("quire.broker")
 
 
 def run(settings: Settings) -> None:
+    from app.listen import bind_tcp
     from app.main import create_app
     from app.registry import broker_registry
     from app.routes.cluster import install_registry
     from app.wiring import bootstrap, group_config, kafka_config, kafka_tls, security_config
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Ports first: a taken one is one line and exit 2 now, not after waiting for bookies.
+    http_port = bind_tcp(
+        settings.host, settings.port, process="broker", what="HTTP", setting="QUIRE_PORT (--port)"
+    )
+    kafka = kafka_config(settings)
+    kafka_port = None
+    if kafka is not None:
+        kafka_port = bind_tcp(
+            kafka.host, kafka.port, process="broker", what="Kafka",
+            setting="QUIRE_KAFKA_PORT (--kafka-port; 0 turns the Kafka listener off)",
+        )  # fmt: skip
     registry, registry_store = broker_registry(settings)
     app = create_app(
         bootstrap(settings),
@@ -36,9 +48,10 @@ def run(settings: Settings) -> None:
         metrics_max_topics=settings.metrics_max_topics,
         metrics_max_subscriptions_per_topic=settings.metrics_max_subscriptions_per_topic,
         security=security_config(settings),
-        kafka=kafka_config(settings),
+        kafka=kafka,
         kafka_groups=group_config(settings),
         kafka_tls=kafka_tls(settings),
+        kafka_socket=kafka_port.sock if kafka_port is not None else None,
     )
     install_registry(app, registry, registry_store, settings.ensemble_size)
     # The broker's heap (cursors, pending maps, decoded entries) is large and long-lived; with
@@ -64,7 +77,10 @@ def run(settings: Settings) -> None:
         ssl_cert_reqs=ssl.CERT_REQUIRED if settings.tls_ca_file else ssl.CERT_NONE,
     )
     try:
-        HandoverServer(config, app.state.topics).run()
+        sockets = [http_port.listening()]
+        if kafka_port is not None:
+            kafka_port.listening()  # served once the app has started (its lifespan)
+        HandoverServer(config, app.state.topics).run(sockets=sockets)
     finally:
         registry_store.close()
 

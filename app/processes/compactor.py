@@ -47,6 +47,7 @@ def compactor_config(settings: Settings) -> CompactorConfig:
 
 
 async def serve(settings: Settings) -> None:
+    from app.listen import probe
     from app.process_metrics import CompactorCollector, metrics_auth, serve_metrics, stop_metrics
     from app.registry import registry_config
     from app.wiring import bookie_client_config
@@ -57,6 +58,15 @@ async def serve(settings: Settings) -> None:
     from compactor.spark import stop_session
 
     config = compactor_config(settings)
+    metrics_setting = "QUIRE_COMPACTOR_METRICS_PORT (--metrics-port)"
+    if settings.compactor_metrics_port:  # said now, not once the metadata store answers
+        probe(
+            settings.host,
+            settings.compactor_metrics_port,
+            process="compactor",
+            what="metrics",
+            setting=metrics_setting,
+        )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -76,7 +86,7 @@ async def serve(settings: Settings) -> None:
         if settings.compactor_metrics_port:
             collector = CompactorCollector(loop, service.runner.stats)
             port, auth = settings.compactor_metrics_port, metrics_auth(settings)
-            metrics = serve_metrics(collector, settings.host, port, "compactor", auth)
+            metrics = serve_metrics(collector, settings.host, port, "compactor", auth, metrics_setting)
         where = f"; metrics on http://{settings.host}:{settings.compactor_metrics_port}/metrics"
         log.info("compactor up: spark master %s%s", config.spark_master, where if metrics else "")
         await service.serve(stop)

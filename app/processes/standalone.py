@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from app.listen import probe
 from app.settings import Settings
 
 START_TIMEOUT_S = 60.0
@@ -114,7 +115,11 @@ class Supervisor:
             if self.stopping:
                 raise SystemExit(0)
             if not child.alive():
-                raise SystemExit(self.fail(f"{child.name} exited with code {child.proc.returncode} at start"))
+                code = child.proc.returncode
+                # 2: it said what to change (a port, a setting); standalone exits as it did.
+                raise SystemExit(
+                    self.fail(f"{child.name} exited with code {code} at start", 2 if code == 2 else 1)
+                )
             if time.monotonic() > deadline:
                 raise SystemExit(
                     self.fail(f"{child.name} did not listen on {host}:{port} in {START_TIMEOUT_S}s")
@@ -162,9 +167,9 @@ class Supervisor:
             time.sleep(POLL_INTERVAL_S)
         return 0
 
-    def fail(self, reason: str) -> int:
+    def fail(self, reason: str, code: int = 1) -> int:
         _say(f"{reason}; stopping everything")
-        return 1
+        return code
 
     def stop_all(self) -> None:
         for child in reversed(self.children):
@@ -207,6 +212,33 @@ def port_clash(settings: Settings, bookies: int) -> str | None:
     return None
 
 
+def probe_ports(settings: Settings, bookies: int) -> None:
+    """Every port the children will listen on, bound and let go: one taken is one line naming
+    its setting and exit 2 before anything starts (a child would say the same, later)."""
+    bookie_metrics, compactor_metrics = metrics_ports(settings, bookies)
+    wanted = [(settings.host, settings.port, "HTTP", "QUIRE_PORT (--port)")]
+    if settings.kafka_port:
+        kafka_host = settings.kafka_host or settings.host
+        wanted.append((kafka_host, settings.kafka_port, "Kafka", "QUIRE_KAFKA_PORT (--kafka-port; 0: off)"))
+    for i in range(bookies):
+        wanted.append(
+            (
+                settings.bookie_host,
+                settings.bookie_port + i,
+                f"bookie {i}",
+                "QUIRE_BOOKIE_PORT (--bookie-port)",
+            )
+        )
+        wanted.append(
+            (settings.bookie_host, bookie_metrics[i], f"bookie {i}'s metrics", "QUIRE_BOOKIE_METRICS_PORT")
+        )
+    wanted.append(
+        (settings.host, compactor_metrics, "the compactor's metrics", "QUIRE_COMPACTOR_METRICS_PORT")
+    )
+    for host, port, what, setting in wanted:
+        probe(host, port, process="standalone", what=what, setting=setting)
+
+
 def run(settings: Settings, bookies: int = 1) -> None:
     if bookies < 1 or bookies < settings.ensemble_size:
         _say(f"--bookies {bookies}: a ledger needs ensemble_size={settings.ensemble_size} distinct bookies")
@@ -218,6 +250,7 @@ def run(settings: Settings, bookies: int = 1) -> None:
     if clash is not None:
         _say(f"{clash}: set QUIRE_BOOKIE_METRICS_PORT, QUIRE_COMPACTOR_METRICS_PORT or --port apart")
         raise SystemExit(2)
+    probe_ports(settings, bookies)
     Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
     supervisor = Supervisor(settings, bookies)
     signal.signal(signal.SIGINT, supervisor.on_signal)
