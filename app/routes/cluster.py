@@ -111,6 +111,13 @@ def cluster_router() -> APIRouter:
             ]
         )
 
+    _add_decommission_routes(router)
+    return router
+
+
+def _add_decommission_routes(router: APIRouter) -> None:
+    """Taking a bookie out (its copies moved elsewhere first), and changing one's mind."""
+
     @router.post(
         "/admin/v2/bookies/{bookieId}/decommission",
         operation_id="decommissionBookie",
@@ -143,8 +150,6 @@ def cluster_router() -> APIRouter:
             # Writable until its next heartbeat says otherwise (read-only on a full disk).
             _set_state(store, bookie_id, BookieState.WRITABLE)
         return empty()
-
-    return router
 
 
 def _stored_state(store: ClusterStore, bookie_id: str) -> BookieState:
