@@ -177,14 +177,20 @@ class RolloverPolicy(BaseModel):
 
 
 class RetentionPolicyUpdate(BaseModel):
-    """A namespace's retention as posted: the fields left out keep their current value."""
+    """Retention as posted (topic or namespace): the fields left out keep their effective value.
+    Pulsar's ranges: -1 is unlimited, 0 keeps nothing once consumed."""
+
+    model_config = ConfigDict(extra="forbid")
 
     retentionTimeInMinutes: int | None = Field(None, ge=-1, examples=[60])
     retentionSizeInMB: int | None = Field(None, ge=-1, examples=[-1])
 
 
 class RolloverPolicyUpdate(BaseModel):
-    """A namespace's rollover policy as posted: the fields left out keep their current value."""
+    """A rollover policy as posted (topic or namespace): the fields left out keep their effective
+    value."""
+
+    model_config = ConfigDict(extra="forbid")
 
     maxEntriesPerLedger: int | None = Field(None, gt=0, examples=[50000])
     maxSizePerLedgerBytes: int | None = Field(None, gt=0, examples=[2147483648])
@@ -243,8 +249,9 @@ BacklogQuotaType = Literal["destination_storage", "message_age"]
 
 
 class BacklogQuota(BaseModel):
-    """Pulsar's backlog quota. `destination_storage` needs `limitSize`, `message_age` needs
-    `limitTime`; the other limit is kept as given but does not apply to that type."""
+    """Pulsar's backlog quota, as GET answers it. `destination_storage` has `limitSize`,
+    `message_age` has `limitTime`; the other limit is kept as given but does not apply to that
+    type. A limit that is not set is null."""
 
     limitSize: int | None = Field(
         None,
@@ -257,6 +264,25 @@ class BacklogQuota(BaseModel):
         None, ge=0, le=10**10, examples=[3600], description="seconds: age of its oldest unacked message"
     )
     policy: QuotaPolicy = Field(examples=["producer_exception"])
+
+
+class BacklogQuotaUpdate(BaseModel):
+    """A backlog quota as posted, in Pulsar's ranges (what pulsar-admin sends): `limitSize` -1 and
+    a `limitTime` of 0 or less mean "no such limit". The fields left out (or null) keep the value
+    of the quota of that type in effect (the scope's own, else the namespace's); with none in
+    effect, `policy` and the type's own limit are needed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limitSize: int | None = Field(
+        None, ge=-1, le=2**63 - 1, examples=[10485760],
+        description="bytes of the slowest subscription's backlog; -1: no size limit",
+    )  # fmt: skip
+    limitTime: int | None = Field(
+        None, ge=-(2**31), le=10**10, examples=[3600],
+        description="seconds: age of its oldest unacked message; 0 or less: no time limit",
+    )  # fmt: skip
+    policy: QuotaPolicy | None = Field(None, examples=["producer_exception"])
 
 
 class BacklogQuotaMap(BaseModel):

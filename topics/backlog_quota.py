@@ -23,6 +23,11 @@ their oldest messages) until the backlog is within the limit again.
 
 Stored in the scope's policies under "backlogQuota" as `{type: {"limitSize": int,
 "limitTime": int, "policy": str}}` (a limit not given is left out).
+
+Values are Pulsar's (what `pulsar-admin namespaces set-backlog-quota` sends by default): a
+`limitSize` of -1 and a `limitTime` of 0 or less mean "no such limit", and are stored as a limit
+left out. A quota set in part keeps the other fields of the quota of that type in effect (the
+scope's own, else the next level's).
 """
 
 from __future__ import annotations
@@ -51,28 +56,38 @@ def check_type(quota_type: str) -> QuotaType:
     raise InvalidPolicyError(POLICY, f"unknown backlogQuotaType {quota_type!r}; known: {list(QUOTA_TYPES)}")
 
 
-def validate_quota(quota_type: str, value: Any) -> dict[str, Any]:
-    """The stored form of one quota, or InvalidPolicyError saying what is wrong."""
+def validate_quota(quota_type: str, value: Any, keep: BacklogQuota | None = None) -> dict[str, Any]:
+    """The stored form of one quota, or InvalidPolicyError saying what is wrong. `keep`: the
+    quota of that type in effect, whose fields stand where `value` gives none."""
     kind = check_type(quota_type)
     if not isinstance(value, Mapping):
         raise InvalidPolicyError(POLICY, f"expected an object with {list(_FIELDS)}")
     unknown = sorted(set(value) - set(_FIELDS))
     if unknown:
         raise InvalidPolicyError(POLICY, f"unknown fields {unknown}; expected {list(_FIELDS)}")
-    policy = value.get("policy")
+    merged = {k: v for k, v in api_dict(keep).items() if v is not None} if keep is not None else {}
+    merged.update({k: v for k, v in value.items() if v is not None})
+    policy = merged.get("policy")
     if policy not in QUOTA_POLICIES:
         raise InvalidPolicyError(POLICY, f"policy must be one of {list(QUOTA_POLICIES)}, got {policy!r}")
     out: dict[str, Any] = {"policy": policy}
     for key in ("limitSize", "limitTime"):
-        v = value.get(key)
-        if v is None:
+        v = merged.get(key)
+        if v is None or _no_limit(key, v):
             continue
         if type(v) is not int or v < 0:
-            raise InvalidPolicyError(POLICY, f"{key} must be an integer >= 0, got {v!r}")
+            raise InvalidPolicyError(POLICY, f"{key} must be an integer >= 0, or -1 for no limit; got {v!r}")
         out[key] = v
     if _LIMIT_OF[kind] not in out:
-        raise InvalidPolicyError(POLICY, f"a {kind} quota needs {_LIMIT_OF[kind]}")
+        raise InvalidPolicyError(POLICY, f"a {kind} quota needs {_LIMIT_OF[kind]} (a limit, not -1)")
     return out
+
+
+def _no_limit(key: str, v: Any) -> bool:
+    """Pulsar's "no such limit": limitSize -1, a limitTime of 0 or less."""
+    if type(v) is not int:
+        return False
+    return v == -1 if key == "limitSize" else v <= 0
 
 
 def validate_map(value: Any) -> dict[str, Any]:

@@ -168,8 +168,9 @@ class QuotaOps(BacklogOps):
         return dict(t.policies.backlog_quotas)
 
     async def set_backlog_quota(self, topic: str, quota_type: QuotaType, value: Any) -> None:
-        stored = backlog_quota.validate_quota(quota_type, value)
         t = await self._topic(topic)
+        in_effect = t.policies.backlog_quotas.get(backlog_quota.check_type(quota_type))
+        stored = backlog_quota.validate_quota(quota_type, value, in_effect)
         await self._update_quota_map(t.name, quota_type, stored)
         await self._apply_policies(t)
 
@@ -180,8 +181,10 @@ class QuotaOps(BacklogOps):
         await self._apply_policies(t)
 
     async def set_namespace_backlog_quota(self, namespace: str, quota_type: QuotaType, value: Any) -> None:
-        stored = backlog_quota.validate_quota(quota_type, value)
         await self._check_namespace(namespace)
+        own = (await self._call(self._store.get_policies, namespace)).get(backlog_quota.POLICY)
+        in_effect = backlog_quota.parse(own).get(backlog_quota.check_type(quota_type))
+        stored = backlog_quota.validate_quota(quota_type, value, in_effect)
         await self._update_quota_map(namespace, quota_type, stored)
         await self._reapply_namespace(namespace)
 

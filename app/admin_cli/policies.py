@@ -38,8 +38,9 @@ from quire_client.api.admin import (
     set_namespace_rollover_policy,
 )
 from quire_client.models import (
-    BacklogQuota,
     BacklogQuotaPolicy,
+    BacklogQuotaUpdate,
+    BacklogQuotaUpdatePolicyType0,
     CompactionPolicyUpdate,
     KeylessPolicy,
     RemoveBacklogQuotaBacklogquotatype,
@@ -84,11 +85,17 @@ def _given(value: int | None, convert: Any = None) -> Any:
 # --- namespace policies: an object policy may be given in part (the rest keeps its value) --------
 
 
-def _set_retention(client: Client, args: argparse.Namespace) -> Any:
-    body = RetentionPolicyUpdate(
+def retention_body(args: argparse.Namespace) -> RetentionPolicyUpdate:
+    """The fields given on the command line (topic and namespace alike); the others keep their
+    value."""
+    return RetentionPolicyUpdate(
         retention_time_in_minutes=_given(args.time, lambda ms: ms // 60_000),
         retention_size_in_mb=_given(args.size, lambda b: b // 1024**2),
     )
+
+
+def _set_retention(client: Client, args: argparse.Namespace) -> Any:
+    body = retention_body(args)
     return result(set_namespace_retention.sync_detailed(*_ns(args), client=client, body=body))
 
 
@@ -135,17 +142,23 @@ def _ttl_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _set_rollover(client: Client, args: argparse.Namespace) -> Any:
-    body = RolloverPolicyUpdate(
+def rollover_policy_body(args: argparse.Namespace) -> RolloverPolicyUpdate:
+    """The fields given on the command line (topic and namespace alike); the others keep their
+    value."""
+    return RolloverPolicyUpdate(
         max_entries_per_ledger=_given(args.max_entries),
         max_size_per_ledger_bytes=_given(args.max_size),
         min_rollover_time_ms=_given(args.min_time),
         max_rollover_time_ms=_given(args.max_time),
     )
+
+
+def _set_rollover(client: Client, args: argparse.Namespace) -> Any:
+    body = rollover_policy_body(args)
     return result(set_namespace_rollover_policy.sync_detailed(*_ns(args), client=client, body=body))
 
 
-def _rollover_flags(p: argparse.ArgumentParser) -> None:
+def rollover_policy_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-entries", type=positive_int, help="entries per ledger")
     p.add_argument("--max-size", type=size_arg, help="bytes per ledger: e.g. 2G")
     p.add_argument("--min-time", type=duration_arg, help="e.g. 10m")
@@ -230,7 +243,7 @@ NAMESPACE_POLICIES = (
         get_namespace_rollover_policy,
         _set_rollover,
         remove_namespace_rollover_policy,
-        _rollover_flags,
+        rollover_policy_flags,
     ),
     (
         "compaction-policy",
@@ -246,9 +259,9 @@ NAMESPACE_POLICIES = (
 # --- backlog quotas --------------------------------------------------------------------------------
 
 
-def _quota_body(args: argparse.Namespace) -> BacklogQuota:
-    return BacklogQuota(
-        policy=BacklogQuotaPolicy(args.policy),
+def _quota_body(args: argparse.Namespace) -> BacklogQuotaUpdate:
+    return BacklogQuotaUpdate(
+        policy=BacklogQuotaUpdatePolicyType0(args.policy),
         limit_size=_given(args.limit),
         limit_time=_given(args.limit_time, lambda ms: ms // 1000),
     )

@@ -59,8 +59,6 @@ from quire_client.api.data import create_subscription, seek_subscription
 from quire_client.models import (
     ExamineMessageInitialposition,
     MessageIdBody,
-    RetentionPolicy,
-    RolloverPolicy,
     SeekRequest,
     SubscriptionRequest,
     SubscriptionRequestInitialPosition,
@@ -79,7 +77,14 @@ from app.admin_cli.base import (
     result,
     size_arg,
 )
-from app.admin_cli.policies import add_topic_backlog_quotas, compaction_policy_body, compaction_policy_flags
+from app.admin_cli.policies import (
+    add_topic_backlog_quotas,
+    compaction_policy_body,
+    compaction_policy_flags,
+    retention_body,
+    rollover_policy_body,
+    rollover_policy_flags,
+)
 
 
 def _topic(args: argparse.Namespace) -> TopicName:
@@ -305,10 +310,7 @@ def _backlog(topics: Commands) -> None:
 
 
 def _set_retention(client: Client, args: argparse.Namespace) -> Any:
-    body = RetentionPolicy(
-        retention_time_in_minutes=-1 if args.time == -1 else args.time // 60_000,
-        retention_size_in_mb=-1 if args.size == -1 else args.size // 1024**2,
-    )
+    body = retention_body(args)
     return result(set_retention.sync_detailed(*_topic(args), client=client, body=body))
 
 
@@ -354,20 +356,8 @@ def _set_compaction_policy(client: Client, args: argparse.Namespace) -> Any:
 
 
 def _set_rollover(client: Client, args: argparse.Namespace) -> Any:
-    body = RolloverPolicy(
-        max_entries_per_ledger=args.max_entries,
-        max_size_per_ledger_bytes=args.max_size,
-        min_rollover_time_ms=args.min_time,
-        max_rollover_time_ms=args.max_time,
-    )
+    body = rollover_policy_body(args)
     return result(set_rollover_policy.sync_detailed(*_topic(args), client=client, body=body))
-
-
-def _rollover_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-entries", type=positive_int, required=True, help="entries per ledger")
-    p.add_argument("--max-size", type=size_arg, required=True, help="bytes per ledger: e.g. 2G")
-    p.add_argument("--min-time", type=duration_arg, required=True, help="e.g. 10m")
-    p.add_argument("--max-time", type=duration_arg, required=True, help="e.g. 4h")
 
 
 POLICIES = (
@@ -403,7 +393,7 @@ POLICIES = (
         get_rollover_policy,
         _set_rollover,
         remove_rollover_policy,
-        _rollover_flags,
+        rollover_policy_flags,
     ),
     (
         "compaction-policy",

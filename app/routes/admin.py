@@ -214,15 +214,22 @@ def _policy_routes(router: APIRouter, topics: TopicsApi) -> None:
     else the namespace's), an int for compactionThreshold, a bool for deduplicationEnabled.
     """
     _policy(
-        router, topics, "retention", schemas.RetentionPolicy, namespace_policies.retention_body, "Retention"
+        router,
+        topics,
+        "retention",
+        schemas.RetentionPolicyUpdate,
+        namespace_policies.retention_body,
+        "Retention",
+        schemas.RetentionPolicy,
     )
     _policy(
         router,
         topics,
         "rolloverPolicy",
-        schemas.RolloverPolicy,
+        schemas.RolloverPolicyUpdate,
         namespace_policies.rollover_body,
         "RolloverPolicy",
+        schemas.RolloverPolicy,
     )
     _policy(
         router,

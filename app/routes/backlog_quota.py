@@ -20,7 +20,7 @@ QuotaTypeQuery = Annotated[
 NAMESPACE = "/admin/v2/namespaces/{tenant}/{namespace}"
 
 
-def _body(quota: schemas.BacklogQuota) -> dict[str, Any]:
+def _body(quota: schemas.BacklogQuotaUpdate) -> dict[str, Any]:
     return quota.model_dump(exclude_none=True)
 
 
@@ -48,7 +48,7 @@ def topic_routes(router: APIRouter, topics: TopicsApi, prefix: str) -> None:
         tenant: Tenant,
         namespace: Namespace,
         topic: Topic,
-        quota: schemas.BacklogQuota,
+        quota: schemas.BacklogQuotaUpdate,
         backlogQuotaType: QuotaTypeQuery = "destination_storage",
     ) -> Response:
         await topics.set_backlog_quota(full_name(tenant, namespace, topic), backlogQuotaType, _body(quota))
@@ -95,7 +95,7 @@ def namespace_routes(router: APIRouter, topics: TopicsApi) -> None:
     async def set_quota(
         tenant: Tenant,
         namespace: Namespace,
-        quota: schemas.BacklogQuota,
+        quota: schemas.BacklogQuotaUpdate,
         backlogQuotaType: QuotaTypeQuery = "destination_storage",
     ) -> Response:
         await topics.set_namespace_backlog_quota(f"{tenant}/{namespace}", backlogQuotaType, _body(quota))

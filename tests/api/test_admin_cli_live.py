@@ -216,6 +216,12 @@ def test_namespace_policies_and_backlog_quotas(stack: Stack) -> None:
     assert ok(stack, "namespaces", "get-compaction-threshold", ns) == 10 << 20
     ok(stack, "namespaces", "set-rollover-policy", ns, "--max-entries", "100")
     assert ok(stack, "namespaces", "get-rollover-policy", ns)["maxEntriesPerLedger"] == 100
+    # on the topic too, a field at a time: the others keep their effective value (issue 22)
+    ok(stack, "topics", "set-rollover-policy", topic, "--min-time", "0")
+    assert ok(stack, "topics", "get-rollover-policy", topic) == {
+        **ok(stack, "namespaces", "get-rollover-policy", ns),
+        "minRolloverTimeMs": 0,
+    }
     ok(stack, "namespaces", "remove-retention", ns)
     assert ok(stack, "topics", "get-retention", topic)["retentionTimeInMinutes"] == 0
 

@@ -47,7 +47,9 @@ BAD: list[tuple[str, Any]] = [
     ("destination_storage", {"limitSize": 5, "policy": "evict_everything"}),
     ("storage", {"limitSize": 5, "policy": "producer_exception"}),
     ("destination_storage", {"policy": "producer_exception"}),
-    ("message_age", {"limitSize": 5, "policy": "producer_exception"}),
+    ("message_age", {"limitSize": 5, "limitTime": 0, "policy": "producer_exception"}),  # 0: no limit
+    ("destination_storage", {"limitSize": -2, "policy": "producer_exception"}),
+    ("destination_storage", {"limitSize": 5, "policy": "producer_exception", "limit": 5}),
     ("destination_storage", {"limitSize": 5}),
     ("destination_storage", "5"),
 ]
@@ -70,6 +72,62 @@ async def test_bad_quotas_are_422_problems_and_change_nothing(quota_type: str, b
         assert (await client.get(f"{NS}/backlogQuotaMap")).json() == {}
         r = await client.delete(f"{ADMIN}/backlogQuota?backlogQuotaType=storage")
         assert r.status_code == 422
+
+
+async def test_pulsar_admins_own_shape_is_taken() -> None:
+    """What pulsar-admin sends by default: the limit it was not given as -1 (issue 22, defect 2)."""
+    pulsar = {"limitSize": 20000, "limitTime": -1, "policy": "producer_exception"}
+    async with served() as (_, _app, client):
+        assert (await client.put(ADMIN)).status_code == 204
+        for path in (ADMIN, NS):
+            r = await client.post(f"{path}/backlogQuota?backlogQuotaType=destination_storage", json=pulsar)
+            assert r.status_code == 204, r.text
+            got = (await client.get(f"{path}/backlogQuotaMap")).json()
+            assert got == {
+                "destination_storage": {"limitSize": 20000, "limitTime": None, "policy": "producer_exception"}
+            }
+        age = {"limitSize": -1, "limitTime": 3600, "policy": "consumer_backlog_eviction"}
+        r = await client.post(f"{ADMIN}/backlogQuota?backlogQuotaType=message_age", json=age)
+        assert r.status_code == 204, r.text
+        got = (await client.get(f"{ADMIN}/backlogQuotaMap")).json()["message_age"]
+        assert got == {"limitSize": None, "limitTime": 3600, "policy": "consumer_backlog_eviction"}
+
+
+@pytest.mark.parametrize("scope", [ADMIN, NS])
+@pytest.mark.parametrize(
+    ("quota_type", "field", "value"),
+    [
+        ("destination_storage", "limitSize", 777),
+        ("destination_storage", "limitTime", 99),
+        ("destination_storage", "policy", "consumer_backlog_eviction"),
+        ("message_age", "limitSize", 888),
+        ("message_age", "limitTime", 120),
+        ("message_age", "policy", "producer_request_hold"),
+    ],
+)
+async def test_a_quota_posted_in_part_keeps_the_other_fields(
+    scope: str, quota_type: str, field: str, value: Any
+) -> None:
+    first = {"limitSize": 1000, "limitTime": 60, "policy": "producer_exception"}
+    async with served() as (_, _app, client):
+        assert (await client.put(ADMIN)).status_code == 204
+        query = f"backlogQuota?backlogQuotaType={quota_type}"
+        assert (await client.post(f"{scope}/{query}", json=first)).status_code == 204
+        r = await client.post(f"{scope}/{query}", json={field: value})
+        assert r.status_code == 204, r.text
+        got = (await client.get(f"{scope}/backlogQuotaMap")).json()[quota_type]
+        assert got == {**first, field: value}
+
+
+async def test_a_topic_quota_posted_in_part_takes_the_namespaces_other_fields() -> None:
+    async with served() as (_, _app, client):
+        assert (await client.put(ADMIN)).status_code == 204
+        ns_quota = {"limitSize": 1000, "policy": "producer_request_hold"}
+        assert (await client.post(f"{NS}/backlogQuota", json=ns_quota)).status_code == 204
+        assert (await client.post(f"{ADMIN}/backlogQuota", json={"limitSize": 5})).status_code == 204
+        got = (await client.get(f"{ADMIN}/backlogQuotaMap")).json()["destination_storage"]
+        assert got == {"limitSize": 5, "limitTime": None, "policy": "producer_request_hold"}
+        assert (await client.get(f"{NS}/backlogQuotaMap")).json()["destination_storage"]["limitSize"] == 1000
 
 
 async def test_namespace_policies_of_an_unknown_namespace_are_404() -> None:

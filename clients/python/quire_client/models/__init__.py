@@ -6,6 +6,8 @@ from .backlog_quota import BacklogQuota
 from .backlog_quota_events import BacklogQuotaEvents
 from .backlog_quota_map import BacklogQuotaMap
 from .backlog_quota_policy import BacklogQuotaPolicy
+from .backlog_quota_update import BacklogQuotaUpdate
+from .backlog_quota_update_policy_type_0 import BacklogQuotaUpdatePolicyType0
 from .bookie_info import BookieInfo
 from .bookie_info_state import BookieInfoState
 from .bookie_list import BookieList
@@ -88,6 +90,8 @@ __all__ = (
     "BacklogQuotaEvents",
     "BacklogQuotaMap",
     "BacklogQuotaPolicy",
+    "BacklogQuotaUpdate",
+    "BacklogQuotaUpdatePolicyType0",
     "BookieInfo",
     "BookieInfoState",
     "BookieList",

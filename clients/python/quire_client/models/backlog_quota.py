@@ -23,8 +23,9 @@ T = TypeVar("T", bound="BacklogQuota")
 
 @_attrs_define
 class BacklogQuota:
-    """ Pulsar's backlog quota. `destination_storage` needs `limitSize`, `message_age` needs
-    `limitTime`; the other limit is kept as given but does not apply to that type.
+    """ Pulsar's backlog quota, as GET answers it. `destination_storage` has `limitSize`,
+    `message_age` has `limitTime`; the other limit is kept as given but does not apply to that
+    type. A limit that is not set is null.
 
         Attributes:
             policy (BacklogQuotaPolicy):

@@ -22,7 +22,8 @@ T = TypeVar("T", bound="RetentionPolicyUpdate")
 
 @_attrs_define
 class RetentionPolicyUpdate:
-    """ A namespace's retention as posted: the fields left out keep their current value.
+    """ Retention as posted (topic or namespace): the fields left out keep their effective value.
+    Pulsar's ranges: -1 is unlimited, 0 keeps nothing once consumed.
 
         Attributes:
             retention_size_in_mb (int | None | Unset):
@@ -31,7 +32,6 @@ class RetentionPolicyUpdate:
 
     retention_size_in_mb: int | None | Unset = UNSET
     retention_time_in_minutes: int | None | Unset = UNSET
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
 
@@ -52,7 +52,7 @@ class RetentionPolicyUpdate:
 
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update({
         })
         if retention_size_in_mb is not UNSET:
@@ -92,22 +92,5 @@ class RetentionPolicyUpdate:
             retention_time_in_minutes=retention_time_in_minutes,
         )
 
-
-        retention_policy_update.additional_properties = d
         return retention_policy_update
 
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

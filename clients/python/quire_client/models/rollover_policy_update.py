@@ -22,7 +22,8 @@ T = TypeVar("T", bound="RolloverPolicyUpdate")
 
 @_attrs_define
 class RolloverPolicyUpdate:
-    """ A namespace's rollover policy as posted: the fields left out keep their current value.
+    """ A rollover policy as posted (topic or namespace): the fields left out keep their effective
+    value.
 
         Attributes:
             max_entries_per_ledger (int | None | Unset):
@@ -35,7 +36,6 @@ class RolloverPolicyUpdate:
     max_rollover_time_ms: int | None | Unset = UNSET
     max_size_per_ledger_bytes: int | None | Unset = UNSET
     min_rollover_time_ms: int | None | Unset = UNSET
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
 
@@ -68,7 +68,7 @@ class RolloverPolicyUpdate:
 
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update({
         })
         if max_entries_per_ledger is not UNSET:
@@ -134,22 +134,5 @@ class RolloverPolicyUpdate:
             min_rollover_time_ms=min_rollover_time_ms,
         )
 
-
-        rollover_policy_update.additional_properties = d
         return rollover_policy_update
 
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

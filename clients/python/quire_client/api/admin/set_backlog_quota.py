@@ -8,7 +8,7 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
-from ...models.backlog_quota import BacklogQuota
+from ...models.backlog_quota_update import BacklogQuotaUpdate
 from ...models.problem import Problem
 from ...models.set_backlog_quota_backlogquotatype import SetBacklogQuotaBacklogquotatype
 from ...types import UNSET, Unset
@@ -21,7 +21,7 @@ def _get_kwargs(
     namespace: str,
     topic: str,
     *,
-    body: BacklogQuota,
+    body: BacklogQuotaUpdate,
     backlog_quota_type: SetBacklogQuotaBacklogquotatype | Unset = SetBacklogQuotaBacklogquotatype.DESTINATION_STORAGE,
 
 ) -> dict[str, Any]:
@@ -125,7 +125,7 @@ def sync_detailed(
     topic: str,
     *,
     client: AuthenticatedClient | Client,
-    body: BacklogQuota,
+    body: BacklogQuotaUpdate,
     backlog_quota_type: SetBacklogQuotaBacklogquotatype | Unset = SetBacklogQuotaBacklogquotatype.DESTINATION_STORAGE,
 
 ) -> Response[Any | Problem]:
@@ -138,9 +138,12 @@ def sync_detailed(
         backlog_quota_type (SetBacklogQuotaBacklogquotatype | Unset): destination_storage
             (limitSize, bytes) or message_age (limitTime, seconds) Default:
             SetBacklogQuotaBacklogquotatype.DESTINATION_STORAGE.
-        body (BacklogQuota): Pulsar's backlog quota. `destination_storage` needs `limitSize`,
-            `message_age` needs
-            `limitTime`; the other limit is kept as given but does not apply to that type.
+        body (BacklogQuotaUpdate): A backlog quota as posted, in Pulsar's ranges (what pulsar-
+            admin sends): `limitSize` -1 and
+            a `limitTime` of 0 or less mean "no such limit". The fields left out (or null) keep the
+            value
+            of the quota of that type in effect (the scope's own, else the namespace's); with none in
+            effect, `policy` and the type's own limit are needed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -172,7 +175,7 @@ def sync(
     topic: str,
     *,
     client: AuthenticatedClient | Client,
-    body: BacklogQuota,
+    body: BacklogQuotaUpdate,
     backlog_quota_type: SetBacklogQuotaBacklogquotatype | Unset = SetBacklogQuotaBacklogquotatype.DESTINATION_STORAGE,
 
 ) -> Any | Problem | None:
@@ -185,9 +188,12 @@ def sync(
         backlog_quota_type (SetBacklogQuotaBacklogquotatype | Unset): destination_storage
             (limitSize, bytes) or message_age (limitTime, seconds) Default:
             SetBacklogQuotaBacklogquotatype.DESTINATION_STORAGE.
-        body (BacklogQuota): Pulsar's backlog quota. `destination_storage` needs `limitSize`,
-            `message_age` needs
-            `limitTime`; the other limit is kept as given but does not apply to that type.
+        body (BacklogQuotaUpdate): A backlog quota as posted, in Pulsar's ranges (what pulsar-
+            admin sends): `limitSize` -1 and
+            a `limitTime` of 0 or less mean "no such limit". The fields left out (or null) keep the
+            value
+            of the quota of that type in effect (the scope's own, else the namespace's); with none in
+            effect, `policy` and the type's own limit are needed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -214,7 +220,7 @@ async def asyncio_detailed(
     topic: str,
     *,
     client: AuthenticatedClient | Client,
-    body: BacklogQuota,
+    body: BacklogQuotaUpdate,
     backlog_quota_type: SetBacklogQuotaBacklogquotatype | Unset = SetBacklogQuotaBacklogquotatype.DESTINATION_STORAGE,
 
 ) -> Response[Any | Problem]:
@@ -227,9 +233,12 @@ async def asyncio_detailed(
         backlog_quota_type (SetBacklogQuotaBacklogquotatype | Unset): destination_storage
             (limitSize, bytes) or message_age (limitTime, seconds) Default:
             SetBacklogQuotaBacklogquotatype.DESTINATION_STORAGE.
-        body (BacklogQuota): Pulsar's backlog quota. `destination_storage` needs `limitSize`,
-            `message_age` needs
-            `limitTime`; the other limit is kept as given but does not apply to that type.
+        body (BacklogQuotaUpdate): A backlog quota as posted, in Pulsar's ranges (what pulsar-
+            admin sends): `limitSize` -1 and
+            a `limitTime` of 0 or less mean "no such limit". The fields left out (or null) keep the
+            value
+            of the quota of that type in effect (the scope's own, else the namespace's); with none in
+            effect, `policy` and the type's own limit are needed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -261,7 +270,7 @@ async def asyncio(
     topic: str,
     *,
     client: AuthenticatedClient | Client,
-    body: BacklogQuota,
+    body: BacklogQuotaUpdate,
     backlog_quota_type: SetBacklogQuotaBacklogquotatype | Unset = SetBacklogQuotaBacklogquotatype.DESTINATION_STORAGE,
 
 ) -> Any | Problem | None:
@@ -274,9 +283,12 @@ async def asyncio(
         backlog_quota_type (SetBacklogQuotaBacklogquotatype | Unset): destination_storage
             (limitSize, bytes) or message_age (limitTime, seconds) Default:
             SetBacklogQuotaBacklogquotatype.DESTINATION_STORAGE.
-        body (BacklogQuota): Pulsar's backlog quota. `destination_storage` needs `limitSize`,
-            `message_age` needs
-            `limitTime`; the other limit is kept as given but does not apply to that type.
+        body (BacklogQuotaUpdate): A backlog quota as posted, in Pulsar's ranges (what pulsar-
+            admin sends): `limitSize` -1 and
+            a `limitTime` of 0 or less mean "no such limit". The fields left out (or null) keep the
+            value
+            of the quota of that type in effect (the scope's own, else the namespace's); with none in
+            effect, `policy` and the type's own limit are needed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -8,7 +8,7 @@ from ...client import AuthenticatedClient, Client
 from ...types import Response, UNSET
 from ... import errors
 
-from ...models.backlog_quota import BacklogQuota
+from ...models.backlog_quota_update import BacklogQuotaUpdate
 from ...models.problem import Problem
 from ...models.set_namespace_backlog_quota_backlogquotatype import SetNamespaceBacklogQuotaBacklogquotatype
 from ...types import UNSET, Unset
@@ -20,7 +20,7 @@ def _get_kwargs(
     tenant: str,
     namespace: str,
     *,
-    body: BacklogQuota,
+    body: BacklogQuotaUpdate,
     backlog_quota_type: SetNamespaceBacklogQuotaBacklogquotatype | Unset = SetNamespaceBacklogQuotaBacklogquotatype.DESTINATION_STORAGE,
 
 ) -> dict[str, Any]:
@@ -116,7 +116,7 @@ def sync_detailed(
     namespace: str,
     *,
     client: AuthenticatedClient | Client,
-    body: BacklogQuota,
+    body: BacklogQuotaUpdate,
     backlog_quota_type: SetNamespaceBacklogQuotaBacklogquotatype | Unset = SetNamespaceBacklogQuotaBacklogquotatype.DESTINATION_STORAGE,
 
 ) -> Response[Any | Problem]:
@@ -128,9 +128,12 @@ def sync_detailed(
         backlog_quota_type (SetNamespaceBacklogQuotaBacklogquotatype | Unset): destination_storage
             (limitSize, bytes) or message_age (limitTime, seconds) Default:
             SetNamespaceBacklogQuotaBacklogquotatype.DESTINATION_STORAGE.
-        body (BacklogQuota): Pulsar's backlog quota. `destination_storage` needs `limitSize`,
-            `message_age` needs
-            `limitTime`; the other limit is kept as given but does not apply to that type.
+        body (BacklogQuotaUpdate): A backlog quota as posted, in Pulsar's ranges (what pulsar-
+            admin sends): `limitSize` -1 and
+            a `limitTime` of 0 or less mean "no such limit". The fields left out (or null) keep the
+            value
+            of the quota of that type in effect (the scope's own, else the namespace's); with none in
+            effect, `policy` and the type's own limit are needed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -160,7 +163,7 @@ def sync(
     namespace: str,
     *,
     client: AuthenticatedClient | Client,
-    body: BacklogQuota,
+    body: BacklogQuotaUpdate,
     backlog_quota_type: SetNamespaceBacklogQuotaBacklogquotatype | Unset = SetNamespaceBacklogQuotaBacklogquotatype.DESTINATION_STORAGE,
 
 ) -> Any | Problem | None:
@@ -172,9 +175,12 @@ def sync(
         backlog_quota_type (SetNamespaceBacklogQuotaBacklogquotatype | Unset): destination_storage
             (limitSize, bytes) or message_age (limitTime, seconds) Default:
             SetNamespaceBacklogQuotaBacklogquotatype.DESTINATION_STORAGE.
-        body (BacklogQuota): Pulsar's backlog quota. `destination_storage` needs `limitSize`,
-            `message_age` needs
-            `limitTime`; the other limit is kept as given but does not apply to that type.
+        body (BacklogQuotaUpdate): A backlog quota as posted, in Pulsar's ranges (what pulsar-
+            admin sends): `limitSize` -1 and
+            a `limitTime` of 0 or less mean "no such limit". The fields left out (or null) keep the
+            value
+            of the quota of that type in effect (the scope's own, else the namespace's); with none in
+            effect, `policy` and the type's own limit are needed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -199,7 +205,7 @@ async def asyncio_detailed(
     namespace: str,
     *,
     client: AuthenticatedClient | Client,
-    body: BacklogQuota,
+    body: BacklogQuotaUpdate,
     backlog_quota_type: SetNamespaceBacklogQuotaBacklogquotatype | Unset = SetNamespaceBacklogQuotaBacklogquotatype.DESTINATION_STORAGE,
 
 ) -> Response[Any | Problem]:
@@ -211,9 +217,12 @@ async def asyncio_detailed(
         backlog_quota_type (SetNamespaceBacklogQuotaBacklogquotatype | Unset): destination_storage
             (limitSize, bytes) or message_age (limitTime, seconds) Default:
             SetNamespaceBacklogQuotaBacklogquotatype.DESTINATION_STORAGE.
-        body (BacklogQuota): Pulsar's backlog quota. `destination_storage` needs `limitSize`,
-            `message_age` needs
-            `limitTime`; the other limit is kept as given but does not apply to that type.
+        body (BacklogQuotaUpdate): A backlog quota as posted, in Pulsar's ranges (what pulsar-
+            admin sends): `limitSize` -1 and
+            a `limitTime` of 0 or less mean "no such limit". The fields left out (or null) keep the
+            value
+            of the quota of that type in effect (the scope's own, else the namespace's); with none in
+            effect, `policy` and the type's own limit are needed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -243,7 +252,7 @@ async def asyncio(
     namespace: str,
     *,
     client: AuthenticatedClient | Client,
-    body: BacklogQuota,
+    body: BacklogQuotaUpdate,
     backlog_quota_type: SetNamespaceBacklogQuotaBacklogquotatype | Unset = SetNamespaceBacklogQuotaBacklogquotatype.DESTINATION_STORAGE,
 
 ) -> Any | Problem | None:
@@ -255,9 +264,12 @@ async def asyncio(
         backlog_quota_type (SetNamespaceBacklogQuotaBacklogquotatype | Unset): destination_storage
             (limitSize, bytes) or message_age (limitTime, seconds) Default:
             SetNamespaceBacklogQuotaBacklogquotatype.DESTINATION_STORAGE.
-        body (BacklogQuota): Pulsar's backlog quota. `destination_storage` needs `limitSize`,
-            `message_age` needs
-            `limitTime`; the other limit is kept as given but does not apply to that type.
+        body (BacklogQuotaUpdate): A backlog quota as posted, in Pulsar's ranges (what pulsar-
+            admin sends): `limitSize` -1 and
+            a `limitTime` of 0 or less mean "no such limit". The fields left out (or null) keep the
+            value
+            of the quota of that type in effect (the scope's own, else the namespace's); with none in
+            effect, `policy` and the type's own limit are needed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

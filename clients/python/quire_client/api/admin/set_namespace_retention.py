@@ -110,8 +110,9 @@ def sync_detailed(
     Args:
         tenant (str): tenant
         namespace (str): namespace
-        body (RetentionPolicyUpdate): A namespace's retention as posted: the fields left out keep
-            their current value.
+        body (RetentionPolicyUpdate): Retention as posted (topic or namespace): the fields left
+            out keep their effective value.
+            Pulsar's ranges: -1 is unlimited, 0 keeps nothing once consumed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -148,8 +149,9 @@ def sync(
     Args:
         tenant (str): tenant
         namespace (str): namespace
-        body (RetentionPolicyUpdate): A namespace's retention as posted: the fields left out keep
-            their current value.
+        body (RetentionPolicyUpdate): Retention as posted (topic or namespace): the fields left
+            out keep their effective value.
+            Pulsar's ranges: -1 is unlimited, 0 keeps nothing once consumed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -181,8 +183,9 @@ async def asyncio_detailed(
     Args:
         tenant (str): tenant
         namespace (str): namespace
-        body (RetentionPolicyUpdate): A namespace's retention as posted: the fields left out keep
-            their current value.
+        body (RetentionPolicyUpdate): Retention as posted (topic or namespace): the fields left
+            out keep their effective value.
+            Pulsar's ranges: -1 is unlimited, 0 keeps nothing once consumed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -219,8 +222,9 @@ async def asyncio(
     Args:
         tenant (str): tenant
         namespace (str): namespace
-        body (RetentionPolicyUpdate): A namespace's retention as posted: the fields left out keep
-            their current value.
+        body (RetentionPolicyUpdate): Retention as posted (topic or namespace): the fields left
+            out keep their effective value.
+            Pulsar's ranges: -1 is unlimited, 0 keeps nothing once consumed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -110,8 +110,9 @@ def sync_detailed(
     Args:
         tenant (str): tenant
         namespace (str): namespace
-        body (RolloverPolicyUpdate): A namespace's rollover policy as posted: the fields left out
-            keep their current value.
+        body (RolloverPolicyUpdate): A rollover policy as posted (topic or namespace): the fields
+            left out keep their effective
+            value.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -148,8 +149,9 @@ def sync(
     Args:
         tenant (str): tenant
         namespace (str): namespace
-        body (RolloverPolicyUpdate): A namespace's rollover policy as posted: the fields left out
-            keep their current value.
+        body (RolloverPolicyUpdate): A rollover policy as posted (topic or namespace): the fields
+            left out keep their effective
+            value.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -181,8 +183,9 @@ async def asyncio_detailed(
     Args:
         tenant (str): tenant
         namespace (str): namespace
-        body (RolloverPolicyUpdate): A namespace's rollover policy as posted: the fields left out
-            keep their current value.
+        body (RolloverPolicyUpdate): A rollover policy as posted (topic or namespace): the fields
+            left out keep their effective
+            value.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -219,8 +222,9 @@ async def asyncio(
     Args:
         tenant (str): tenant
         namespace (str): namespace
-        body (RolloverPolicyUpdate): A namespace's rollover policy as posted: the fields left out
-            keep their current value.
+        body (RolloverPolicyUpdate): A rollover policy as posted (topic or namespace): the fields
+            left out keep their effective
+            value.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -9,7 +9,7 @@ from ...types import Response, UNSET
 from ... import errors
 
 from ...models.problem import Problem
-from ...models.retention_policy import RetentionPolicy
+from ...models.retention_policy_update import RetentionPolicyUpdate
 from typing import cast
 
 
@@ -19,7 +19,7 @@ def _get_kwargs(
     namespace: str,
     topic: str,
     *,
-    body: RetentionPolicy,
+    body: RetentionPolicyUpdate,
 
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -111,7 +111,7 @@ def sync_detailed(
     topic: str,
     *,
     client: AuthenticatedClient | Client,
-    body: RetentionPolicy,
+    body: RetentionPolicyUpdate,
 
 ) -> Response[Any | Problem]:
     """ Set retention on the topic
@@ -120,7 +120,9 @@ def sync_detailed(
         tenant (str): tenant
         namespace (str): namespace
         topic (str): topic
-        body (RetentionPolicy):
+        body (RetentionPolicyUpdate): Retention as posted (topic or namespace): the fields left
+            out keep their effective value.
+            Pulsar's ranges: -1 is unlimited, 0 keeps nothing once consumed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -151,7 +153,7 @@ def sync(
     topic: str,
     *,
     client: AuthenticatedClient | Client,
-    body: RetentionPolicy,
+    body: RetentionPolicyUpdate,
 
 ) -> Any | Problem | None:
     """ Set retention on the topic
@@ -160,7 +162,9 @@ def sync(
         tenant (str): tenant
         namespace (str): namespace
         topic (str): topic
-        body (RetentionPolicy):
+        body (RetentionPolicyUpdate): Retention as posted (topic or namespace): the fields left
+            out keep their effective value.
+            Pulsar's ranges: -1 is unlimited, 0 keeps nothing once consumed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -186,7 +190,7 @@ async def asyncio_detailed(
     topic: str,
     *,
     client: AuthenticatedClient | Client,
-    body: RetentionPolicy,
+    body: RetentionPolicyUpdate,
 
 ) -> Response[Any | Problem]:
     """ Set retention on the topic
@@ -195,7 +199,9 @@ async def asyncio_detailed(
         tenant (str): tenant
         namespace (str): namespace
         topic (str): topic
-        body (RetentionPolicy):
+        body (RetentionPolicyUpdate): Retention as posted (topic or namespace): the fields left
+            out keep their effective value.
+            Pulsar's ranges: -1 is unlimited, 0 keeps nothing once consumed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -226,7 +232,7 @@ async def asyncio(
     topic: str,
     *,
     client: AuthenticatedClient | Client,
-    body: RetentionPolicy,
+    body: RetentionPolicyUpdate,
 
 ) -> Any | Problem | None:
     """ Set retention on the topic
@@ -235,7 +241,9 @@ async def asyncio(
         tenant (str): tenant
         namespace (str): namespace
         topic (str): topic
-        body (RetentionPolicy):
+        body (RetentionPolicyUpdate): Retention as posted (topic or namespace): the fields left
+            out keep their effective value.
+            Pulsar's ranges: -1 is unlimited, 0 keeps nothing once consumed.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -9,7 +9,7 @@ from ...types import Response, UNSET
 from ... import errors
 
 from ...models.problem import Problem
-from ...models.rollover_policy import RolloverPolicy
+from ...models.rollover_policy_update import RolloverPolicyUpdate
 from typing import cast
 
 
@@ -19,7 +19,7 @@ def _get_kwargs(
     namespace: str,
     topic: str,
     *,
-    body: RolloverPolicy,
+    body: RolloverPolicyUpdate,
 
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -111,7 +111,7 @@ def sync_detailed(
     topic: str,
     *,
     client: AuthenticatedClient | Client,
-    body: RolloverPolicy,
+    body: RolloverPolicyUpdate,
 
 ) -> Response[Any | Problem]:
     """ Set rolloverPolicy on the topic
@@ -120,7 +120,9 @@ def sync_detailed(
         tenant (str): tenant
         namespace (str): namespace
         topic (str): topic
-        body (RolloverPolicy):
+        body (RolloverPolicyUpdate): A rollover policy as posted (topic or namespace): the fields
+            left out keep their effective
+            value.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -151,7 +153,7 @@ def sync(
     topic: str,
     *,
     client: AuthenticatedClient | Client,
-    body: RolloverPolicy,
+    body: RolloverPolicyUpdate,
 
 ) -> Any | Problem | None:
     """ Set rolloverPolicy on the topic
@@ -160,7 +162,9 @@ def sync(
         tenant (str): tenant
         namespace (str): namespace
         topic (str): topic
-        body (RolloverPolicy):
+        body (RolloverPolicyUpdate): A rollover policy as posted (topic or namespace): the fields
+            left out keep their effective
+            value.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -186,7 +190,7 @@ async def asyncio_detailed(
     topic: str,
     *,
     client: AuthenticatedClient | Client,
-    body: RolloverPolicy,
+    body: RolloverPolicyUpdate,
 
 ) -> Response[Any | Problem]:
     """ Set rolloverPolicy on the topic
@@ -195,7 +199,9 @@ async def asyncio_detailed(
         tenant (str): tenant
         namespace (str): namespace
         topic (str): topic
-        body (RolloverPolicy):
+        body (RolloverPolicyUpdate): A rollover policy as posted (topic or namespace): the fields
+            left out keep their effective
+            value.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -226,7 +232,7 @@ async def asyncio(
     topic: str,
     *,
     client: AuthenticatedClient | Client,
-    body: RolloverPolicy,
+    body: RolloverPolicyUpdate,
 
 ) -> Any | Problem | None:
     """ Set rolloverPolicy on the topic
@@ -235,7 +241,9 @@ async def asyncio(
         tenant (str): tenant
         namespace (str): namespace
         topic (str): topic
-        body (RolloverPolicy):
+        body (RolloverPolicyUpdate): A rollover policy as posted (topic or namespace): the fields
+            left out keep their effective
+            value.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
