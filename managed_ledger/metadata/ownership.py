@@ -12,6 +12,12 @@ a topic is never handed to a broker that has just left. Claims are compare-and-s
 decided by the primary key, or an update of a row whose owner is no longer valid, decided by its
 version. Leases compare wall-clock milliseconds of different processes, so their clocks must
 agree to well within a lease.
+
+A lapsed session may still be renewed (a broker that was slow to renew while nobody wanted its
+topics keeps them), until a claim acts on its lapse: the claim ends the session for good in the
+same transaction (`ENDED_MS`), and no renewal revives it after that, as ZooKeeper never revives
+an expired session. So a renewal that lands late, after another broker took one of its topics,
+is refused, and its broker drops everything it had: two brokers never both hold a topic.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from managed_ledger.metadata.models import BrokerRow, TopicOwnerRow
 BROKERS = cast(Table, BrokerRow.__table__)
 OWNERS = cast(Table, TopicOwnerRow.__table__)
 CLAIM_ATTEMPTS = 5
+# The lease end of a session that ended for good: a claim found it lapsed and took a topic from it.
+ENDED_MS = 0
 
 
 def _broker_from_row(row: Any, owned: int = 0) -> BrokerRecord:
@@ -83,7 +91,9 @@ class SqlOwnershipMethods:
                 conn.execute(insert(BROKERS).values(broker_id=b.broker_id, **values))
 
     def renew_broker(self: Transactional, broker_id: str, session: str, expires_ms: int) -> bool:
-        where = and_(BROKERS.c.broker_id == broker_id, BROKERS.c.session == session)
+        where = and_(
+            BROKERS.c.broker_id == broker_id, BROKERS.c.session == session, BROKERS.c.expires_ms > ENDED_MS
+        )
         with self._write() as conn:
             return bool(conn.execute(update(BROKERS).where(where).values(expires_ms=expires_ms)).rowcount)
 
@@ -136,6 +146,17 @@ def _live(conn: Connection, broker_id: str, session: str, now_ms: int) -> bool:
     return found is not None
 
 
+def _end_lapsed(conn: Connection, broker_id: str, session: str, now_ms: int) -> bool:
+    """End a lapsed session for good (ZooKeeper's expired session): no renewal revives it after
+    this, so its broker cannot come back to a topic another broker took. False when the session
+    runs after all (a renewal committed since it was read)."""
+    where = and_(
+        BROKERS.c.broker_id == broker_id, BROKERS.c.session == session, BROKERS.c.expires_ms <= now_ms
+    )
+    conn.execute(update(BROKERS).where(where).values(expires_ms=ENDED_MS))
+    return not _live(conn, broker_id, session, now_ms)
+
+
 def _valid_owner(conn: Connection, topic: str, now_ms: int) -> TopicOwner | None:
     row = conn.execute(select(OWNERS).where(OWNERS.c.topic == topic)).mappings().first()
     if row is None or not _live(conn, row["broker_id"], row["session"], now_ms):
@@ -147,6 +168,9 @@ def _claim(conn: Connection, owner: TopicOwner, now_ms: int) -> TopicOwner | Non
     """One attempt: the owner after it, or None when a concurrent claim moved the row on."""
     row = conn.execute(select(OWNERS).where(OWNERS.c.topic == owner.topic)).mappings().first()
     if row is not None and _live(conn, row["broker_id"], row["session"], now_ms):
+        return _owner_from_row(row)
+    if row is not None and not _end_lapsed(conn, row["broker_id"], row["session"], now_ms):
+        # Its renewal landed meanwhile: the session runs again, and so does its ownership.
         return _owner_from_row(row)
     if not _live(conn, owner.broker_id, owner.session, now_ms):
         raise NotFoundError(f"broker {owner.broker_id} has no live session {owner.session}")
@@ -176,7 +200,7 @@ class InMemoryOwnershipMethods:
     def renew_broker(self, broker_id: str, session: str, expires_ms: int) -> bool:
         with self._ownership_lock:
             stored = self._brokers.get(broker_id)
-            if stored is None or stored.session != session:
+            if stored is None or stored.session != session or stored.expires_ms <= ENDED_MS:
                 return False
             self._brokers[broker_id] = replace(stored, expires_ms=expires_ms)
             return True
@@ -219,6 +243,10 @@ class InMemoryOwnershipMethods:
             current = self._valid(stored, now_ms)
             if current is not None:
                 return current
+            if stored is not None:  # its session lapsed: ended for good (see `_end_lapsed`)
+                lapsed = self._brokers.get(stored.broker_id)
+                if lapsed is not None and lapsed.session == stored.session:
+                    self._brokers[stored.broker_id] = replace(lapsed, expires_ms=ENDED_MS)
             claimant = self._brokers.get(owner.broker_id)
             if claimant is None or claimant.session != owner.session or claimant.expires_ms <= now_ms:
                 raise NotFoundError(f"broker {owner.broker_id} has no live session {owner.session}")

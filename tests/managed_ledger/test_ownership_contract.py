@@ -62,9 +62,30 @@ def test_an_ownership_lapses_with_its_lease(store: MetadataStore) -> None:
     assert store.get_topic_owner("t/n/x", NOW + 99) is not None
     assert store.get_topic_owner("t/n/x", NOW + 100) is None
     assert store.claim_topic(TopicOwner("t/n/x", "b:1", "sb", NOW), NOW + 100).broker_id == "b:1"
-    # The old owner renewing its lease afterwards does not take the topic back.
-    assert store.renew_broker("a:1", "sa", NOW + 10_000)
+    # The old owner's renewal afterwards is refused (the claim ended its session for good), so it
+    # drops what it had, and the topic stays with b.
+    assert not store.renew_broker("a:1", "sa", NOW + 10_000)
     assert store.get_topic_owner("t/n/x", NOW + 200).broker_id == "b:1"  # type: ignore[union-attr]
+    assert [b.broker_id for b in store.list_brokers(NOW + 200)] == ["b:1"]
+
+
+def test_a_lapsed_session_nobody_acted_on_may_still_renew(store: MetadataStore) -> None:
+    """A broker slow to renew while nobody wanted its topics keeps them."""
+    store.register_broker(_broker("a:1", "sa", expires_ms=NOW + 100))
+    store.claim_topic(TopicOwner("t/n/x", "a:1", "sa", NOW), NOW)
+    assert store.renew_broker("a:1", "sa", NOW + 10_000)
+    assert store.get_topic_owner("t/n/x", NOW + 200).broker_id == "a:1"  # type: ignore[union-attr]
+
+
+def test_a_renewal_that_lands_after_a_claim_took_a_topic_is_refused(store: MetadataStore) -> None:
+    """The review's schedule at the store (finding 5): a's renewal, sent before its lease ended,
+    is applied after b took a topic from the lapsed session."""
+    store.register_broker(_broker("a:1", "sa", expires_ms=NOW + 1_000))
+    store.register_broker(_broker("b:1", "sb", expires_ms=NOW + 10_000))
+    store.claim_topic(TopicOwner("t/n/x", "a:1", "sa", NOW), NOW)
+    assert store.claim_topic(TopicOwner("t/n/x", "b:1", "sb", NOW), NOW + 1_500).broker_id == "b:1"
+    assert not store.renew_broker("a:1", "sa", NOW + 900 + 1_000), "a lapsed session came back to life"
+    assert store.get_topic_owner("t/n/x", NOW + 1_600).broker_id == "b:1"  # type: ignore[union-attr]
 
 
 def test_release_only_by_the_owner_and_remove_broker_releases_all(store: MetadataStore) -> None:
