@@ -26,6 +26,7 @@ from app.listen import bind_tcp
 from app.settings import Settings
 from bookie.auth import ServerSecurity
 from bookie.server import BookieServer, ServerConfig
+from bookie.storage.recovery import JournalDamagedError
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -113,7 +114,10 @@ async def _serve_storage(
         config.host, config.port, process="bookie", what="the bookie protocol",
         setting="QUIRE_BOOKIE_PORT (--port)",
     )  # fmt: skip
-    await storage.start()
+    try:
+        await storage.start()
+    except JournalDamagedError as exc:  # one clear message: what is wrong and what to do
+        raise SystemExit(f"quire bookie: {exc.message}") from exc
     server = BookieServer(storage, config)
     try:
         metrics = start_metrics(settings, server, storage)

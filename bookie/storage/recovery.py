@@ -10,8 +10,19 @@ Order at start:
    Zeros after it are the segment's preallocated reservation; anything else is a torn or
    garbled tail: its first MAX_BROKEN_BYTES are copied to `<segment>.log.broken` (fsynced; the
    newest MAX_BROKEN_FILES copies are kept) and the engine then cuts it off and reserves the
-   space again. In a sealed segment the rest of the segment after an invalid record is
-   skipped, with an error (unless it is all zeros): later segments still count.
+   space again.
+
+A torn tail can only be the last group written, which was never synced, so nothing valid can
+follow it. A CRC-valid record after an invalid one proves the opposite: the damage is in the
+middle of the log (a lost write, a bad sector, a zeroed page), and what follows it was synced
+and acknowledged. Cutting there would destroy those records and then answer "no such entry" for
+them, which recovery elsewhere counts as evidence that they were never written. So the engine
+refuses to start (`JournalDamagedError`, naming the segment and both offsets), in the last
+segment and in sealed ones alike, as BookKeeper's journal replay refuses a bad record unless told
+to skip it. The operator keeps the directory for inspection and brings the bookie back as a new
+instance (`quire bookie --format`); the auditor then re-replicates its ledgers from the other
+copies. An invalid record with nothing valid after it in a sealed segment (a crash mid-roll
+leaves such a tail) only skips the rest of that segment, with an error.
 """
 
 from __future__ import annotations
@@ -19,9 +30,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bookie.errors import BookieError, ErrorCode
 from bookie.storage.apply import apply_record, repoint_segment_now
 from bookie.storage.index import (
     EntryIndex,
@@ -33,7 +46,7 @@ from bookie.storage.index import (
     sync_index_files,
 )
 from bookie.storage.journal import SegmentFiles
-from bookie.storage.records import ADD, SEGMENT_HEADER_SIZE, scan_segment
+from bookie.storage.records import ADD, RECORD_HEADER_SIZE, SEGMENT_HEADER_SIZE, decode_record, scan_segment
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +54,9 @@ BROKEN_SUFFIX = ".broken"
 MAX_BROKEN_BYTES = 1024 * 1024  # of a cut tail copied aside
 MAX_BROKEN_FILES = 4
 _TAIL_CHUNK_BYTES = 1024 * 1024
+# How far past the scanned range a record found in it may run (its payload): larger payloads are
+# read whole by `first_valid_record` only if the file holds them.
+MAX_RECORD_PROBE_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -107,6 +123,16 @@ def recover(segments: SegmentFiles, index: EntryIndex) -> Recovered:
     return result
 
 
+def _refuse_mid_log_damage(path: Path, valid_end: int, size: int) -> None:
+    """JournalDamagedError when a valid record follows the first invalid one."""
+    end = nonzero_end(path, valid_end, size)
+    if end <= valid_end:
+        return  # the records end at the reservation's zeros: no damage at all
+    later = first_valid_record(path, valid_end + 1, end)
+    if later is not None:
+        raise JournalDamagedError(path, valid_end, later)
+
+
 def _checkpoint_within_log(segments: SegmentFiles, segment: int, offset: int) -> bool:
     """False when the log was cut below the checkpoint (damage): what the index vouches for is gone."""
     try:
@@ -132,6 +158,7 @@ def _replay(
             )
         runs.flush_all()
         path = segments.path(segment, generation)
+        _refuse_mid_log_damage(path, scan.valid_end, scan.file_size)
         if last:
             result.last_segment = segment
             if generation != 0:
@@ -149,6 +176,39 @@ def _replay(
             message = f"segment {segment}: invalid record at offset {scan.valid_end}, rest skipped"
             log.error(message)
             result.skipped.append(message)
+
+
+class JournalDamagedError(BookieError):
+    """An invalid record with valid ones after it: damage, not a torn tail; the engine will not
+    start on it (see the module docstring)."""
+
+    def __init__(self, path: Path, bad_offset: int, valid_offset: int) -> None:
+        super().__init__(
+            ErrorCode.CORRUPT,
+            f"journal segment {path} is damaged: an invalid record at offset {bad_offset} is followed by "
+            f"a valid one at offset {valid_offset}, so it is not a torn tail and cutting it would lose "
+            "acknowledged entries; refusing to start. Keep the data directory for inspection and start "
+            "this bookie as a new instance (quire bookie --format) on an empty one: its ledgers are "
+            "re-replicated from their other copies",
+        )
+
+
+# Where a record can start: its type byte (ADD, FENCE or DELETE) 8 bytes in, then flags 0.
+_CANDIDATE = re.compile(rb"(?=[\s\S]{8}[\x01\x02\x03]\x00)")
+
+
+def first_valid_record(path: Path, start: int, stop: int) -> int | None:
+    """The offset of the first CRC-valid record that starts in [start, stop), or None.
+
+    Every offset is a candidate (damage need not end on a record boundary); a regular expression
+    finds the few whose type and flags bytes are plausible, and only those pay for a CRC."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(stop - start + RECORD_HEADER_SIZE + MAX_RECORD_PROBE_BYTES)
+    for match in _CANDIDATE.finditer(data, 0, stop - start):
+        if decode_record(data, match.start(), start) is not None:
+            return start + match.start()
+    return None
 
 
 def nonzero_end(path: Path, start: int, size: int) -> int:

@@ -16,7 +16,7 @@ import pytest
 from bookie.errors import BookieError, NoSuchEntryError, NoSuchLedgerError
 from bookie.storage.engine import LedgerStorage, StorageConfig
 from bookie.storage.records import RECORD_HEADER_SIZE, SEGMENT_HEADER_SIZE
-from bookie.storage.recovery import BROKEN_SUFFIX, MAX_BROKEN_BYTES, MAX_BROKEN_FILES
+from bookie.storage.recovery import BROKEN_SUFFIX, MAX_BROKEN_BYTES, MAX_BROKEN_FILES, JournalDamagedError
 
 PAYLOAD_BYTES = 1000
 RECORD_BYTES = RECORD_HEADER_SIZE + PAYLOAD_BYTES
@@ -115,7 +115,6 @@ FAULTS: list[tuple[str, bool, Callable[[Path], None], list[int]]] = [
     ("torn payload", True, truncate_to(record_end(8) + RECORD_HEADER_SIZE + 500), ALL[:9]),
     ("garbage tail", True, append(os.urandom(3000)), ALL),
     ("zero tail", True, append(bytes(8192)), ALL),
-    ("zeroed page in the middle", True, zero_page(4096), ALL[:3]),
     ("torn payload after clean close", False, truncate_to(record_end(6) + 100), ALL[:7]),
     ("missing index", False, remove_index, ALL),
     ("missing index after crash", True, remove_index, ALL),
@@ -168,22 +167,68 @@ def assert_survivors(storage: LedgerStorage, survivors: list[int]) -> None:
         assert storage.read_last_add_confirmed(1) == survivors[-1] - 1
 
 
-async def test_damage_in_a_sealed_segment_skips_only_that_segment(tmp_path: Path) -> None:
+# Damage in the middle of the log: valid records follow it, so it is no torn tail (they were
+# synced and acknowledged). The engine refuses to start rather than cut them away and answer
+# "no such entry" for them (reliability review 2026-11-28, finding 7).
+MID_LOG: list[tuple[str, Callable[[Path], None]]] = [
+    ("zeroed page in the middle", zero_page(4096)),  # zeroes entries 3..7 in part; 8, 9 intact after it
+    ("garbled record header in the middle", lambda p: overwrite(only_segment(p), record_end(2) + 8, b"\x09")),
+    (
+        "flipped payload byte in the middle",
+        lambda p: overwrite(only_segment(p), record_end(4) + 100, b"\xee"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "damage"), MID_LOG, ids=[row[0] for row in MID_LOG])
+async def test_damage_followed_by_valid_records_refuses_to_start(
+    tmp_path: Path, name: str, damage: Callable[[Path], None]
+) -> None:
+    storage = await open_storage(tmp_path)
+    for entry_id in range(ENTRIES):
+        await storage.add_entry(1, entry_id, entry_id - 1, payload(entry_id))
+    storage.abandon()  # kill -9: the checkpoint is behind, so these records are replayed
+    size_before = only_segment(tmp_path).stat().st_size
+    damage(tmp_path)
+    with pytest.raises(JournalDamagedError) as info:
+        await open_storage(tmp_path)
+    assert "not a torn tail" in str(info.value) and "--format" in str(info.value)
+    assert only_segment(tmp_path).stat().st_size == size_before  # nothing was cut
+    # ... and every intact record is still there, for whoever inspects the directory.
+    data = only_segment(tmp_path).read_bytes()
+    for entry_id in range(8, ENTRIES):
+        assert payload(entry_id) in data
+
+
+async def test_damage_in_a_sealed_segment_refuses_to_start_in_a_full_rebuild(tmp_path: Path) -> None:
     storage = await open_storage(tmp_path, journal_max_size_bytes=4096)
     for entry_id in range(12):  # 4 records per segment: entries 0-3, 4-7, 8-11
         await storage.add_entry(1, entry_id, entry_id - 1, payload(entry_id))
     storage.abandon()
     (tmp_path / "index" / "CHECKPOINT").unlink()  # force a replay of every segment
     second = sorted((tmp_path / "journal").glob("*.log"))[1]
-    overwrite(second, record_end(0) + 40, b"\x00garbled\x00")  # inside entry 5's record
+    overwrite(second, record_end(0) + 40, b"\x00garbled\x00")  # inside entry 5's record; 6, 7 after it
+    with pytest.raises(JournalDamagedError) as info:
+        await open_storage(tmp_path, journal_max_size_bytes=4096)
+    assert second.name in str(info.value)
+
+
+async def test_an_invalid_last_record_of_a_sealed_segment_skips_only_its_rest(tmp_path: Path) -> None:
+    """Nothing valid after the damage (the segment's last record): the rest of that segment is
+    skipped with an error, and the other segments count."""
+    storage = await open_storage(tmp_path, journal_max_size_bytes=4096)
+    for entry_id in range(12):
+        await storage.add_entry(1, entry_id, entry_id - 1, payload(entry_id))
+    storage.abandon()
+    (tmp_path / "index" / "CHECKPOINT").unlink()
+    second = sorted((tmp_path / "journal").glob("*.log"))[1]
+    overwrite(second, record_end(2) + 40, b"\x00garbled\x00")  # inside entry 7's record, the last
     storage = await open_storage(tmp_path, journal_max_size_bytes=4096)
     try:
         assert storage.recovery_report["skipped"]
-        assert storage.read_entry(1, 4) == payload(4)  # before the damage in segment 2
-        for entry_id in (5, 6, 7):  # garbled, or after it in the same segment
-            with pytest.raises((NoSuchEntryError, BookieError)):
-                storage.read_entry(1, entry_id)
-        for entry_id in [*range(4), *range(8, 12)]:  # the other segments are intact
+        with pytest.raises((NoSuchEntryError, BookieError)):
+            storage.read_entry(1, 7)
+        for entry_id in [*range(7), *range(8, 12)]:
             assert storage.read_entry(1, entry_id) == payload(entry_id)
     finally:
         await storage.close()
