@@ -207,6 +207,21 @@ class _BookieReplacer:
         return new
 
 
+def with_segment(meta: LedgerMetadata, first_entry_id: int, new_bookies: Sequence[str]) -> LedgerMetadata:
+    """`meta` with a new last segment: `new_bookies` from `first_entry_id` on (a last segment
+    starting at the same entry is replaced); ValueError for a segment before the last one."""
+    history = meta.history()
+    if first_entry_id < history[-1][0]:
+        raise ValueError(
+            f"ledger {meta.ledger_id}: new segment at entry {first_entry_id} is before the last "
+            f"one at {history[-1][0]}"
+        )
+    kept = tuple(s for s in history if s[0] < first_entry_id)
+    segments = (*kept, (first_entry_id, tuple(new_bookies)))
+    ensemble = meta.ensemble if kept else tuple(new_bookies)
+    return replace(meta, ensemble=ensemble, ensembles=normalize_history(ensemble, segments))
+
+
 class LedgerManager:
     """Creates, closes, recovers and deletes ledgers: metadata rows and bookie data together.
 
@@ -297,16 +312,29 @@ class LedgerManager:
         length = 0
         for first, end in read_ranges(0, last, READ_CHUNK):
             length += sum(len(p) for p in await self._client.read_entries(spec, first, end))
+        # One compare-and-set closes the ledger and records recovery's ensemble changes with it.
         closed = replace(
             meta, state=LedgerState.CLOSED, last_entry_id=last, length_bytes=length, closed_ms=self._clock()
         )
-        return await call_blocking(self._store.update_ledger, closed)
+        try:
+            return await call_blocking(self._store.update_ledger, closed)
+        except BadVersionError:
+            now = await self.get(ledger_id)  # another recovery closed it first: its end stands
+            if now.state == LedgerState.CLOSED:
+                return now
+            raise
 
     async def _recover(self, meta: LedgerMetadata) -> tuple[LedgerMetadata, int]:
         """Recover the ledger's last entry. An entry recovery cannot copy to an ack quorum of
         its write set (a member is down or hangs) gets its unreachable members replaced from
         that entry on, as BookKeeper's recovery writes entries back with an ensemble change;
-        without a replacement, recovery fails and the ledger stays IN_RECOVERY for a later try."""
+        without a replacement, recovery fails and the ledger stays IN_RECOVERY for a later try.
+
+        The replacement segments stay in the returned metadata, not in the store, until the
+        closing compare-and-set (BookKeeper's `newEnsemblesFromRecovery`): a recovery that fails
+        changes nothing a later one reads. Were they stored, the next recovery would ask the
+        replacements, whose "not there" it cannot tell from evidence, and could close the ledger
+        short of an acknowledged entry that only the replaced bookie holds."""
         fresh: set[str] = set()
         failed: set[str] = set()  # every bookie that could not take a copy in this recovery
         for attempt in range(MAX_RECOVERY_CHANGES + 1):
@@ -332,9 +360,7 @@ class LedgerManager:
                     ",".join(added),
                 )
                 fresh.update(added)
-                meta = await self._record_segment(
-                    meta.ledger_id, short.entry_id, new, LedgerState.IN_RECOVERY
-                )
+                meta = with_segment(meta, short.entry_id, new)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def replaced(
@@ -369,16 +395,7 @@ class LedgerManager:
         def change(meta: LedgerMetadata) -> LedgerMetadata:
             if meta.state != state:
                 raise FencedError(ledger_id)
-            history = meta.history()
-            if first_entry_id < history[-1][0]:
-                raise ValueError(
-                    f"ledger {ledger_id}: new segment at entry {first_entry_id} is before the last "
-                    f"one at {history[-1][0]}"
-                )
-            kept = tuple(s for s in history if s[0] < first_entry_id)
-            segments = (*kept, (first_entry_id, tuple(new_bookies)))
-            ensemble = meta.ensemble if kept else tuple(new_bookies)
-            return replace(meta, ensemble=ensemble, ensembles=normalize_history(ensemble, segments))
+            return with_segment(meta, first_entry_id, new_bookies)
 
         recorded = await self._update_with_retry(ledger_id, change)
         COUNTERS.ensemble_changes += 1

@@ -42,6 +42,7 @@ try, once enough of its bookies are back) instead of closing the ledger.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -105,6 +106,11 @@ async def _fail_an_add_then_recover(
         await break_member(bookies[1])
         with pytest.raises(BookieError):
             await writer.add_entry(b"entry 1")  # stored on bookie 2 only: no ack quorum, no spare
+        # The add fails as soon as bookie 1 refuses it; bookie 2's copy may still be on its way
+        # (a loaded machine): the case is the one where it landed.
+        async with asyncio.timeout(10):
+            while not bookies[2].holds(spec.ledger_id, 1):
+                await asyncio.sleep(0.01)
         if not closes:
             with pytest.raises(ShortOfQuorumError):
                 await client.recover(spec)
