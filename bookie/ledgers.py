@@ -269,14 +269,24 @@ class LedgerManager:
         if handle.failed is not None:
             handle.metadata = await self.recover_and_close(handle.ledger_id)
             return handle.metadata
-        closed = replace(
-            handle.metadata,
-            state=LedgerState.CLOSED,
-            last_entry_id=last,
-            length_bytes=handle.length_bytes,
-            closed_ms=self._clock(),
-        )
-        handle.metadata = await call_blocking(self._store.update_ledger, closed)
+
+        def closed(meta: LedgerMetadata) -> LedgerMetadata:
+            # Re-replication may have swapped a bookie of a segment before the writer's last one
+            # (without fencing) since the handle read the row: close the row as it is now.
+            if meta.state != LedgerState.OPEN:
+                raise FencedError(meta.ledger_id)
+            return replace(
+                meta,
+                state=LedgerState.CLOSED,
+                last_entry_id=last,
+                length_bytes=handle.length_bytes,
+                closed_ms=self._clock(),
+            )
+
+        try:
+            handle.metadata = await call_blocking(self._store.update_ledger, closed(handle.metadata))
+        except BadVersionError:
+            handle.metadata = await self._update_with_retry(handle.ledger_id, closed)
         return handle.metadata
 
     async def recover_and_close(self, ledger_id: int) -> LedgerMetadata:

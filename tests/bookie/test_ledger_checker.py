@@ -1,0 +1,76 @@
+"""The periodic ledger check (review 2026-11-28, finding 12): a bookie that is up but lacks the
+entries the metadata gives it is listed as under-replicated, stays listed although it
+heartbeats, and gets its copies back; a bookie that cannot answer is no evidence; a pass checks
+a bounded number of ledgers and the next pass goes on from there."""
+
+from __future__ import annotations
+
+from bookie.errors import BookieError, ErrorCode
+from tests.bookie import test_autorecovery
+from tests.bookie.test_autorecovery import TIMEOUT_MS, Cluster, _addresses
+
+bookies = test_autorecovery.bookies  # the fixtures, shared
+cluster = test_autorecovery.cluster
+
+
+async def test_a_bookie_that_lost_a_closed_ledger_is_listed_then_the_ledger_re_replicated(
+    cluster: Cluster,
+) -> None:
+    a, b, c, _ = _addresses(cluster)
+    meta = await cluster.ledger((a, b, c))
+    healthy = await cluster.ledger((a, b, c))
+    del cluster.bookies[b].storage.ledgers[meta.ledger_id]  # lost without a change of registration
+    assert cluster.auditor.audit_once().marked == 0  # the registry shows nothing wrong
+    assert cluster.store.list_underreplicated() == []
+    checker = cluster.checker()
+    result = await checker.check_once()
+    assert result.missing == {meta.ledger_id: {b}}
+    assert sorted(result.checked) == sorted([meta.ledger_id, healthy.ledger_id])
+    rows = cluster.store.list_underreplicated()
+    assert [(r.ledger_id, r.missing) for r in rows] == [(meta.ledger_id, (b,))]
+    assert checker.counters.missing_found == 1 and checker.counters.underreplicated_ledgers == 1
+    cluster.tick(1_000)
+    assert cluster.auditor.audit_once().cleared == 0  # b heartbeats, but it said it lacks them
+    assert [r.missing for r in cluster.store.list_underreplicated()] == [(b,)]
+    worker = cluster.worker()
+    assert await worker.run_once()
+    assert cluster.store.list_underreplicated() == []
+    cluster.dead.add(b)  # whatever b holds, the metadata no longer names it
+    cluster.assert_fully_replicated(meta.ledger_id)
+    cluster.dead.discard(b)
+    assert (await checker.check_once()).missing == {}
+    assert cluster.auditor.audit_once().marked == 0 and cluster.store.list_underreplicated() == []
+    assert b in {x for _, bs in cluster.store.get_ledger(healthy.ledger_id).history() for x in bs}
+
+
+async def test_a_bookie_that_cannot_answer_is_not_listed(cluster: Cluster) -> None:
+    a, b, c, _ = _addresses(cluster)
+    await cluster.ledger((a, b, c))
+    cluster.kill(b)  # still heartbeating in the registry for now, but refusing connections
+    assert (await cluster.checker().check_once()).missing == {}
+    read_entry = cluster.io.read_entry
+    asked: list[str] = []
+
+    async def failing(address: str, ledger_id: int, entry_id: int) -> bytes | None:
+        asked.append(address)
+        if address == c:
+            raise BookieError(ErrorCode.TIMEOUT, "no answer in time")  # a timeout: no answer
+        return await read_entry(address, ledger_id, entry_id)
+
+    cluster.io.read_entry = failing  # type: ignore[method-assign]
+    assert (await cluster.checker().check_once()).missing == {}
+    assert c in asked and b in asked  # both were asked; neither answer counts as a loss
+    assert cluster.store.list_underreplicated() == []
+    cluster.tick(TIMEOUT_MS)  # b's heartbeat expired: down, so not even asked
+    asked.clear()
+    assert (await cluster.checker().check_once()).missing == {}
+    assert b not in asked and a in asked
+
+
+async def test_a_pass_is_bounded_and_the_next_goes_on(cluster: Cluster) -> None:
+    a, b, c, _ = _addresses(cluster)
+    ids = [(await cluster.ledger((a, b, c))).ledger_id for _ in range(3)]
+    checker = cluster.checker(ledgers_per_pass=2, reads_in_flight=1)
+    assert (await checker.check_once()).checked == ids[:2]
+    assert (await checker.check_once()).checked == [ids[2], ids[0]]
+    assert checker.counters.ledgers_checked == 4
