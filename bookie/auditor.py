@@ -42,7 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from bookie.ledger_checker import checked_bookies
+from bookie.ledger_checker import ConfirmedMissing, checked_bookies
 from bookie.ledger_metadata import (
     BadVersionError,
     LedgerMetadata,
@@ -96,7 +96,7 @@ class Auditor:
         self._clock_ms = clock_ms
         self._down_since: dict[str, int] = {}
         # Bookies the ledger checker found lacking entries, by ledger: kept listed although up.
-        self.confirmed: dict[int, set[str]] = {}
+        self.confirmed = ConfirmedMissing()
         self.leading = False  # held the lease at the last pass: the checker runs only then
 
     def audit_once(self) -> AuditResult:
@@ -158,19 +158,13 @@ class Auditor:
             named |= set(row.missing) & targets
             if ledger_id not in live_ids:
                 self._drop(row)
-        for ledger_id in set(self.confirmed) - live_ids:
-            del self.confirmed[ledger_id]
+        self.confirmed.forget_all_but(live_ids)
         return named
 
     def _confirmed(self, meta: LedgerMetadata) -> set[str]:
         """The bookies the checker found lacking that a checked segment of the ledger still
         names (one replaced everywhere, or left only in an open ledger's last segment, is done)."""
-        lacking = self.confirmed.get(meta.ledger_id, set()) & checked_bookies(meta)
-        if lacking:
-            self.confirmed[meta.ledger_id] = lacking
-        else:
-            self.confirmed.pop(meta.ledger_id, None)
-        return lacking
+        return self.confirmed.still_named(meta.ledger_id, checked_bookies(meta))
 
     def _record(
         self,

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -53,6 +54,35 @@ _UP = (BookieState.WRITABLE, BookieState.READ_ONLY, BookieState.DECOMMISSIONING)
 
 class CheckerStore(LedgerMetadataStore, RecoveryStore, BookieDirectory, Protocol):
     """The metadata store as the checker sees it (the auditor's view: it lists for the auditor)."""
+
+
+class ConfirmedMissing:
+    """The bookies the checker found lacking entries, by ledger. The checker adds to it and the
+    auditor reads and prunes it, each from a thread of its own (store calls run off the event
+    loop), hence the lock. It lives in the process's memory: an auditor that takes the lease
+    over starts empty, drops such rows of bookies that heartbeat, and its checker lists them
+    again when it comes to them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_ledger: dict[int, set[str]] = {}
+
+    def add(self, ledger_id: int, bookies: set[str]) -> None:
+        with self._lock:
+            self._by_ledger.setdefault(ledger_id, set()).update(bookies)
+
+    def still_named(self, ledger_id: int, named: set[str]) -> set[str]:
+        """The ledger's confirmed bookies among `named`; the others are forgotten."""
+        with self._lock:
+            kept = self._by_ledger.pop(ledger_id, set()) & named
+            if kept:
+                self._by_ledger[ledger_id] = kept
+            return set(kept)
+
+    def forget_all_but(self, ledger_ids: set[int]) -> None:
+        with self._lock:
+            for ledger_id in set(self._by_ledger) - ledger_ids:
+                del self._by_ledger[ledger_id]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +114,7 @@ class LedgerChecker:
         registry: BookieRegistry,
         io: ReplicaIO,
         config: CheckerConfig,
-        confirmed: dict[int, set[str]],
+        confirmed: ConfirmedMissing,
         clock_ms: Callable[[], int] = wall_clock_ms,
     ) -> None:
         self.store = store
@@ -166,7 +196,7 @@ class LedgerChecker:
 
     def _list(self, ledger_id: int, lacking: set[str]) -> None:
         """Add the bookies to the ledger's row (its worker's claim kept) and to `confirmed`."""
-        self.confirmed.setdefault(ledger_id, set()).update(lacking)
+        self.confirmed.add(ledger_id, lacking)
         for _ in range(3):
             row = self.store.get_underreplicated(ledger_id)
             try:

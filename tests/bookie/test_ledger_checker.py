@@ -5,9 +5,21 @@ a bounded number of ledgers and the next pass goes on from there."""
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
+from bookie.auditor import Auditor, AuditorConfig
+from bookie.client import BookieLedgerClient
 from bookie.errors import BookieError, ErrorCode
+from bookie.ledger_checker import CheckerConfig, LedgerChecker
+from bookie.ledgers import LedgerManager
+from bookie.registry import BookieRecord, BookieState, MetadataBookieRegistry, RegistryConfig
+from bookie.replica_io import ReplicaIO
+from bookie.rereplication import ReplicationWorker, WorkerConfig
+from managed_ledger.metadata.memory import InMemoryMetadataStore
 from tests.bookie import test_autorecovery
-from tests.bookie.test_autorecovery import TIMEOUT_MS, Cluster, _addresses
+from tests.bookie.local_cluster import LocalBookie
+from tests.bookie.test_autorecovery import ENTRIES, TIMEOUT_MS, Clock, Cluster, _addresses
 
 bookies = test_autorecovery.bookies  # the fixtures, shared
 cluster = test_autorecovery.cluster
@@ -74,3 +86,49 @@ async def test_a_pass_is_bounded_and_the_next_goes_on(cluster: Cluster) -> None:
     assert (await checker.check_once()).checked == ids[:2]
     assert (await checker.check_once()).checked == [ids[2], ids[0]]
     assert checker.counters.ledgers_checked == 4
+
+
+async def test_a_real_bookie_that_lost_its_files_is_listed_and_re_replicated(tmp_path: Path) -> None:
+    """The review's schedule on the real storage engine: a CLOSED 3/2/2 ledger; one bookie is
+    stopped, its journal and index (CHECKPOINT included) are deleted under it and it starts
+    again under the same registration. The registry sees nothing; the check lists it, a worker
+    copies its share to the spare, and every entry is read back."""
+    bookies = [LocalBookie(tmp_path / name) for name in "abc"] + [LocalBookie()]
+    for bookie in bookies:
+        await bookie.start()
+    a, b, c, spare = (x.address for x in bookies)
+    clock = Clock()
+    store = InMemoryMetadataStore()
+    client, io = BookieLedgerClient(), ReplicaIO()
+    try:
+        registry = MetadataBookieRegistry(store, RegistryConfig(TIMEOUT_MS), clock)
+        for address in (a, b, c, spare):
+            store.put_bookie(BookieRecord(address, "i", BookieState.WRITABLE, clock.now))
+        ledgers = LedgerManager(store, client, clock=clock, placement=registry)
+        handle = await ledgers.create(3, 2, 2, ensemble=(a, b, c))
+        for i in range(ENTRIES):
+            await handle.add_entry(b"entry-%03d" % i)
+        meta = await ledgers.close(handle)
+        await bookies[1].stop()
+        for part in ("journal", "index"):
+            shutil.rmtree(tmp_path / "b" / part)
+        await bookies[1].start()
+        auditor = Auditor(store, registry, AuditorConfig("a1", 15_000, 5_000), clock)
+        assert auditor.audit_once().marked == 0
+        checker = LedgerChecker(store, registry, io, CheckerConfig(), auditor.confirmed, clock)
+        assert (await checker.check_once()).missing == {meta.ledger_id: {b}}
+        assert auditor.audit_once().cleared == 0
+        worker = ReplicationWorker(store, ledgers, registry, io, WorkerConfig("w1"), clock)
+        assert await worker.run_once()
+        assert store.list_underreplicated() == []
+        history = store.get_ledger(meta.ledger_id).history()
+        assert history == ((0, (a, spare, c)),)
+        await bookies[1].stop()  # b holds nothing the ledger needs now
+        read = await ledgers.read(meta.ledger_id, 0, ENTRIES - 1)
+        assert read == [b"entry-%03d" % i for i in range(ENTRIES)]
+        assert (await checker.check_once()).missing == {}
+    finally:
+        await io.close()
+        await client.close()
+        for bookie in bookies:
+            await bookie.stop()
