@@ -5,10 +5,12 @@ a bounded number of ledgers and the next pass goes on from there."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
 from bookie.auditor import Auditor, AuditorConfig
+from bookie.autorecovery import AutoRecoveryConfig, AutoRecoveryService
 from bookie.client import BookieLedgerClient
 from bookie.errors import BookieError, ErrorCode
 from bookie.ledger_checker import CheckerConfig, LedgerChecker
@@ -132,3 +134,26 @@ async def test_a_real_bookie_that_lost_its_files_is_listed_and_re_replicated(tmp
         await client.close()
         for bookie in bookies:
             await bookie.stop()
+
+
+async def test_the_service_checks_only_while_its_auditor_holds_the_lease(cluster: Cluster) -> None:
+    a, b, c, _ = _addresses(cluster)
+    meta = await cluster.ledger((a, b, c))
+    del cluster.bookies[b].storage.ledgers[meta.ledger_id]
+    other = Auditor(cluster.store, cluster.registry, AuditorConfig("a2", 15_000, 5_000), cluster.clock)
+    assert other.audit_once().leader  # another process audits (and checks)
+    checker = cluster.checker()
+    config = AutoRecoveryConfig(audit_interval_ms=5, poll_interval_ms=3_600_000, check_interval_ms=5)
+    service = AutoRecoveryService(cluster.auditor, cluster.worker(), config, checker)
+    service.start()
+    try:
+        await asyncio.sleep(0.2)
+        assert checker.counters.passes == 0 and cluster.store.list_underreplicated() == []
+        cluster.tick(15_000)  # a2's lease lapses: this process's auditor takes it, then checks
+        async with asyncio.timeout(10):
+            while checker.counters.passes == 0:
+                await asyncio.sleep(0.01)
+    finally:
+        await service.close()
+    assert [r.missing for r in cluster.store.list_underreplicated()] == [(b,)]  # the worker is asleep
+    assert cluster.auditor.leading
