@@ -272,9 +272,10 @@ class LedgerManager:
 
         def closed(meta: LedgerMetadata) -> LedgerMetadata:
             # Re-replication may have swapped a bookie of a segment before the writer's last one
-            # (without fencing) since the handle read the row: close the row as it is now.
+            # (without fencing) since the handle read the row: close the row as it is now. A row
+            # no longer OPEN was recovered by someone else: the lost race the caller expects.
             if meta.state != LedgerState.OPEN:
-                raise FencedError(meta.ledger_id)
+                raise BadVersionError(f"ledger {meta.ledger_id} is {meta.state.value}, not OPEN")
             return replace(
                 meta,
                 state=LedgerState.CLOSED,
@@ -285,8 +286,11 @@ class LedgerManager:
 
         try:
             handle.metadata = await call_blocking(self._store.update_ledger, closed(handle.metadata))
-        except BadVersionError:
-            handle.metadata = await self._update_with_retry(handle.ledger_id, closed)
+        except BadVersionError as lost:
+            try:
+                handle.metadata = await self._update_with_retry(handle.ledger_id, closed)
+            except NotFoundError:
+                raise lost from None  # deleted meanwhile: as lost a race as any
         return handle.metadata
 
     async def recover_and_close(self, ledger_id: int) -> LedgerMetadata:

@@ -5,8 +5,10 @@ cluster after a ledger was made is not counted missing from it because of its co
 
 from __future__ import annotations
 
+import pytest
+
 from bookie.errors import BookieError
-from bookie.ledger_metadata import LedgerState
+from bookie.ledger_metadata import BadVersionError, LedgerState
 from bookie.registry import BookieCookie
 from tests.bookie import test_autorecovery
 from tests.bookie.test_autorecovery import ENTRIES, GRACE_MS, TIMEOUT_MS, Cluster, _addresses
@@ -94,3 +96,15 @@ async def test_an_open_ledger_whose_last_segment_names_a_lost_bookie_is_fenced_a
     await worker.run_once()
     assert cluster.store.get_ledger(handle.ledger_id).state != LedgerState.OPEN  # fenced
     assert [r.ledger_id for r in cluster.store.list_underreplicated()] == [handle.ledger_id]
+
+
+async def test_a_writer_closing_a_ledger_someone_recovered_still_loses_the_race(cluster: Cluster) -> None:
+    """Close re-reads the row only to keep re-replication's swaps: a row another owner recovered
+    still fails the close with BadVersionError, which the managed ledger takes as being fenced."""
+    a, b, c, _ = _addresses(cluster)
+    handle = await cluster.ledgers.create(3, 2, 2, ensemble=(a, b, c))
+    await handle.add_entry(b"entry-000")
+    recovered = await cluster.ledgers.recover_and_close(handle.ledger_id)
+    with pytest.raises(BadVersionError):
+        await cluster.ledgers.close(handle)
+    assert cluster.store.get_ledger(handle.ledger_id) == recovered
