@@ -12,7 +12,7 @@ takes over within one lease after it dies. A pass:
    check (`bookie.ledger_checker`, run by the same process while it holds the lease) asks it
    for the entries the metadata gives it and records in `confirmed` the bookies that lack them.
    A bookie wiped and started with `--format` within the grace period is found that way (the
-   checker looks at the ledgers of such a bookie at every pass); a bookie that merely joined
+   checker looks at the ledgers of such a bookie first); a bookie that merely joined
    the cluster after a ledger was made, and entered it by an ensemble change, is not listed.
 2. Lists, for every ledger (not being deleted), the lost, decommissioning or drained bookies
    named in any segment of its ensemble history, and the ones the checker confirmed lacking,

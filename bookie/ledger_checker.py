@@ -6,9 +6,10 @@ alone. Copies lost without a change of registration (a damaged index rebuilt sho
 and formatted, a write the disk dropped) would stay lost for good without this check. The auditor
 process that holds the auditor lease runs a pass every `check_interval_ms`:
 
-1. Picks the ledgers to check: first every ledger naming a bookie whose cookie was created after
-   the ledger (formatted since: the suspects, checked at every pass), then the next ones in id
-   order from where the last pass stopped, `ledgers_per_pass` in all.
+1. Picks the ledgers to check: first the ledgers naming a bookie whose cookie was created after
+   the ledger (formatted since: the suspects, each checked once per bookie instance, at most
+   half of a pass), then the next ones in id order from where the last pass stopped,
+   `ledgers_per_pass` in all.
 2. For each CLOSED ledger every segment, and for a ledger still being written the segments
    before the last (the last one is still being written; its writer finds a bookie that lacks
    an entry itself), asks every bookie of the segment that is up for the first and the last
@@ -125,6 +126,8 @@ class LedgerChecker:
         self.counters = CheckerCounters()
         self._clock_ms = clock_ms
         self._after = -1  # the sweep goes on after this ledger id
+        # (ledger, bookie, cookie time) of suspects already checked: not looked at first again.
+        self._seen: set[tuple[int, str, int]] = set()
 
     async def check_once(self) -> CheckResult:
         """One pass (the caller makes sure this process holds the auditor lease)."""
@@ -137,6 +140,7 @@ class LedgerChecker:
         for meta in chosen:
             lacking = await self._check_ledger(meta, up, reads)
             result.checked.append(meta.ledger_id)
+            self._seen |= {(meta.ledger_id, b, formatted[b]) for b in checked_bookies(meta) if b in formatted}
             if lacking:
                 result.missing[meta.ledger_id] = lacking
                 await call_blocking(self._list, meta.ledger_id, lacking)
@@ -154,12 +158,13 @@ class LedgerChecker:
         return out
 
     def _choose(self, metas: list[LedgerMetadata], formatted: dict[str, int]) -> list[LedgerMetadata]:
-        """The suspects, then the sweep from where the last pass stopped, up to the bound."""
+        """The suspects not checked yet (at most half the bound, so that the sweep always goes
+        on), then the sweep from where the last pass stopped, up to the bound."""
         limit = max(1, self.config.ledgers_per_pass)
-        suspects = [
-            m for m in metas if any(formatted.get(b, 0) > m.created_ms > 0 for b in checked_bookies(m))
-        ]
-        chosen = suspects[:limit]
+        live = {m.ledger_id for m in metas}
+        self._seen = {s for s in self._seen if s[0] in live}
+        suspects = [m for m in metas if self._suspect(m, formatted)]
+        chosen = suspects[: max(1, limit // 2)]
         ids = {m.ledger_id for m in chosen}
         rest = [m for m in metas if m.ledger_id not in ids]
         ordered = [m for m in rest if m.ledger_id > self._after] + [
@@ -169,6 +174,14 @@ class LedgerChecker:
         if swept:
             self._after = swept[-1].ledger_id
         return chosen + swept
+
+    def _suspect(self, meta: LedgerMetadata, formatted: dict[str, int]) -> bool:
+        """A bookie of a checked segment formatted since the ledger was made, not checked yet
+        as that instance (one that entered the ledger later holds its entries: checked once)."""
+        return any(
+            formatted.get(b, 0) > meta.created_ms > 0 and (meta.ledger_id, b, formatted[b]) not in self._seen
+            for b in checked_bookies(meta)
+        )
 
     async def _check_ledger(self, meta: LedgerMetadata, up: set[str], reads: asyncio.Semaphore) -> set[str]:
         """The up bookies of the ledger's checked segments that lack an entry they should hold."""
