@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     # Recovery adds a worker keeps unanswered on a replacement bookie (and ledgers it copies at once).
     autorecovery_copies_in_flight: int = Field(2_048, gt=0)
     autorecovery_ledgers_in_flight: int = Field(4, gt=0)
+    # The periodic ledger check: do the bookies hold the entries the metadata gives them?
+    autorecovery_check_interval_ms: int = Field(60_000, gt=0)
+    autorecovery_check_ledgers_per_pass: int = Field(500, gt=0)
 
     # --- managed ledger defaults (Pulsar's) ------------------------------------------------
     ensemble_size: int = Field(1, ge=1)

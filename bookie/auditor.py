@@ -8,24 +8,28 @@ takes over within one lease after it dies. A pass:
    grace period, counted from when this auditor first saw it down: a bookie restarting for an
    upgrade must not set off a copy of everything it holds. A bookie being *decommissioned* counts
    at once: it is alive, and its copies are read from it while they are moved off.
-   A bookie *formatted* as a new instance (its cookie in the store is newer than a ledger) holds
-   none of that ledger's entries even though it is up: a wipe and `--format` within the grace
-   period must not go unnoticed.
-2. Lists, for every ledger (not being deleted), the lost, decommissioning or formatted bookies
-   named in any segment of its ensemble history, and records them as the ledger's missing
-   copies: a new row, or a row changed by CAS (its worker's claim is kept). A row only loses a
-   bookie that is back, heartbeating as the instance that took the ledger's entries (a bookie
-   down for less than the grace period, or one a new auditor has not timed yet, stays listed):
+   A bookie that is up is missing from a ledger only when it says so: the periodic ledger
+   check (`bookie.ledger_checker`, run by the same process while it holds the lease) asks it
+   for the entries the metadata gives it and records in `confirmed` the bookies that lack them.
+   A bookie wiped and started with `--format` within the grace period is found that way (the
+   checker looks at the ledgers of such a bookie first); a bookie that merely joined
+   the cluster after a ledger was made, and entered it by an ensemble change, is not listed.
+2. Lists, for every ledger (not being deleted), the lost, decommissioning or drained bookies
+   named in any segment of its ensemble history, and the ones the checker confirmed lacking,
+   and records them as the ledger's missing copies: a new row, or a row changed by CAS (its
+   worker's claim is kept). A row only loses a bookie that is back, heartbeating, and not
+   confirmed lacking by the checker (a bookie down for less than the grace period, or one a
+   new auditor has not timed yet, stays listed):
    a row whose bookies are all back is dropped, so a cluster with no spare bookie to copy to
    does not keep listing ledgers whose copies came home.
 3. Drops rows whose ledger is gone, and marks a decommissioning bookie `decommissioned` once no
    ledger names it and no row is left for it: it holds nothing anyone needs and may be stopped.
    Placement never chooses a decommissioning bookie, so no new ledger can name it meanwhile.
 
-The formatted rule compares the cookie's creation time (the bookie's clock) with the ledger's
-(the broker's clock), so clocks are assumed to agree within a few milliseconds; a ledger made
-after the format but given the bookie is never affected, and one made before it that was given
-the formatted bookie by a later ensemble change is copied once more than needed (harmless).
+No rule here compares a cookie's creation time with a ledger's: a bookie that joined after a
+ledger was made can hold its entries (an ensemble change, or a copy by re-replication), and
+listing it would fence the ledger's writer and copy the same entries again and again. The
+cookie time only tells the checker which ledgers to look at first.
 
 The pass is synchronous (metadata store calls); async callers run it in a thread.
 """
@@ -38,7 +42,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from bookie.ledger_metadata import BadVersionError, LedgerMetadataStore, LedgerState, NotFoundError
+from bookie.ledger_checker import ConfirmedMissing, checked_bookies
+from bookie.ledger_metadata import (
+    BadVersionError,
+    LedgerMetadata,
+    LedgerMetadataStore,
+    LedgerState,
+    NotFoundError,
+)
 from bookie.recovery_store import RecoveryStore, UnderReplicatedLedger, take_lease
 from bookie.registry import BookieDirectory, BookieRegistry, BookieState, wall_clock_ms
 
@@ -66,7 +77,6 @@ class AuditResult:
     # Drained bookies: a ledger still naming one (a copy onto it swapped in after the pass that
     # found it drained) is listed, so that it does not rest on a bookie that may be stopped.
     drained: set[str] = field(default_factory=set)
-    formatted_ms: dict[str, int] = field(default_factory=dict)  # when each bookie's instance began
     marked: int = 0  # rows created or changed this pass
     cleared: int = 0  # rows dropped because their bookies came back
     decommissioned: list[str] = field(default_factory=list)
@@ -85,6 +95,9 @@ class Auditor:
         self.config = config
         self._clock_ms = clock_ms
         self._down_since: dict[str, int] = {}
+        # Bookies the ledger checker found lacking entries, by ledger: kept listed although up.
+        self.confirmed = ConfirmedMissing()
+        self.leading = False  # held the lease at the last pass: the checker runs only then
 
     def audit_once(self) -> AuditResult:
         """One pass if this candidate holds (or takes) the lease; otherwise nothing."""
@@ -92,8 +105,9 @@ class Auditor:
         result = AuditResult()
         if take_lease(self.store, AUDITOR_LEASE, self.config.candidate_id, now, self.config.lease_ms) is None:
             self._down_since.clear()  # a later term starts its grace periods afresh
+            self.leading = False
             return result
-        result.leader = True
+        result.leader = self.leading = True
         self._classify(now, result)
         targets = result.lost | result.decommissioning | result.drained
         named = self._mark(targets, now, result)
@@ -121,9 +135,6 @@ class Auditor:
         for record in self.store.list_bookies():
             if record.state == BookieState.DECOMMISSIONING:
                 result.decommissioning.add(record.bookie_id)
-            cookie = self.store.get_bookie_cookie(record.bookie_id)
-            if cookie is not None and cookie.created_ms > 0:
-                result.formatted_ms[record.bookie_id] = cookie.created_ms
         result.back -= result.decommissioning
 
     def _mark(self, targets: set[str], now: int, result: AuditResult) -> set[str]:
@@ -137,7 +148,7 @@ class Auditor:
             live_ids.add(meta.ledger_id)
             holders = {b for _, bookies in meta.history() for b in bookies}
             named |= holders & targets
-            missing = (holders & targets) | _formatted_since(meta.created_ms, holders, result.formatted_ms)
+            missing = (holders & targets) | self._confirmed(meta)
             row = rows.get(meta.ledger_id)
             if row is not None:
                 # Keep what the row lists unless that bookie is back with the ledger's entries.
@@ -147,7 +158,13 @@ class Auditor:
             named |= set(row.missing) & targets
             if ledger_id not in live_ids:
                 self._drop(row)
+        self.confirmed.forget_all_but(live_ids)
         return named
+
+    def _confirmed(self, meta: LedgerMetadata) -> set[str]:
+        """The bookies the checker found lacking that a checked segment of the ledger still
+        names (one replaced everywhere, or left only in an open ledger's last segment, is done)."""
+        return self.confirmed.still_named(meta.ledger_id, checked_bookies(meta))
 
     def _record(
         self,
@@ -185,10 +202,3 @@ class Auditor:
                 continue
             log.info("auditor: bookie %s is drained: decommissioned", bookie_id)
             result.decommissioned.append(bookie_id)
-
-
-def _formatted_since(created_ms: int, holders: set[str], formatted_ms: dict[str, int]) -> set[str]:
-    """The bookies of a ledger made at `created_ms` formatted as new instances since then."""
-    if created_ms <= 0:
-        return set()
-    return {b for b in holders if formatted_ms.get(b, 0) > created_ms}

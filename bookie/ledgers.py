@@ -284,14 +284,28 @@ class LedgerManager:
         if handle.failed is not None:
             handle.metadata = await self.recover_and_close(handle.ledger_id)
             return handle.metadata
-        closed = replace(
-            handle.metadata,
-            state=LedgerState.CLOSED,
-            last_entry_id=last,
-            length_bytes=handle.length_bytes,
-            closed_ms=self._clock(),
-        )
-        handle.metadata = await call_blocking(self._store.update_ledger, closed)
+
+        def closed(meta: LedgerMetadata) -> LedgerMetadata:
+            # Re-replication may have swapped a bookie of a segment before the writer's last one
+            # (without fencing) since the handle read the row: close the row as it is now. A row
+            # no longer OPEN was recovered by someone else: the lost race the caller expects.
+            if meta.state != LedgerState.OPEN:
+                raise BadVersionError(f"ledger {meta.ledger_id} is {meta.state.value}, not OPEN")
+            return replace(
+                meta,
+                state=LedgerState.CLOSED,
+                last_entry_id=last,
+                length_bytes=handle.length_bytes,
+                closed_ms=self._clock(),
+            )
+
+        try:
+            handle.metadata = await call_blocking(self._store.update_ledger, closed(handle.metadata))
+        except BadVersionError as lost:
+            try:
+                handle.metadata = await self._update_with_retry(handle.ledger_id, closed)
+            except NotFoundError:
+                raise lost from None  # deleted meanwhile: as lost a race as any
         return handle.metadata
 
     async def recover_and_close(self, ledger_id: int) -> LedgerMetadata:

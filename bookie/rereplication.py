@@ -5,10 +5,16 @@ A worker claims one row of the under-replicated list (`bookie.recovery_store.cla
 renewed while it works) and then, for the ledger it names:
 
 1. Skips it (dropping the row) when the ledger is gone or being deleted.
-2. Closes it first when it is not CLOSED: an OPEN ledger is left to its writer for a grace
-   period from when the auditor listed it (the writer may still close it, or replace the bookie
-   itself); after that the writer counts as gone and the ledger is fenced and closed through
-   `LedgerManager.recover_and_close`, so no entry can be added behind the copy's back.
+2. For a ledger that is not CLOSED, copies the segments before the last one without fencing
+   (BookKeeper's ReplicationWorker on `openLedgerNoRecovery`): the writer starts a new segment
+   at its LAC + 1, so their entries are acknowledged and fixed. Only when the last segment (the
+   one the writer adds to) still names a listed bookie that is unavailable (not heartbeating
+   as writable or read-only) once a grace period from when the auditor listed it has passed is
+   the writer counted as gone, and the ledger fenced and closed through
+   `LedgerManager.recover_and_close` (BookKeeper's isLastSegmentOpenAndMissingBookies). A writer
+   that already replaced the lost bookie by an ensemble change is never fenced; until the grace
+   has passed, or while the last segment's listed bookie is up, the row is held back and looked
+   at again later.
 3. For each lost bookie and each segment of the ledger's ensemble history that names it: picks
    a replacement (live, writable, not in that segment, not lost), copies every entry of the
    segment whose write set includes the lost bookie from a surviving replica to the replacement,
@@ -51,12 +57,13 @@ from bookie.errors import BookieError
 from bookie.ledger_metadata import BadVersionError, LedgerMetadata, LedgerState, NotFoundError
 from bookie.ledgers import LedgerManager, call_blocking, ledger_spec
 from bookie.recovery_store import RecoveryStore, UnderReplicatedLedger, claim, claimable
-from bookie.registry import BookieRegistry, NotEnoughBookiesError, wall_clock_ms
+from bookie.registry import BookieRegistry, BookieState, NotEnoughBookiesError, wall_clock_ms
 from bookie.replica_io import NOT_THERE, ReplicaIO
 from common.errors import ErrorKind, QuireError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+_UP = (BookieState.WRITABLE, BookieState.READ_ONLY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,35 +228,62 @@ class ReplicationWorker:
 
     async def _recover_ledger(self, ledger_id: int) -> None:
         meta = await self.ledgers.get(ledger_id)
-        if meta.state != LedgerState.CLOSED:
-            row = self._current_row(ledger_id)
-            until = row.marked_ms + self.config.open_ledger_grace_ms
-            if self._clock_ms() < until:
-                await self._defer(ledger_id, until)  # its writer may still be at work: look again then
-                return
-            meta = await self.ledgers.recover_and_close(ledger_id)
         while True:
-            for lost in self._current_row(ledger_id).missing:
+            missing = self._current_row(ledger_id).missing
+            for lost in missing:
                 meta = await self._replace_everywhere(meta, lost)
+            if meta.state != LedgerState.CLOSED and set(meta.history()[-1][1]) & set(missing):
+                # The writer's own segment still names a listed bookie: that one is fenced only
+                # when the writer had its grace and the bookie is still unavailable.
+                if not await self._fence_due(ledger_id, meta):
+                    return
+                meta = await self.ledgers.recover_and_close(ledger_id)
+                continue
             if await self._drop_row(ledger_id):
                 self.counters.ledgers_recovered += 1
                 return
             meta = await self.ledgers.get(ledger_id)  # the auditor grew the row: once more
 
+    async def _fence_due(self, ledger_id: int, meta: LedgerMetadata) -> bool:
+        """Whether the open ledger must be fenced and closed now (BookKeeper's
+        isLastSegmentOpenAndMissingBookies after the grace); if not, the row is held back.
+
+        A bookie that heartbeats as writable or read-only is up (the checker listed it for a
+        closed segment it lacks): the writer's segment on it is served, and nothing is fenced;
+        the row is held until the writer closes the ledger or the auditor drops the row."""
+        row = self._current_row(ledger_id)
+        now = self._clock_ms()
+        until = row.marked_ms + self.config.open_ledger_grace_ms
+        up = {s.bookie_id for s in await call_blocking(self.registry.all_bookies) if s.state in _UP}
+        unavailable = set(meta.history()[-1][1]) & set(row.missing) - up
+        # An IN_RECOVERY ledger has no writer left to spare (it is fenced already): finish it.
+        if now >= until and (unavailable or meta.state == LedgerState.IN_RECOVERY):
+            return True
+        await self._defer(ledger_id, until if now < until else now + self.config.open_ledger_grace_ms)
+        return False
+
     async def _replace_everywhere(self, meta: LedgerMetadata, lost: str) -> LedgerMetadata:
-        """Replace `lost` in every segment that names it; returns the ledger as it is after."""
+        """Replace `lost` in every segment that names it; returns the ledger as it is after.
+
+        Of a ledger that is not CLOSED only the segments before the last are copied, without
+        fencing (BookKeeper's openLedgerNoRecovery): the writer starts a segment at its LAC + 1,
+        so every entry before the last segment is acknowledged and fixed, while the last one is
+        still being written."""
         ledger_id = meta.ledger_id
         while True:
             history = meta.history()
-            todo = [i for i, (_, bookies) in enumerate(history) if lost in bookies]
+            closed = len(history) if meta.state == LedgerState.CLOSED else len(history) - 1
+            todo = [i for i, (_, bookies) in enumerate(history[:closed]) if lost in bookies]
             if not todo:
                 return meta
             index = todo[0]
             first, bookies = history[index]
             last = history[index + 1][0] - 1 if index + 1 < len(history) else meta.last_entry_id
+            if meta.state == LedgerState.CLOSED:
+                last = min(last, meta.last_entry_id)
             exclude = set(bookies) | set(self._current_row(ledger_id).missing)
             (replacement,) = await call_blocking(self.registry.choose_ensemble, 1, exclude)
-            await self._copy_segment(meta, first, min(last, meta.last_entry_id), lost, replacement)
+            await self._copy_segment(meta, first, last, lost, replacement)
             self._current_row(ledger_id)  # do not touch the metadata once the claim is gone
             try:
                 meta = await self.ledgers.replace_bookie(ledger_id, first, lost, replacement)
@@ -280,7 +314,7 @@ class ReplicationWorker:
         adds = await self.io.recovery_adds(
             replacement,
             meta.ledger_id,
-            meta.last_entry_id,
+            meta.last_entry_id if meta.state == LedgerState.CLOSED else last,
             self.config.copies_in_flight,
             self.config.copy_window_bytes,
             self._count_copy,

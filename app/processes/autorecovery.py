@@ -7,7 +7,10 @@ that a worker can be stopped, restarted or scaled without taking any copies down
 
 Its Prometheus counters are served on `QUIRE_HOST:QUIRE_PORT` at `/metrics`:
 `quire_recovery_ensemble_changes` (segments whose lost bookie was replaced),
-`quire_recovered_entries`, `quire_recovery_bytes` and `quire_recovered_ledgers` (for a
+`quire_recovered_entries`, `quire_recovery_bytes` and `quire_recovered_ledgers`, and the
+ledger check's `quire_ledger_check_passes`, `quire_ledger_check_ledgers`,
+`quire_ledger_check_missing_copies` (bookies found lacking entries they were given) and the gauge
+`quire_ledger_check_underreplicated_ledgers` (the list's length at the last check; for a
 super-user's token only with QUIRE_METRICS_REQUIRE_TOKEN, `app/process_metrics.py`). Its clients
 prove themselves to bookies with the cluster secret and TLS files of the settings.
 SIGTERM or SIGINT stops the loops (a claim it held lapses) and exits 0. Runs on uvloop when
@@ -26,20 +29,39 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator
 
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from app.settings import Settings
+from bookie.autorecovery import AutoRecoveryConfig
+from bookie.ledger_checker import CheckerConfig, CheckerCounters
 from bookie.rereplication import RecoveryCounters
 
 log = logging.getLogger("quire.autorecovery")
 
 
 class CountersCollector(Collector):
-    def __init__(self, counters: RecoveryCounters) -> None:
+    def __init__(self, counters: RecoveryCounters, checks: CheckerCounters | None = None) -> None:
         self.counters = counters
+        self.checks = checks or CheckerCounters()
 
-    def collect(self) -> Iterator[CounterMetricFamily]:
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        k = self.checks
+        for name, doc, value in (
+            ("quire_ledger_check_passes", "Ledger check passes run", k.passes),
+            ("quire_ledger_check_ledgers", "Ledgers checked against their bookies", k.ledgers_checked),
+            (
+                "quire_ledger_check_missing_copies",
+                "Bookies found lacking entries of a ledger",
+                k.missing_found,
+            ),
+        ):
+            yield CounterMetricFamily(name, doc, value=value)
+        yield GaugeMetricFamily(
+            "quire_ledger_check_underreplicated_ledgers",
+            "Ledgers listed as under-replicated at the last ledger check",
+            value=k.underreplicated_ledgers,
+        )
         c = self.counters
         for name, doc, value in (
             (
@@ -59,8 +81,9 @@ async def serve(settings: Settings) -> None:
     from app.registry import open_store, registry_config
     from app.wiring import bookie_client_security
     from bookie.auditor import Auditor, AuditorConfig
-    from bookie.autorecovery import AutoRecoveryConfig, AutoRecoveryService
+    from bookie.autorecovery import AutoRecoveryService
     from bookie.client import BookieClientConfig, BookieLedgerClient
+    from bookie.ledger_checker import LedgerChecker
     from bookie.ledgers import LedgerManager
     from bookie.registry import MetadataBookieRegistry
     from bookie.replica_io import ReplicaIO, ReplicaIOConfig
@@ -90,8 +113,9 @@ async def serve(settings: Settings) -> None:
     # The registry also places the bookies a recovery puts in place of unreachable ones.
     ledgers = LedgerManager(store, client, placement=registry)
     worker = ReplicationWorker(store, ledgers, registry, io, worker_config)
+    checker = LedgerChecker(store, registry, io, _checker_config(settings), auditor.confirmed)
     server = serve_metrics(
-        CountersCollector(worker.counters),
+        CountersCollector(worker.counters, checker.counters),
         settings.host,
         settings.port,
         "autorecovery",
@@ -101,7 +125,8 @@ async def serve(settings: Settings) -> None:
     service = AutoRecoveryService(
         auditor,
         worker,
-        AutoRecoveryConfig(settings.autorecovery_audit_interval_ms, settings.autorecovery_poll_interval_ms),
+        _service_config(settings),
+        checker,
     )
     service.start()
     log.info("autorecovery %s running; metrics on %s:%d", me, settings.host, settings.port)
@@ -118,6 +143,18 @@ async def serve(settings: Settings) -> None:
         await client.close()
         await stop_metrics(server)
         store.close()
+
+
+def _checker_config(settings: Settings) -> CheckerConfig:
+    return CheckerConfig(ledgers_per_pass=settings.autorecovery_check_ledgers_per_pass)
+
+
+def _service_config(settings: Settings) -> AutoRecoveryConfig:
+    return AutoRecoveryConfig(
+        settings.autorecovery_audit_interval_ms,
+        settings.autorecovery_poll_interval_ms,
+        settings.autorecovery_check_interval_ms,
+    )
 
 
 def run(settings: Settings) -> None:

@@ -14,6 +14,7 @@ import pytest
 from bookie.auditor import AUDITOR_LEASE, Auditor, AuditorConfig
 from bookie.client import BookieLedgerClient
 from bookie.errors import BookieError, ErrorCode
+from bookie.ledger_checker import CheckerConfig, LedgerChecker
 from bookie.ledger_metadata import LedgerMetadata, LedgerState
 from bookie.ledgers import LedgerManager, ledger_spec
 from bookie.recovery_store import UnderReplicatedLedger, claim
@@ -65,6 +66,11 @@ class Cluster:
     def worker(self, name: str = "w1", **config: int) -> ReplicationWorker:
         return ReplicationWorker(
             self.store, self.ledgers, self.registry, self.io, WorkerConfig(name, **config), self.clock
+        )
+
+    def checker(self, **config: int) -> LedgerChecker:
+        return LedgerChecker(
+            self.store, self.registry, self.io, CheckerConfig(**config), self.auditor.confirmed, self.clock
         )
 
     def heartbeat(self) -> None:
@@ -356,7 +362,10 @@ async def test_a_bookie_formatted_within_the_grace_period_has_its_old_ledgers_li
     cluster.tick(1_000)
     after = await cluster.ledger((b, a, c))
     result = cluster.auditor.audit_once()
-    assert result.lost == set() and result.marked == 1
+    assert result.lost == set() and result.marked == 0  # up: missing only once it says so
+    checked = await cluster.checker().check_once()
+    assert checked.missing == {before.ledger_id: {a}}
+    assert cluster.auditor.audit_once().marked == 0  # the checker's row stays listed
     assert [(r.ledger_id, r.missing) for r in cluster.store.list_underreplicated()] == [
         (before.ledger_id, (a,))
     ]
@@ -368,6 +377,7 @@ async def test_a_bookie_formatted_within_the_grace_period_has_its_old_ledgers_li
     assert a not in {x for _, bs in cluster.store.get_ledger(before.ledger_id).history() for x in bs}
     assert cluster.store.get_ledger(after.ledger_id) == after  # made after the format: untouched
     assert cluster.auditor.audit_once().marked == 0
+    assert (await cluster.checker().check_once()).missing == {}
 
 
 async def test_a_ledger_still_naming_a_drained_bookie_is_listed_and_moved_off_it(cluster: Cluster) -> None:
