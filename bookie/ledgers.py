@@ -48,7 +48,7 @@ from bookie.ledger_metadata import (
     LedgerState,
     NotFoundError,
 )
-from bookie.registry import NotEnoughBookiesError
+from bookie.registry import BookieCookie, NotEnoughBookiesError
 from bookie.types import LedgerSpec, Segment, normalize_history
 
 T = TypeVar("T")
@@ -236,11 +236,15 @@ class LedgerManager:
         *,
         clock: Callable[[], int] = wall_clock_ms,
         placement: EnsemblePlacement | None = None,
+        cookies: Callable[[str], BookieCookie | None] | None = None,
     ) -> None:
+        """`cookies`: the store's bookie cookies (`BookieDirectory.get_bookie_cookie`), so that
+        recovery can tell a bookie formatted since the ledger was made; None: it cannot."""
         self._store = store
         self._client = client
         self._clock = clock
         self.placement = placement or StaticPlacement(())
+        self._cookies = cookies
 
     async def create(
         self,
@@ -349,7 +353,7 @@ class LedgerManager:
         changes nothing a later one reads. Were they stored, the next recovery would ask the
         replacements, whose "not there" it cannot tell from evidence, and could close the ledger
         short of an acknowledged entry that only the replaced bookie holds."""
-        fresh: set[str] = set()
+        fresh = await call_blocking(self._formatted_since, meta)
         failed: set[str] = set()  # every bookie that could not take a copy in this recovery
         for attempt in range(MAX_RECOVERY_CHANGES + 1):
             try:
@@ -376,6 +380,19 @@ class LedgerManager:
                 fresh.update(added)
                 meta = with_segment(meta, short.entry_id, new)
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _formatted_since(self, meta: LedgerMetadata) -> set[str]:
+        """The ledger's bookies formatted as new instances after it was made: their "no such
+        ledger" or "no such entry" says nothing about it (a wiped disk cannot know what it held),
+        so recovery never counts it as evidence. Synchronous: reads the store's cookies."""
+        if self._cookies is None or meta.created_ms <= 0:
+            return set()
+        fresh = set()
+        for bookie in sorted({b for _, bookies in meta.history() for b in bookies}):
+            cookie = self._cookies(bookie)
+            if cookie is not None and cookie.created_ms > meta.created_ms:
+                fresh.add(bookie)
+        return fresh
 
     def replaced(
         self, ensemble: Sequence[str], failed: Collection[str], exclude: Collection[str]

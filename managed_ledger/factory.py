@@ -85,7 +85,11 @@ class ManagedLedgerFactory:
         # New ledgers go where the placement policy says: the bookie registry when the process
         # has one, else the static `bookies` list.
         self.lifecycle = LedgerManager(
-            store, client, clock=self.clock.now_ms, placement=placement or StaticPlacement(bookies)
+            store,
+            client,
+            clock=self.clock.now_ms,
+            placement=placement or StaticPlacement(bookies),
+            cookies=store.get_bookie_cookie,
         )
         self._swept = False
         self._ledgers: dict[str, ManagedLedger] = {}

@@ -111,7 +111,7 @@ async def serve(settings: Settings) -> None:
         ledgers_in_flight=settings.autorecovery_ledgers_in_flight,
     )
     # The registry also places the bookies a recovery puts in place of unreachable ones.
-    ledgers = LedgerManager(store, client, placement=registry)
+    ledgers = LedgerManager(store, client, placement=registry, cookies=store.get_bookie_cookie)
     worker = ReplicationWorker(store, ledgers, registry, io, worker_config)
     checker = LedgerChecker(store, registry, io, _checker_config(settings), auditor.confirmed)
     server = serve_metrics(

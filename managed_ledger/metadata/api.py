@@ -47,6 +47,7 @@ from bookie.ledger_metadata import (
     NotFoundError,
 )
 from bookie.recovery_store import RecoveryStore
+from bookie.registry import BookieDirectory
 from common.errors import ErrorKind
 
 __all__ = [
@@ -324,9 +325,12 @@ class OwnershipStore(Protocol):
         ...
 
 
-class MetadataStore(LedgerMetadataStore, RecoveryStore, OwnershipStore, GroupOffsetStore, Protocol):
+class MetadataStore(
+    LedgerMetadataStore, RecoveryStore, BookieDirectory, OwnershipStore, GroupOffsetStore, Protocol
+):
     """The ledger rows (`bookie.ledger_metadata.LedgerMetadataStore`), auto-recovery's leases
-    and under-replicated ledgers (`bookie.recovery_store.RecoveryStore`), and everything above."""
+    and under-replicated ledgers (`bookie.recovery_store.RecoveryStore`), the bookies'
+    registrations and cookies (`bookie.registry.BookieDirectory`), and everything above."""
 
     # --- managed ledgers --------------------------------------------------------------------
     def get_managed_ledger(self, name: str) -> ManagedLedgerMetadata | None: ...
