@@ -15,12 +15,12 @@ placement are computed here, above the store, so both stores agree by constructi
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from common.clock import wall_clock_ms as wall_clock_ms  # re-exported: the bookie modules import it here
 from common.errors import ErrorKind, QuireError
 
 
@@ -137,10 +137,6 @@ class BookieRegistry(Protocol):
 @dataclass(frozen=True, slots=True)
 class RegistryConfig:
     heartbeat_timeout_ms: int = 10_000
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class MetadataBookieRegistry:
