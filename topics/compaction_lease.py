@@ -14,8 +14,11 @@ no longer record anything: each of its writes is a CAS on the version it wrote l
 ERROR written here changed that version. The dead run's half-written ledger stays named in
 `run_ledger_id` until a compactor deletes it.
 
-Leases compare wall-clock milliseconds of different processes, so clocks must agree to well
-within a lease (NTP does); the lease length is the `compaction_lease_ms` setting.
+Leases are stamped and judged with the `now_ms` callers pass: the compactor process passes the
+metadata store's clock (`StoreClock`); a broker requesting or observing a run passes its own, so
+one whose clock runs ahead by more than a lease may record a live run ERROR early, after which
+that run's compare-and-set writes fail and it runs again (docs/operations.md, "Clocks"). The
+lease length is the `compaction_lease_ms` setting.
 
 Functions here are synchronous store calls; async callers run them in a thread.
 """

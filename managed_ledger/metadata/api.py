@@ -228,8 +228,8 @@ class TopicMetadata:
 class BrokerRecord:
     """A broker's registration. `session` changes at every start and whenever the broker lost
     its lease: ownerships taken under an older session are no longer valid. `expires_ms` is the
-    lease's end (wall clock), pushed on by heartbeats; `owned_topics` counts the valid
-    ownerships of this session (filled in by `list_brokers`)."""
+    lease's end on the store's clock (`store_now_ms`), pushed on by heartbeats; `owned_topics`
+    counts the valid ownerships of this session (filled in by `list_brokers`)."""
 
     broker_id: str
     session: str
