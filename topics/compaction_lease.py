@@ -15,10 +15,9 @@ ERROR written here changed that version. The dead run's half-written ledger stay
 `run_ledger_id` until a compactor deletes it.
 
 Leases are stamped and judged with the `now_ms` callers pass: the compactor process passes the
-metadata store's clock (`StoreClock`); a broker requesting or observing a run passes its own, so
-one whose clock runs ahead by more than a lease may record a live run ERROR early, after which
-that run's compare-and-set writes fail and it runs again (docs/operations.md, "Clocks"). The
-lease length is the `compaction_lease_ms` setting.
+metadata store's clock (`StoreClock`), and so does a broker requesting or observing a run (its
+`lease_clock`), so one clock judges them all (docs/operations.md, "Clocks"). The lease length
+is the `compaction_lease_ms` setting.
 
 Functions here are synchronous store calls; async callers run them in a thread.
 """
