@@ -129,6 +129,7 @@ def bootstrap(settings: Settings) -> TopicsApi:
     from bookie.registry import MetadataBookieRegistry
     from managed_ledger.factory import ManagedLedgerFactory
     from managed_ledger.metadata.sql import SqlMetadataStore
+    from managed_ledger.metadata.store_clock import StoreClock
     from topics.ownership import Ownership, OwnershipConfig
     from topics.service import TopicService
 
@@ -159,8 +160,15 @@ def bootstrap(settings: Settings) -> TopicsApi:
         ),
     )
     # The service owns what it is handed: closing it closes the factory, client and store.
+    # Compaction run leases are stamped and judged on the store's clock (docs/operations.md).
     return TopicService(
-        store, factory, client, topics_config(settings), close_dependencies=True, ownership=ownership
+        store,
+        factory,
+        client,
+        topics_config(settings),
+        close_dependencies=True,
+        ownership=ownership,
+        lease_clock=StoreClock(store.store_now_ms),
     )
 
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
@@ -50,6 +49,7 @@ from bookie.ledger_metadata import (
 )
 from bookie.registry import BookieCookie, NotEnoughBookiesError
 from bookie.types import LedgerSpec, Segment, normalize_history
+from common.clock import wall_clock_ms
 
 T = TypeVar("T")
 READ_CHUNK = 1_000  # entries per read when recovery counts a ledger's bytes
@@ -65,10 +65,6 @@ class LedgerCounters:
 COUNTERS = LedgerCounters()
 MAX_RECOVERY_CHANGES = 4  # ensemble changes one recovery may make before it gives up
 log = logging.getLogger(__name__)
-
-
-def wall_clock_ms() -> int:
-    return int(time.time() * 1000)
 
 
 async def call_blocking(fn: Callable[..., T], *args: Any) -> T:

@@ -16,8 +16,8 @@ moved on, NotFoundError when it is gone).
   or hangs) may be taken by any other worker.
 
 The SQL and in-memory stores implement `RecoveryStore` (`managed_ledger/metadata/recovery.py`).
-Leases and claims compare wall-clock milliseconds of different processes, so clocks must agree
-to well within a lease.
+Leases and claims are stamped and judged with the `now_ms` their callers pass; the autorecovery
+process passes the metadata store's clock (`StoreClock`), so one clock judges them all.
 """
 
 from __future__ import annotations

@@ -4,8 +4,12 @@ Every bookie process registers itself in the metadata store under its id (the ad
 `host:port` clients dial) and renews a heartbeat every few seconds, reporting whether it takes
 writes, its free bytes and how many ledgers it holds. A bookie whose heartbeat is older than the
 expiry is down; this stands in for BookKeeper's ephemeral ZooKeeper nodes, which vanish with the
-session. Heartbeats are stamped with the bookie's wall clock and judged with the reader's, so
-the expiry must be well above the clock skew between machines (seconds, not milliseconds).
+session. A heartbeat is stamped with the bookie's wall clock, but the reader judges its age
+with its own clock (`HeartbeatAges`): a heartbeat is as old as the reader's time since it first
+saw that value, never younger than the stamp says. So skew between machines can only make a
+bookie look alive a little longer (a stopped bookie goes DOWN one expiry after the reader saw its
+last heartbeat, whatever its clock said), never make a heartbeating bookie look DOWN for longer
+than one heartbeat interval after the reader first looks (docs/operations.md, "Clocks").
 
 This module holds the records, the store seam (`BookieDirectory`: methods the SQL and in-memory
 metadata stores implement) and the placement policy; it knows nothing of SQL. Liveness and
@@ -15,12 +19,13 @@ placement are computed here, above the store, so both stores agree by constructi
 from __future__ import annotations
 
 import random
-import time
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from common.clock import wall_clock_ms as wall_clock_ms  # re-exported: the bookie modules import it here
 from common.errors import ErrorKind, QuireError
 
 
@@ -139,8 +144,30 @@ class RegistryConfig:
     heartbeat_timeout_ms: int = 10_000
 
 
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
+class HeartbeatAges:
+    """When each bookie's heartbeat was written, on the reader's clock.
+
+    The value changed since the reader's previous look: it was written after that look, and no
+    later than now; within that, the stamp's own time counts only where it is older. First
+    sight: the stamp, but never later than now. With clocks that agree this is the stamp itself;
+    a reader whose clock runs ahead sees a heartbeating bookie alive from its second look, one
+    whose clock runs behind sees a stopped one expire one timeout after it last changed."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[str, tuple[int, int, int]] = {}  # id -> (stamp, written at, looked at)
+
+    def written_at(self, record: BookieRecord, now_ms: int) -> int:
+        with self._lock:
+            seen = self._seen.get(record.bookie_id)
+            if seen is None:
+                written = min(now_ms, record.heartbeat_ms)
+            elif seen[0] != record.heartbeat_ms:
+                written = max(seen[2], min(now_ms, record.heartbeat_ms))
+            else:
+                written = seen[1]
+            self._seen[record.bookie_id] = (record.heartbeat_ms, written, now_ms)
+            return written
 
 
 class MetadataBookieRegistry:
@@ -159,9 +186,12 @@ class MetadataBookieRegistry:
         self.config = config or RegistryConfig()
         self._clock_ms = clock_ms
         self._rng = rng or random.Random()
+        self._ages = HeartbeatAges()
 
     def _alive(self, record: BookieRecord, now_ms: int) -> bool:
-        return now_ms - record.heartbeat_ms < self.config.heartbeat_timeout_ms
+        if record.heartbeat_ms == 0:  # the last record of a clean stop
+            return False
+        return now_ms - self._ages.written_at(record, now_ms) < self.config.heartbeat_timeout_ms
 
     def all_bookies(self) -> list[BookieStatus]:
         now = self._clock_ms()

@@ -11,18 +11,18 @@ OPEN ledger that nothing references.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections import deque
 
 from bookie.api import LedgerClient
 from bookie.ledger_metadata import LedgerMetadata, LedgerMetadataStore
 from bookie.ledgers import EnsemblePlacement, LedgerHandle, LedgerManager
+from common.clock import wall_clock_ms
 
 ADDS_IN_FLIGHT = 8
 
 
 def now_ms() -> int:
-    return int(time.time() * 1000)
+    return wall_clock_ms()
 
 
 class CompactedLedgerWriter:

@@ -3,8 +3,9 @@ and snapshot intervals) reads time through it, so tests drive time by hand inste
 
 from __future__ import annotations
 
-import time
 from typing import Protocol
+
+from common.clock import wall_clock_ms
 
 
 class Clock(Protocol):
@@ -15,7 +16,7 @@ class Clock(Protocol):
 
 class SystemClock:
     def now_ms(self) -> int:
-        return time.time_ns() // 1_000_000
+        return wall_clock_ms()
 
 
 class ManualClock:

@@ -265,7 +265,7 @@ class AdminPlane(GroupOffsetOps):
         """The live brokers, with the number of topics each owns."""
         if self._ownership is None:
             return []
-        return await self._call(self._store.list_brokers, self._clock.now_ms())
+        return await self._call(self._store.list_brokers, None)  # live by the store's clock
 
     def ownership_stats(self) -> dict[str, int]:
         own = self._ownership
@@ -351,7 +351,7 @@ class AdminPlane(GroupOffsetOps):
         """Request a run of every managed ledger of the topic: RUNNING from now on. A run still
         requested or running under a live lease is a conflict; a lapsed one is ERROR first."""
         t = await self._topic(topic)
-        now = self._clock.now_ms()
+        now = await self._call(self._lease_clock.now_ms)
         for ml in t.mls:
             state = await self._call(compaction_lease.observe, self._store, ml.name, now)
             if compaction_lease.live(state, now):
@@ -366,7 +366,7 @@ class AdminPlane(GroupOffsetOps):
 
     async def compaction_status(self, topic: str) -> dict[str, Any]:
         t = await self._topic(topic)
-        now = self._clock.now_ms()
+        now = await self._call(self._lease_clock.now_ms)
         states = [await self._call(compaction_lease.observe, self._store, ml.name, now) for ml in t.mls]
         out = _status_dict(_overall(states))
         if t.partitions:
@@ -424,12 +424,13 @@ class AdminPlane(GroupOffsetOps):
             if not t.policies.compaction_on:
                 continue
             for partition, ml in enumerate(t.mls):
-                now = self._clock.now_ms()
+                now = await self._call(self._lease_clock.now_ms)
                 state = await self._call(compaction_lease.observe, self._store, ml.name, now)
                 ml.compacted_through = compaction_check.horizon_position(state)
                 if compaction_lease.live(state, now):
                     continue
-                reason = await self._compaction_trigger(t, partition, ml, state, now)
+                # The lag since the first publish: on this broker's clock, as publish times are.
+                reason = await self._compaction_trigger(t, partition, ml, state, self._clock.now_ms())
                 if reason is None:
                     continue
                 lease_ms = self._config.compaction_lease_ms

@@ -116,13 +116,15 @@ class TopicsBase:
         *,
         compacted: CompactedSource | None = None,
         clock: Clock | None = None,
+        lease_clock: Clock | None = None,
         close_dependencies: bool = False,
         ownership: Ownership | None = None,
     ) -> None:
         """`close_dependencies`: `close()` also closes the factory, the ledger client and the
         store (the broker hands them over); tests that restart over one store leave it off.
         `ownership`: this broker's share of the cluster's topics (topics.ownership); None when
-        this process is the only broker and owns every topic."""
+        this process is the only broker and owns every topic. `lease_clock`: what stamps and
+        judges compaction run leases (the broker passes the store's clock); `clock` by default."""
         self._store = store
         self._ownership = ownership
         if ownership is not None:
@@ -133,6 +135,7 @@ class TopicsBase:
         self._client = client
         self._config = config
         self._clock: Clock = clock or SystemClock()
+        self._lease_clock: Clock = lease_clock or self._clock
         self._ledger_manager = LedgerManager(store, client, clock=self._clock.now_ms)
         if compacted is None:
             from topics.compacted import CompactedView

@@ -14,8 +14,10 @@ no longer record anything: each of its writes is a CAS on the version it wrote l
 ERROR written here changed that version. The dead run's half-written ledger stays named in
 `run_ledger_id` until a compactor deletes it.
 
-Leases compare wall-clock milliseconds of different processes, so clocks must agree to well
-within a lease (NTP does); the lease length is the `compaction_lease_ms` setting.
+Leases are stamped and judged with the `now_ms` callers pass: the compactor process passes the
+metadata store's clock (`StoreClock`), and so does a broker requesting or observing a run (its
+`lease_clock`), so one clock judges them all (docs/operations.md, "Clocks"). The lease length
+is the `compaction_lease_ms` setting.
 
 Functions here are synchronous store calls; async callers run them in a thread.
 """

@@ -6,9 +6,16 @@ row naming a broker and one of its sessions; the row is valid while that session
 current one and its lease runs. So a broker's ownerships all lapse together with its lease, and
 all are voided at once when it registers a new session: no per-topic renewal, no row to clean up.
 
-Safety: the broker stops serving before another broker may take over. The lease it writes ends
-at (wall clock at renewal) + lease_ms; locally it counts its lease as ending `margin` earlier on
-the monotonic clock (`valid()`), measured from before the renewal was sent. When `valid()` turns
+Safety: the broker stops serving before another broker may take over. One clock decides leases,
+the metadata store's (`managed_ledger/metadata/store_clock.py`): the store writes the lease end
+as its own now plus lease_ms when it applies a registration or renewal, refuses to renew a lease
+that already ended (a late renewal must not revive a session whose topics another broker took),
+and judges every claim and owner by its own now; no broker's wall clock enters. Locally the
+broker counts its lease as ending `margin` before lease_ms on its monotonic clock (`valid()`),
+measured from before the request was sent: the store applied it no earlier, so the store's lease
+ends no earlier than the local one plus the margin. A renewal that took longer than the margin
+makes the broker re-read the owner of every topic it holds and drop any it does not own. A
+refused renewal drops every topic. When `valid()` turns
 false — the broker was paused, or could not reach the store — it drops every topic it had
 (`on_lost`) and registers a new session; its managed ledgers are fenced through the same check
 (managed_ledger.fencing), and the next owner's recovery fences their ledgers on the bookies, so a
@@ -100,6 +107,7 @@ class Ownership:
         self.renewals = 0
         self.renewal_failures = 0
         self.sessions_lost = 0
+        self.dropped_after_recheck = 0
 
     # --- the session -------------------------------------------------------------------------
     def valid(self) -> bool:
@@ -119,16 +127,9 @@ class Ownership:
     async def _register(self) -> None:
         session = uuid.uuid4().hex
         started = time.monotonic()
-        now = self._clock.now_ms()
-        record = BrokerRecord(
-            self.me.broker_id,
-            session,
-            self.me.http_url,
-            self.me.kafka_url,
-            started_ms=now,
-            expires_ms=now + self.config.lease_ms,
-        )
-        await self._on_renewer(self._store.register_broker, record)
+        record = BrokerRecord(self.me.broker_id, session, self.me.http_url, self.me.kafka_url)
+        # The store stamps the session's start and lease end with its own clock.
+        await self._on_renewer(self._store.register_broker, record, self.config.lease_ms)
         self.session = session
         self._valid_until = started + (self.config.lease_ms - self.config.margin_ms) / 1000
         log.info("broker %s registered session %s", self.me.broker_id, session)
@@ -151,18 +152,30 @@ class Ownership:
                 await self._lose("its lease lapsed before it could renew it")
             elif self.session:
                 started = time.monotonic()
-                expires = self._clock.now_ms() + self.config.lease_ms
                 renewed = await self._on_renewer(
-                    self._store.renew_broker, self.me.broker_id, self.session, expires
+                    self._store.renew_broker, self.me.broker_id, self.session, self.config.lease_ms
                 )
                 if renewed:
                     self._valid_until = started + (self.config.lease_ms - self.config.margin_ms) / 1000
                     self.renewals += 1
+                    if time.monotonic() - started > self.config.margin_ms / 1000:
+                        await self._recheck_owned()
                     await self._refresh_brokers()
                     return
-                await self._lose("another process replaced its session")
+                await self._lose("the store refused its renewal (lease ended, or session replaced)")
             if not self.draining:
                 await self._register()
+
+    async def _recheck_owned(self) -> None:
+        """After a slow renewal: keep only the topics the store still says this session owns.
+        (The store never renews a lapsed session, so this finds nothing unless something else
+        went wrong; it is cheap next to serving a topic another broker took.)"""
+        for topic in sorted(self._owned):
+            current = await call_blocking(self._store.get_topic_owner, topic, None)
+            if current is None or not self._is_me(current):
+                log.warning("broker %s no longer owns %s after a slow renewal", self.me.broker_id, topic)
+                self.forget(topic)
+                self.dropped_after_recheck += 1
 
     async def _on_renewer(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._renewer, fn, *args)
@@ -180,7 +193,7 @@ class Ownership:
             await self.on_lost()
 
     async def _refresh_brokers(self) -> None:
-        brokers = await call_blocking(self._store.list_brokers, self._clock.now_ms())
+        brokers = await call_blocking(self._store.list_brokers, None)  # by the store's clock
         self._brokers = {b.broker_id: b for b in brokers}
 
     # --- owners ------------------------------------------------------------------------------
@@ -194,8 +207,8 @@ class Ownership:
             return cached
         if not self.valid():
             raise OwnershipUnavailableError(f"broker {self.me.broker_id} is renewing its session; retry")
-        now = self._clock.now_ms()
-        current = await call_blocking(self._store.get_topic_owner, topic, now)
+        now = self._clock.now_ms()  # only recorded as when it was acquired; the store judges
+        current = await call_blocking(self._store.get_topic_owner, topic, None)
         if current is not None and self._is_me(current) and self.draining:
             await self.release(topic)
             current = None
@@ -224,7 +237,7 @@ class Ownership:
             target = self._choose(topic)
             claim = TopicOwner(topic, target.broker_id, target.session, acquired_ms=now)
             try:
-                return await call_blocking(self._store.claim_topic, claim, now)
+                return await call_blocking(self._store.claim_topic, claim, None)
             except NotFoundError:
                 continue  # the target left since the list was read: choose among the rest
         raise OwnershipUnavailableError(f"no live broker could take topic {topic}; retry")

@@ -88,6 +88,7 @@ async def serve(settings: Settings) -> None:
     from bookie.registry import MetadataBookieRegistry
     from bookie.replica_io import ReplicaIO, ReplicaIOConfig
     from bookie.rereplication import ReplicationWorker, WorkerConfig
+    from managed_ledger.metadata.store_clock import StoreClock
 
     store = open_store(settings, "autorecovery")
     # Both the ledger client (fencing, recovery) and the copier prove themselves to bookies.
@@ -98,10 +99,14 @@ async def serve(settings: Settings) -> None:
     io = ReplicaIO(ReplicaIOConfig(max_frame_bytes=settings.bookie_max_frame_bytes, security=security))
     me = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     registry = MetadataBookieRegistry(store, registry_config(settings))
+    # The auditor's lease and the workers' claims are stamped and judged on the store's clock,
+    # not on this machine's (docs/operations.md, "Clocks").
+    store_clock = StoreClock(store.store_now_ms)
     auditor = Auditor(
         store,
         registry,
         AuditorConfig(me, settings.autorecovery_lease_ms, settings.autorecovery_lost_bookie_grace_ms),
+        clock_ms=store_clock.now_ms,
     )
     worker_config = WorkerConfig(
         me,
@@ -112,7 +117,7 @@ async def serve(settings: Settings) -> None:
     )
     # The registry also places the bookies a recovery puts in place of unreachable ones.
     ledgers = LedgerManager(store, client, placement=registry, cookies=store.get_bookie_cookie)
-    worker = ReplicationWorker(store, ledgers, registry, io, worker_config)
+    worker = ReplicationWorker(store, ledgers, registry, io, worker_config, clock_ms=store_clock.now_ms)
     checker = LedgerChecker(store, registry, io, _checker_config(settings), auditor.confirmed)
     server = serve_metrics(
         CountersCollector(worker.counters, checker.counters),

@@ -56,6 +56,7 @@ async def serve(settings: Settings) -> None:
     from compactor.job import BookieClientFactory, SparkEngine
     from compactor.service import CompactionService
     from compactor.spark import stop_session
+    from managed_ledger.metadata.store_clock import StoreClock
 
     config = compactor_config(settings)
     metrics_setting = "QUIRE_COMPACTOR_METRICS_PORT (--metrics-port)"
@@ -80,7 +81,8 @@ async def serve(settings: Settings) -> None:
     # tasks build their own clients with the same config: its secret and TLS files go with them.
     registry = MetadataBookieRegistry(store, registry_config(settings))
     engine = SparkEngine(config, client_factory=BookieClientFactory(client_config))
-    service = CompactionService(store, client, config, engine, placement=registry)
+    # Run leases are stamped and judged on the store's clock (docs/operations.md, "Clocks").
+    service = CompactionService(store, client, config, engine, StoreClock(store.store_now_ms), registry)
     metrics = None
     try:
         if settings.compactor_metrics_port:

@@ -229,8 +229,8 @@ class TopicMetadata:
 class BrokerRecord:
     """A broker's registration. `session` changes at every start and whenever the broker lost
     its lease: ownerships taken under an older session are no longer valid. `expires_ms` is the
-    lease's end (wall clock), pushed on by heartbeats; `owned_topics` counts the valid
-    ownerships of this session (filled in by `list_brokers`)."""
+    lease's end on the store's clock (`store_now_ms`), pushed on by heartbeats; `owned_topics`
+    counts the valid ownerships of this session (filled in by `list_brokers`)."""
 
     broker_id: str
     session: str
@@ -292,32 +292,45 @@ class GroupOffsetStore(Protocol):
 class OwnershipStore(Protocol):
     """Broker sessions and topic ownership (`managed_ledger/metadata/ownership.py`)."""
 
-    def register_broker(self, broker: BrokerRecord) -> None:
-        """Insert or replace the broker's row (a new session voids the old one's ownerships)."""
+    def store_now_ms(self) -> int:
+        """The store's clock, which stamps and judges every lease (`metadata/store_clock.py`):
+        PostgreSQL's `clock_timestamp()`; for a store inside one process, that process's clock."""
         ...
 
-    def renew_broker(self, broker_id: str, session: str, expires_ms: int) -> bool:
-        """Push the lease of `session` on to `expires_ms`; False when the row has another
-        session or is gone (the caller lost its session and must register a new one)."""
+    def register_broker(self, broker: BrokerRecord, lease_ms: int | None = None) -> BrokerRecord:
+        """Insert or replace the broker's row (a new session voids the old one's ownerships);
+        the row as stored. With `lease_ms`, the store stamps `started_ms` with its own clock and
+        `expires_ms` that plus `lease_ms` (what a broker does); without, the record's times are
+        written as given (tests, tools)."""
+        ...
+
+    def renew_broker(self, broker_id: str, session: str, lease_ms: int) -> bool:
+        """Push the lease of `session` on to the store's now plus `lease_ms`, only while it still
+        runs by the store's clock, judged in the same statement. False when the row has another
+        session, is gone, or its lease already ended: a lapsed session is never revived (another
+        broker may hold its topics); the caller must drop its topics and register anew."""
         ...
 
     def remove_broker(self, broker_id: str, session: str) -> None:
         """Delete the broker's row and the ownerships of `session` (a graceful stop)."""
         ...
 
-    def list_brokers(self, now_ms: int) -> list[BrokerRecord]:
-        """The live brokers (lease not expired at now_ms), by id, with their owned topic counts."""
+    def list_brokers(self, now_ms: int | None = None) -> list[BrokerRecord]:
+        """The live brokers (lease not expired at now_ms, by default the store's now), by id,
+        with their owned topic counts."""
         ...
 
-    def get_topic_owner(self, topic: str, now_ms: int) -> TopicOwner | None:
-        """The topic's valid owner at now_ms, or None (unowned, or its owner's session is gone)."""
+    def get_topic_owner(self, topic: str, now_ms: int | None = None) -> TopicOwner | None:
+        """The topic's valid owner at now_ms (by default the store's now), or None (unowned, or
+        its owner's session is gone)."""
         ...
 
-    def claim_topic(self, owner: TopicOwner, now_ms: int) -> TopicOwner:
+    def claim_topic(self, owner: TopicOwner, now_ms: int | None = None) -> TopicOwner:
         """Make `owner` the topic's owner unless a valid owner exists; return the owner that
         holds it afterwards (`owner` with its new version, or the other one). Two racing
         claims cannot both win: a primary key decides the insert, a version the update.
-        NotFoundError when `owner` names a session that is not live (its broker left)."""
+        NotFoundError when `owner` names a session that is not live (its broker left). Validity
+        is judged at now_ms, by default the store's now inside the claim."""
         ...
 
     def release_topic(self, topic: str, broker_id: str, session: str) -> bool:

@@ -10,14 +10,14 @@ ZooKeeper's ephemeral nodes, here on a row and a lease.
 A claim names a broker session that must be live at that moment (NotFoundError otherwise), so
 a topic is never handed to a broker that has just left. Claims are compare-and-set: an insert
 decided by the primary key, or an update of a row whose owner is no longer valid, decided by its
-version. Leases compare wall-clock milliseconds of different processes, so their clocks must
-agree to well within a lease.
+version.
 
-A lapsed session may still be renewed (a broker that was slow to renew while nobody wanted its
-topics keeps them), until a claim acts on its lapse: the claim ends the session for good in the
-same transaction (`ENDED_MS`), and no renewal revives it after that, as ZooKeeper never revives
-an expired session. So a renewal that lands late, after another broker took one of its topics,
-is refused, and its broker drops everything it had: two brokers never both hold a topic.
+One clock stamps and judges every lease: the store's (`store_clock`). A broker asks for a lease
+of so many milliseconds and the store writes its own now plus that; a renewal succeeds only
+while the stored lease still runs by the store's clock, in the same statement, so a renewal that
+arrives late never revives a session another broker may already have taken topics from (as
+ZooKeeper never revives an expired session). Readers that pass no `now_ms` are judged by the
+store's clock too; an explicit `now_ms` is for tests and tools.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ import threading
 from dataclasses import replace
 from typing import Any, cast
 
-from sqlalchemy import Connection, Table, and_, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Table, and_, delete, func, insert, select, update
 
+from common.clock import wall_clock_ms
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
     BrokerRecord,
@@ -37,12 +38,11 @@ from managed_ledger.metadata.api import (
 )
 from managed_ledger.metadata.engine import Transactional
 from managed_ledger.metadata.models import BrokerRow, TopicOwnerRow
+from managed_ledger.metadata.store_clock import judged_at, sql_now_ms
 
 BROKERS = cast(Table, BrokerRow.__table__)
 OWNERS = cast(Table, TopicOwnerRow.__table__)
 CLAIM_ATTEMPTS = 5
-# The lease end of a session that ended for good: a claim found it lapsed and took a topic from it.
-ENDED_MS = 0
 
 
 def _broker_from_row(row: Any, owned: int = 0) -> BrokerRecord:
@@ -76,26 +76,34 @@ def _checked(broker: BrokerRecord) -> BrokerRecord:
 class SqlOwnershipMethods:
     """Mixed into SqlMetadataStore: uses its `_read` / `_write` transactions."""
 
-    def register_broker(self: Transactional, broker: BrokerRecord) -> None:
+    def store_now_ms(self: Transactional) -> int:
+        with self._read() as conn:
+            now = sql_now_ms(conn)
+            return now if isinstance(now, int) else int(conn.execute(select(now)).scalar_one())
+
+    def register_broker(
+        self: Transactional, broker: BrokerRecord, lease_ms: int | None = None
+    ) -> BrokerRecord:
         b = _checked(broker)
-        values = {
-            "session": b.session,
-            "http_url": b.http_url,
-            "kafka_url": b.kafka_url,
-            "started_ms": b.started_ms,
-            "expires_ms": b.expires_ms,
-        }
         with self._write() as conn:
+            if lease_ms is not None:  # stamped with the store's clock, read back below
+                now: ColumnElement[int] | int = sql_now_ms(conn)
+                times = {"started_ms": now, "expires_ms": now + lease_ms}
+            else:
+                times = {"started_ms": b.started_ms, "expires_ms": b.expires_ms}
+            values = {"session": b.session, "http_url": b.http_url, "kafka_url": b.kafka_url, **times}
             where = BROKERS.c.broker_id == b.broker_id
             if conn.execute(update(BROKERS).where(where).values(**values)).rowcount == 0:
                 conn.execute(insert(BROKERS).values(broker_id=b.broker_id, **values))
+            return _broker_from_row(conn.execute(select(BROKERS).where(where)).mappings().one())
 
-    def renew_broker(self: Transactional, broker_id: str, session: str, expires_ms: int) -> bool:
-        where = and_(
-            BROKERS.c.broker_id == broker_id, BROKERS.c.session == session, BROKERS.c.expires_ms > ENDED_MS
-        )
+    def renew_broker(self: Transactional, broker_id: str, session: str, lease_ms: int) -> bool:
         with self._write() as conn:
-            return bool(conn.execute(update(BROKERS).where(where).values(expires_ms=expires_ms)).rowcount)
+            now = sql_now_ms(conn)
+            where = and_(
+                BROKERS.c.broker_id == broker_id, BROKERS.c.session == session, BROKERS.c.expires_ms > now
+            )
+            return bool(conn.execute(update(BROKERS).where(where).values(expires_ms=now + lease_ms)).rowcount)
 
     def remove_broker(self: Transactional, broker_id: str, session: str) -> None:
         with self._write() as conn:
@@ -104,26 +112,26 @@ class SqlOwnershipMethods:
                 delete(BROKERS).where(BROKERS.c.broker_id == broker_id, BROKERS.c.session == session)
             )
 
-    def list_brokers(self: Transactional, now_ms: int) -> list[BrokerRecord]:
+    def list_brokers(self: Transactional, now_ms: int | None = None) -> list[BrokerRecord]:
         owned = (
             select(func.count())
             .where(OWNERS.c.broker_id == BROKERS.c.broker_id, OWNERS.c.session == BROKERS.c.session)
             .scalar_subquery()
         )
-        stmt = select(BROKERS, owned.label("owned")).where(BROKERS.c.expires_ms > now_ms)
         with self._read() as conn:
+            stmt = select(BROKERS, owned.label("owned")).where(BROKERS.c.expires_ms > judged_at(conn, now_ms))
             result = conn.execute(stmt.order_by(BROKERS.c.broker_id)).mappings().all()
         return [_broker_from_row(r, int(r["owned"])) for r in result]
 
-    def get_topic_owner(self: Transactional, topic: str, now_ms: int) -> TopicOwner | None:
+    def get_topic_owner(self: Transactional, topic: str, now_ms: int | None = None) -> TopicOwner | None:
         with self._read() as conn:
-            return _valid_owner(conn, topic, now_ms)
+            return _valid_owner(conn, topic, judged_at(conn, now_ms))
 
-    def claim_topic(self: Transactional, owner: TopicOwner, now_ms: int) -> TopicOwner:
+    def claim_topic(self: Transactional, owner: TopicOwner, now_ms: int | None = None) -> TopicOwner:
         for _ in range(CLAIM_ATTEMPTS):
             try:
                 with self._write(AlreadyExistsError(f"topic {owner.topic} claimed concurrently")) as conn:
-                    won = _claim(conn, owner, now_ms)
+                    won = _claim(conn, owner, judged_at(conn, now_ms))
             except AlreadyExistsError:
                 continue  # another claimer inserted first: read what it wrote
             if won is not None:
@@ -136,7 +144,10 @@ class SqlOwnershipMethods:
             return bool(conn.execute(delete(OWNERS).where(where)).rowcount)
 
 
-def _live(conn: Connection, broker_id: str, session: str, now_ms: int) -> bool:
+Now = ColumnElement[int] | int  # the store's clock inside the statement, or a caller's value
+
+
+def _live(conn: Connection, broker_id: str, session: str, now_ms: Now) -> bool:
     """Whether `session` is broker `broker_id`'s current one and its lease runs at now_ms."""
     found = conn.execute(
         select(BROKERS.c.broker_id).where(
@@ -146,31 +157,17 @@ def _live(conn: Connection, broker_id: str, session: str, now_ms: int) -> bool:
     return found is not None
 
 
-def _end_lapsed(conn: Connection, broker_id: str, session: str, now_ms: int) -> bool:
-    """End a lapsed session for good (ZooKeeper's expired session): no renewal revives it after
-    this, so its broker cannot come back to a topic another broker took. False when the session
-    runs after all (a renewal committed since it was read)."""
-    where = and_(
-        BROKERS.c.broker_id == broker_id, BROKERS.c.session == session, BROKERS.c.expires_ms <= now_ms
-    )
-    conn.execute(update(BROKERS).where(where).values(expires_ms=ENDED_MS))
-    return not _live(conn, broker_id, session, now_ms)
-
-
-def _valid_owner(conn: Connection, topic: str, now_ms: int) -> TopicOwner | None:
+def _valid_owner(conn: Connection, topic: str, now_ms: Now) -> TopicOwner | None:
     row = conn.execute(select(OWNERS).where(OWNERS.c.topic == topic)).mappings().first()
     if row is None or not _live(conn, row["broker_id"], row["session"], now_ms):
         return None
     return _owner_from_row(row)
 
 
-def _claim(conn: Connection, owner: TopicOwner, now_ms: int) -> TopicOwner | None:
+def _claim(conn: Connection, owner: TopicOwner, now_ms: Now) -> TopicOwner | None:
     """One attempt: the owner after it, or None when a concurrent claim moved the row on."""
     row = conn.execute(select(OWNERS).where(OWNERS.c.topic == owner.topic)).mappings().first()
     if row is not None and _live(conn, row["broker_id"], row["session"], now_ms):
-        return _owner_from_row(row)
-    if row is not None and not _end_lapsed(conn, row["broker_id"], row["session"], now_ms):
-        # Its renewal landed meanwhile: the session runs again, and so does its ownership.
         return _owner_from_row(row)
     if not _live(conn, owner.broker_id, owner.session, now_ms):
         raise NotFoundError(f"broker {owner.broker_id} has no live session {owner.session}")
@@ -193,16 +190,25 @@ class InMemoryOwnershipMethods:
         self._brokers: dict[str, BrokerRecord] = {}
         self._owners: dict[str, TopicOwner] = {}
 
-    def register_broker(self, broker: BrokerRecord) -> None:
-        with self._ownership_lock:
-            self._brokers[broker.broker_id] = replace(_checked(broker), owned_topics=0)
+    def store_now_ms(self) -> int:
+        return wall_clock_ms()  # this store lives in its users' process: their clock is its own
 
-    def renew_broker(self, broker_id: str, session: str, expires_ms: int) -> bool:
+    def register_broker(self, broker: BrokerRecord, lease_ms: int | None = None) -> BrokerRecord:
+        with self._ownership_lock:
+            record = replace(_checked(broker), owned_topics=0)
+            if lease_ms is not None:
+                now = self.store_now_ms()
+                record = replace(record, started_ms=now, expires_ms=now + lease_ms)
+            self._brokers[broker.broker_id] = record
+            return record
+
+    def renew_broker(self, broker_id: str, session: str, lease_ms: int) -> bool:
         with self._ownership_lock:
             stored = self._brokers.get(broker_id)
-            if stored is None or stored.session != session or stored.expires_ms <= ENDED_MS:
+            now = self.store_now_ms()
+            if stored is None or stored.session != session or stored.expires_ms <= now:
                 return False
-            self._brokers[broker_id] = replace(stored, expires_ms=expires_ms)
+            self._brokers[broker_id] = replace(stored, expires_ms=now + lease_ms)
             return True
 
     def remove_broker(self, broker_id: str, session: str) -> None:
@@ -215,7 +221,8 @@ class InMemoryOwnershipMethods:
             if stored is not None and stored.session == session:
                 del self._brokers[broker_id]
 
-    def list_brokers(self, now_ms: int) -> list[BrokerRecord]:
+    def list_brokers(self, now_ms: int | None = None) -> list[BrokerRecord]:
+        now_ms = self.store_now_ms() if now_ms is None else now_ms
         with self._ownership_lock:
             out = []
             for broker_id in sorted(self._brokers):
@@ -233,20 +240,18 @@ class InMemoryOwnershipMethods:
         b = self._brokers.get(owner.broker_id)
         return owner if b is not None and b.session == owner.session and b.expires_ms > now_ms else None
 
-    def get_topic_owner(self, topic: str, now_ms: int) -> TopicOwner | None:
+    def get_topic_owner(self, topic: str, now_ms: int | None = None) -> TopicOwner | None:
+        now_ms = self.store_now_ms() if now_ms is None else now_ms
         with self._ownership_lock:
             return self._valid(self._owners.get(topic), now_ms)
 
-    def claim_topic(self, owner: TopicOwner, now_ms: int) -> TopicOwner:
+    def claim_topic(self, owner: TopicOwner, now_ms: int | None = None) -> TopicOwner:
         with self._ownership_lock:
+            now_ms = self.store_now_ms() if now_ms is None else now_ms
             stored = self._owners.get(owner.topic)
             current = self._valid(stored, now_ms)
             if current is not None:
                 return current
-            if stored is not None:  # its session lapsed: ended for good (see `_end_lapsed`)
-                lapsed = self._brokers.get(stored.broker_id)
-                if lapsed is not None and lapsed.session == stored.session:
-                    self._brokers[stored.broker_id] = replace(lapsed, expires_ms=ENDED_MS)
             claimant = self._brokers.get(owner.broker_id)
             if claimant is None or claimant.session != owner.session or claimant.expires_ms <= now_ms:
                 raise NotFoundError(f"broker {owner.broker_id} has no live session {owner.session}")

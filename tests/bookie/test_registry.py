@@ -165,3 +165,30 @@ def test_a_cookie_of_an_unknown_layout_is_refused(store: InMemoryMetadataStore, 
     (tmp_path / COOKIE_FILE).write_text(json.dumps({**raw, "layoutVersion": 2}))
     with pytest.raises(CookieMismatchError, match="layout version 2"):
         establish_cookie(store, "a:1", tmp_path)
+
+
+# --- heartbeats judged by the reader's clock (reliability review 2026-11-28, finding 11) ---------
+
+
+def test_a_reader_whose_clock_runs_ahead_sees_a_heartbeating_bookie_alive(
+    store: InMemoryMetadataStore,
+) -> None:
+    bookie_clock, reader_clock = Clock(), Clock(1_000_000 + 10 * TIMEOUT_MS)  # reader ahead
+    registry = _registry(store, reader_clock)
+    for _ in range(5):
+        _put(store, "a:1", bookie_clock.now_ms, state=BookieState.WRITABLE)
+        registry.live_bookies()
+        bookie_clock.now_ms += 1_000
+        reader_clock.now_ms += 1_000
+    assert [b.bookie_id for b in registry.live_bookies()] == ["a:1"]  # not fenced as lost
+    reader_clock.now_ms += TIMEOUT_MS  # it stopped heartbeating: down one timeout later
+    assert registry.live_bookies() == []
+
+
+def test_a_reader_whose_clock_runs_behind_sees_a_stopped_bookie_go_down(store: InMemoryMetadataStore) -> None:
+    bookie_clock, reader_clock = Clock(1_000_000 + 10 * TIMEOUT_MS), Clock()  # reader behind
+    registry = _registry(store, reader_clock)
+    _put(store, "a:1", bookie_clock.now_ms, state=BookieState.WRITABLE)
+    assert [b.bookie_id for b in registry.live_bookies()] == ["a:1"]
+    reader_clock.now_ms += TIMEOUT_MS  # no heartbeat since: down, though its stamp is "future"
+    assert registry.live_bookies() == []

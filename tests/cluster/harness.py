@@ -125,7 +125,7 @@ class Cluster:
 
         wait_until(up, START_TIMEOUT_S, "bookie port")
 
-    def broker_env(self, port: int, name: str) -> dict[str, str]:
+    def broker_env(self, port: int, name: str, extra: dict[str, str] | None = None) -> dict[str, str]:
         return {
             "PYTHONPATH": str(REPO),
             "QUIRE_DATA_DIR": str(self.root / name),
@@ -137,22 +137,26 @@ class Cluster:
             **BOOKIE_HEARTBEAT,
             **(SHORT_LEASES if self.short_leases else {}),
             **self.env,
+            **(extra or {}),
             # "auto": a Kafka listener on a port of each broker's own
             **({"QUIRE_KAFKA_PORT": str(free_port())} if self.env.get("QUIRE_KAFKA_PORT") == "auto" else {}),
         }
 
-    def _spawn_broker(self, port: int | None = None) -> Broker:
+    def _spawn_broker(self, port: int | None = None, env: dict[str, str] | None = None) -> Broker:
         self._starts += 1
         name = f"broker{self._starts}"
         port = port or free_port()
-        process = QuireProcess(["broker"], self.broker_env(port, name), self.root / f"{name}.log").start()
+        process = QuireProcess(
+            ["broker"], self.broker_env(port, name, env), self.root / f"{name}.log"
+        ).start()
         broker = Broker(name, port, process)
         self.brokers.append(broker)
         return broker
 
-    def start_broker(self, port: int | None = None) -> Broker:
-        """A new broker (on `port`, e.g. a stopped one's), ready when this returns."""
-        broker = self._spawn_broker(port)
+    def start_broker(self, port: int | None = None, env: dict[str, str] | None = None) -> Broker:
+        """A new broker (on `port`, e.g. a stopped one's; with `env`: settings of its own),
+        ready when this returns."""
+        broker = self._spawn_broker(port, env)
         self.wait_ready(broker)
         return broker
 
