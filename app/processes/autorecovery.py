@@ -35,7 +35,7 @@ from prometheus_client.registry import Collector
 from app.settings import Settings
 from bookie.autorecovery import AutoRecoveryConfig
 from bookie.ledger_checker import CheckerConfig, CheckerCounters
-from bookie.rereplication import RecoveryCounters
+from bookie.rereplication import RecoveryCounters, WorkerConfig
 
 log = logging.getLogger("quire.autorecovery")
 
@@ -76,6 +76,16 @@ class CountersCollector(Collector):
             yield CounterMetricFamily(name, doc, value=value)
 
 
+def _worker_config(settings: Settings, me: str) -> WorkerConfig:
+    return WorkerConfig(
+        me,
+        claim_ms=settings.autorecovery_claim_ms,
+        open_ledger_grace_ms=settings.autorecovery_open_ledger_grace_ms,
+        copies_in_flight=settings.autorecovery_copies_in_flight,
+        ledgers_in_flight=settings.autorecovery_ledgers_in_flight,
+    )
+
+
 async def serve(settings: Settings) -> None:
     from app.process_metrics import metrics_auth, serve_metrics, stop_metrics
     from app.registry import open_store, registry_config
@@ -87,7 +97,7 @@ async def serve(settings: Settings) -> None:
     from bookie.ledgers import LedgerManager
     from bookie.registry import MetadataBookieRegistry
     from bookie.replica_io import ReplicaIO, ReplicaIOConfig
-    from bookie.rereplication import ReplicationWorker, WorkerConfig
+    from bookie.rereplication import ReplicationWorker
     from managed_ledger.metadata.store_clock import StoreClock
 
     store = open_store(settings, "autorecovery")
@@ -108,13 +118,7 @@ async def serve(settings: Settings) -> None:
         AuditorConfig(me, settings.autorecovery_lease_ms, settings.autorecovery_lost_bookie_grace_ms),
         clock_ms=store_clock.now_ms,
     )
-    worker_config = WorkerConfig(
-        me,
-        claim_ms=settings.autorecovery_claim_ms,
-        open_ledger_grace_ms=settings.autorecovery_open_ledger_grace_ms,
-        copies_in_flight=settings.autorecovery_copies_in_flight,
-        ledgers_in_flight=settings.autorecovery_ledgers_in_flight,
-    )
+    worker_config = _worker_config(settings, me)
     # The registry also places the bookies a recovery puts in place of unreachable ones.
     ledgers = LedgerManager(store, client, placement=registry, cookies=store.get_bookie_cookie)
     worker = ReplicationWorker(store, ledgers, registry, io, worker_config, clock_ms=store_clock.now_ms)
