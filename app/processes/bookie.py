@@ -9,7 +9,8 @@ Prometheus metrics are served on that port of the listen host at `/metrics`
 bookie port asks clients for the cluster secret and speaks TLS as the settings say
 (`bookie.auth`); the start-up line says which. SIGTERM or SIGINT: stop heartbeating (recorded as down),
 stop accepting, let requests in flight finish (bounded), close the engine, exit 0. Runs on
-uvloop when installed.
+uvloop when installed. A journal damaged before intact records (not a torn tail,
+`bookie.storage.recovery`) or a data dir in use stops the start with one line and exit 1.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.settings import Settings
 from bookie.auth import ServerSecurity
+from bookie.errors import BookieError
 from bookie.server import BookieServer, ServerConfig
 
 if TYPE_CHECKING:
@@ -106,7 +108,10 @@ async def _serve_storage(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await storage.start()
+    try:
+        await storage.start()
+    except BookieError as exc:  # a damaged journal, a data dir in use: one line, exit 1
+        raise SystemExit(f"quire bookie: cannot open the storage in {settings.data_dir}: {exc}") from exc
     server = BookieServer(storage, server_config(settings))
     try:
         metrics = start_metrics(settings, server, storage)

@@ -1,4 +1,5 @@
-"""Start-up: finish an interrupted garbage collection, replay the log into the index, cut a torn tail.
+"""Start-up: finish an interrupted garbage collection, replay the log into the index, cut a torn
+tail, and refuse to start on damage that is not a tail.
 
 Order at start:
 1. Remove `*.tmp` files (a garbage collection or checkpoint that never completed).
@@ -6,12 +7,23 @@ Order at start:
    only after its fsync): re-point the index at it, sync the index, then remove the older ones.
 3. Read the checkpoint; if it is missing, damaged, or an index file it vouches for fails its
    checks, wipe the index and replay every segment from the start (a full rebuild).
-4. Replay the records after the checkpoint. The last segment ends at its first invalid record.
-   Zeros after it are the segment's preallocated reservation; anything else is a torn or
-   garbled tail: its first MAX_BROKEN_BYTES are copied to `<segment>.log.broken` (fsynced; the
-   newest MAX_BROKEN_FILES copies are kept) and the engine then cuts it off and reserves the
-   space again. In a sealed segment the rest of the segment after an invalid record is
-   skipped, with an error (unless it is all zeros): later segments still count.
+4. Replay the records after the checkpoint; a segment's records end at its first invalid one.
+   Zeros after it are the segment's preallocated reservation. Otherwise the rest of the segment
+   is searched for a valid record at every offset (`find_valid_record`). If one is found, the
+   damage is not a torn tail (a torn tail is the last group written, never synced, so nothing
+   intact follows it): JournalDamagedError, and nothing is cut. In a sealed segment any
+   non-zero bytes after the last valid record refuse the start as well: a segment is sealed only
+   after its last group was synced, so it has no torn tail. Only in the last segment, with
+   nothing valid after it, is it a torn or garbled tail: its first MAX_BROKEN_BYTES are copied
+   to `<segment>.log.broken` (fsynced; the newest MAX_BROKEN_FILES copies are kept) and the
+   engine then cuts it off and reserves the space again.
+
+Refusing is chosen over starting with the affected ledgers "in limbo" (answering unknown for
+what is missing): a damaged range does not say which ledgers it held, so every ledger of the
+segment would be in doubt, for longer than this start; a bookie that is down is already an
+unknown answer (never "no such entry") to clients and to ledger recovery, while its ledgers'
+other copies stay readable. docs/storage-format.md has the whole argument and its cost (an
+unsynced last group written out of order by a power loss also refuses the start).
 """
 
 from __future__ import annotations
@@ -19,9 +31,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from bookie.errors import JournalDamagedError
 from bookie.storage.apply import apply_record, repoint_segment_now
 from bookie.storage.index import (
     EntryIndex,
@@ -33,7 +46,7 @@ from bookie.storage.index import (
     sync_index_files,
 )
 from bookie.storage.journal import SegmentFiles
-from bookie.storage.records import ADD, SEGMENT_HEADER_SIZE, scan_segment
+from bookie.storage.records import ADD, SEGMENT_HEADER_SIZE, find_valid_record, scan_segment
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +63,6 @@ class Recovered:
     valid_end: int | None  # where appends continue in last_segment; None: recreate it
     full_rebuild: bool
     truncated_bytes: int = 0
-    skipped: list[str] = field(default_factory=list)
 
 
 def remove_temporary_files(*directories: Path) -> None:
@@ -132,23 +144,36 @@ def _replay(
             )
         runs.flush_all()
         path = segments.path(segment, generation)
-        if last:
+        damaged_end = _refuse_unless_tail(path, scan.valid_end, scan.file_size)
+        if last and generation == 0 and not scan.header_valid:
+            # An empty or headless last file holds nothing acknowledged: start it afresh.
             result.last_segment = segment
-            if generation != 0:
+            log.warning("segment %d has no valid header: recreating it", segment)
+        elif last and generation == 0:
+            result.last_segment, result.valid_end = segment, scan.valid_end
+            result.truncated_bytes = keep_cut_tail(path, scan.valid_end, damaged_end)
+        else:
+            if last:
                 # Only sealed segments are ever collected; append to a new one after it.
                 result.last_segment, result.valid_end = segment + 1, None
-            elif not scan.header_valid:
-                # An empty or headless last file holds nothing acknowledged: start it afresh.
-                log.warning("segment %d has no valid header: recreating it", segment)
-                result.valid_end = None
-            else:
-                result.valid_end = scan.valid_end
-                result.truncated_bytes = keep_cut_tail(path, scan.valid_end, scan.file_size)
-        elif nonzero_end(path, scan.valid_end, scan.file_size) > scan.valid_end:
-            # A zeroed tail is the unused reservation of a segment sealed by a crash mid-roll.
-            message = f"segment {segment}: invalid record at offset {scan.valid_end}, rest skipped"
-            log.error(message)
-            result.skipped.append(message)
+            if damaged_end > scan.valid_end:
+                # A segment is sealed only after its last group was synced, so whatever follows
+                # its last valid record is damage to acknowledged records, never a torn tail.
+                # (Zeros alone are the reservation of a segment sealed by a crash mid-roll.)
+                log.error("sealed segment %s: damaged at offset %d", path.name, scan.valid_end)
+                raise JournalDamagedError(path.name, scan.valid_end, None)
+
+
+def _refuse_unless_tail(path: Path, valid_end: int, size: int) -> int:
+    """Where the non-zero bytes after the last valid record end; raises JournalDamagedError if a
+    valid record starts anywhere after the first invalid one (the damage is then not a tail)."""
+    end = nonzero_end(path, valid_end, size)
+    if end > valid_end:
+        found = find_valid_record(path, valid_end + 1, end)
+        if found is not None:
+            log.error("segment %s: damaged at offset %d, valid record at %d", path.name, valid_end, found)
+            raise JournalDamagedError(path.name, valid_end, found)
+    return end
 
 
 def nonzero_end(path: Path, start: int, size: int) -> int:
@@ -171,13 +196,13 @@ def nonzero_end(path: Path, start: int, size: int) -> int:
     return end
 
 
-def keep_cut_tail(path: Path, valid_end: int, size: int) -> int:
-    """Copy the torn or garbled bytes after the last valid record to `<segment>.broken` before
-    they are cut off (the first `MAX_BROKEN_BYTES` of them, fsynced), for a later diagnosis.
+def keep_cut_tail(path: Path, valid_end: int, end: int) -> int:
+    """Copy the torn or garbled bytes [valid_end, end) after the last valid record to
+    `<segment>.broken` before they are cut off (the first `MAX_BROKEN_BYTES` of them, fsynced),
+    for a later diagnosis; `end` is where only zeros follow.
 
     Returns how many non-zero bytes followed the last valid record. Only the newest
     `MAX_BROKEN_FILES` copies are kept, so repeated crashes cannot fill the disk."""
-    end = nonzero_end(path, valid_end, size)
     if end == valid_end:
         return 0
     log.warning(
