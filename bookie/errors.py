@@ -18,6 +18,7 @@ __all__ = [
     "BookieError",
     "ErrorCode",
     "FencedError",
+    "JournalDamagedError",
     "NoSuchEntryError",
     "NoSuchLedgerError",
     "QuireError",
@@ -94,6 +95,30 @@ class ReadOnlyError(BookieError):
     @classmethod
     def from_reply(cls, code: ErrorCode, message: str, ledger_id: int, entry_id: int) -> BookieError:
         return cls(message or "bookie is read-only")
+
+
+class JournalDamagedError(BookieError):
+    """The journal is damaged where it held acknowledged records (before an intact record, or
+    anywhere in a sealed segment): not a torn tail, so the bookie refuses to start rather than
+    cut or skip them and answer "no such entry" for them. Never sent on the wire."""
+
+    def __init__(self, segment: str, damage_at: int, valid_at: int | None) -> None:
+        why = (
+            f"yet a valid record follows at offset {valid_at}"
+            if valid_at is not None
+            else "and the segment is sealed (every record in it was synced)"
+        )
+        super().__init__(
+            ErrorCode.INTERNAL,
+            f"journal segment {segment} is damaged at offset {damage_at}, {why}: this is not a torn "
+            "tail, and cutting or skipping it would lose acknowledged entries, so the bookie refuses "
+            "to start. Copy the data directory aside for diagnosis; then restore the disk, or start "
+            "the bookie with --format (it erases the journal) so that its ledgers are copied again "
+            "from their other bookies",
+        )
+        self.segment = segment
+        self.damage_at = damage_at
+        self.valid_at = valid_at
 
 
 @dataclass(frozen=True, slots=True)

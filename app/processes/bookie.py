@@ -9,7 +9,8 @@ Prometheus metrics are served on that port of the listen host at `/metrics`
 bookie port asks clients for the cluster secret and speaks TLS as the settings say
 (`bookie.auth`); the start-up line says which. SIGTERM or SIGINT: stop heartbeating (recorded as down),
 stop accepting, let requests in flight finish (bounded), close the engine, exit 0. Runs on
-uvloop when installed.
+uvloop when installed. A journal damaged before intact records (not a torn tail,
+`bookie.storage.recovery`) or a data dir in use stops the start with one line and exit 1.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 from app.listen import bind_tcp
 from app.settings import Settings
 from bookie.auth import ServerSecurity
+from bookie.errors import BookieError
 from bookie.server import BookieServer, ServerConfig
-from bookie.storage.recovery import JournalDamagedError
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -116,8 +117,8 @@ async def _serve_storage(
     )  # fmt: skip
     try:
         await storage.start()
-    except JournalDamagedError as exc:  # one clear message: what is wrong and what to do
-        raise SystemExit(f"quire bookie: {exc.message}") from exc
+    except BookieError as exc:  # a damaged journal, a data dir in use: one line, exit 1
+        raise SystemExit(f"quire bookie: cannot open the storage in {settings.data_dir}: {exc}") from exc
     server = BookieServer(storage, config)
     try:
         metrics = start_metrics(settings, server, storage)

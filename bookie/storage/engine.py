@@ -150,6 +150,9 @@ class LedgerStorage:
         except OSError as exc:
             self._release()
             raise BookieError(ErrorCode.INTERNAL, f"cannot open storage: {exc}") from exc
+        except BaseException:  # e.g. a damaged journal (JournalDamagedError): refused, not opened
+            self._release()
+            raise
         self._group = Group(self._loop)
         self.check_disk()
         self._disk_check_due = self._loop.time() + self.config.disk_check_interval_s
@@ -185,7 +188,6 @@ class LedgerStorage:
         self.recovery_report = {
             "full_rebuild": result.full_rebuild,
             "truncated_bytes": result.truncated_bytes,
-            "skipped": list(result.skipped),
         }
         try:
             self._checkpoint_sync(self._checkpoint_snapshot())

@@ -6,7 +6,11 @@ touch it again). A record in segment S, generation g, at offset o is live when:
 - FENCE: its ledger exists and is fenced;
 - DELETE: always (it keeps a full rebuild from resurrecting older records of that ledger).
 
-A segment whose live share is under `gc_max_live_fraction` is rewritten. Write order, so that a
+A segment whose live share is under `gc_max_live_fraction` is rewritten, unless it is damaged
+(non-zero bytes after its last valid record): a copy stops at the first invalid record, so it
+would drop the live records after the damage, and their slots would then answer "no such
+entry". A damaged segment is left as it is (its intact records are still served; a damaged one
+fails its CRC and is answered CORRUPT) and reported in `segments_damaged`. Write order, so that a
 crash at any step loses nothing live:
 1. copy the live records, in their order, to `{S}-{g+1}.log.tmp`; fsync; rename to
    `{S}-{g+1}.log`; fsync the directory                                  (hook "copied")
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from collections.abc import Callable, Mapping
 
@@ -40,6 +45,9 @@ from bookie.storage.records import (
     encode_segment_header,
     scan_segment,
 )
+from bookie.storage.recovery import nonzero_end
+
+log = logging.getLogger(__name__)
 
 _YIELD_EVERY = 2000  # records between two yields to the event loop
 _WRITE_CHUNK_BYTES = 4 * 1024 * 1024
@@ -78,7 +86,7 @@ class GarbageCollector:
         if self._running:
             return None
         self._running = True
-        result = {"segments_scanned": 0, "segments_rewritten": 0, "bytes_reclaimed": 0}
+        result = {"segments_scanned": 0, "segments_rewritten": 0, "bytes_reclaimed": 0, "segments_damaged": 0}
         try:
             current = self.segments.current_segment
             for segment, generation in self.segments.list():
@@ -110,9 +118,10 @@ class GarbageCollector:
             and slot.offset == rec.offset
         )
 
-    async def _live_bytes(self, segment: int, generation: int) -> tuple[int, int]:
-        """(live bytes, record bytes) of a segment file."""
-        scan, records = scan_segment(self.segments.path(segment, generation))
+    async def _live_bytes(self, segment: int, generation: int) -> tuple[int, int, bool]:
+        """(live bytes, record bytes, whether the file is whole) of a segment file."""
+        path = self.segments.path(segment, generation)
+        scan, records = scan_segment(path)
         live = 0
         for count, rec in enumerate(records):
             if self._live(rec, segment, generation):
@@ -121,11 +130,16 @@ class GarbageCollector:
                 await asyncio.sleep(0)
         total = max(scan.valid_end - SEGMENT_HEADER_SIZE, 0)  # final: the records are exhausted
         assert 0 <= live <= total, "live records are records of the segment"
-        return live, total
+        whole = scan.header_valid and nonzero_end(path, scan.valid_end, scan.file_size) == scan.valid_end
+        return live, total, whole
 
     async def _collect(self, segment: int, generation: int, result: dict[str, int]) -> None:
         result["segments_scanned"] += 1
-        live, total = await self._live_bytes(segment, generation)
+        live, total, whole = await self._live_bytes(segment, generation)
+        if not whole:
+            log.error("segment %d generation %d is damaged: not collected", segment, generation)
+            result["segments_damaged"] += 1
+            return
         if total == 0 or live >= total or live >= total * self.max_live_fraction:
             return
         new_generation = generation + 1

@@ -29,14 +29,18 @@ Record, format version 1 (34-byte header, then the payload):
     offset 34  ...      payload (ADD only; FENCE and DELETE have length 0)
 
 A record is valid only if its whole header and payload are in the file, its type is known and
-its CRC matches. Replay stops at the first invalid record: in the last segment that is the end
-of the log (the zeroed reservation of a preallocated segment, or a torn or garbled tail, which
-is cut off); in a sealed segment the rest of that segment is skipped and reported.
+its CRC matches. Replay stops at the first invalid record. If a valid record can still be found
+at any offset after it (`find_valid_record`), the damage is not a tail and the bookie refuses to
+start (`bookie.storage.recovery`). Otherwise, in the last segment that is the end of the log
+(the zeroed reservation of a preallocated segment, or a torn or garbled tail, which is cut off);
+in a sealed segment the rest of that segment is skipped and reported.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
+import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -134,7 +138,7 @@ def encode_marker(record_type: int, ledger_id: int) -> bytes:
     return RECORD_PREFIX.pack(0, _crc_value(body)) + body
 
 
-def decode_record(data: bytes | memoryview, offset: int, base_offset: int = 0) -> Record | None:
+def decode_record(data: bytes | memoryview | mmap.mmap, offset: int, base_offset: int = 0) -> Record | None:
     """The record starting at `offset` in `data`, or None if it is torn, garbled or unknown.
 
     `base_offset` is added to the reported offset (the position of `data` in its file)."""
@@ -218,3 +222,30 @@ def _needed(buf: bytes, rel: int) -> int | None:
     if rel + total > len(buf):
         return total
     return None  # the whole record was in the buffer and it failed its CRC
+
+
+# Where a record could start: a length of at most MAX_PAYLOAD_BYTES (its top byte <= 4), any
+# CRC, a known type and zero flags. A lookahead, so that overlapping candidates are all tried.
+_CANDIDATE = re.compile(rb"(?=[\s\S]{3}[\x00-\x04][\s\S]{4}[\x01-\x03]\x00)")
+assert MAX_PAYLOAD_BYTES >> 24 == 4 and _TYPES == (1, 2, 3)
+
+
+def find_valid_record(path: Path, start: int, end: int) -> int | None:
+    """The offset of the first valid record that starts in [start, end) of the file, or None.
+
+    Records are not aligned, so every offset is tried (resync): the pattern picks the offsets
+    whose header could be valid, and only those pay for a CRC. A random match also needs a 32-bit
+    CRC to agree, so a hit is a record that was written whole. A record's type byte is never
+    zero, so one that starts before `end` (where only zeros follow) is matched within a header
+    of it; its payload may run on past `end`."""
+    if end <= start:
+        return None
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size <= start:
+            return None
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            for match in _CANDIDATE.finditer(mapped, start, min(size, end + RECORD_HEADER_SIZE)):
+                if match.start() < end and decode_record(mapped, match.start()) is not None:
+                    return match.start()
+    return None

@@ -1,4 +1,5 @@
-"""Start-up: finish an interrupted garbage collection, replay the log into the index, cut a torn tail.
+"""Start-up: finish an interrupted garbage collection, replay the log into the index, cut a torn
+tail, and refuse to start on damage that is not a tail.
 
 Order at start:
 1. Remove `*.tmp` files (a garbage collection or checkpoint that never completed).
@@ -6,23 +7,23 @@ Order at start:
    only after its fsync): re-point the index at it, sync the index, then remove the older ones.
 3. Read the checkpoint; if it is missing, damaged, or an index file it vouches for fails its
    checks, wipe the index and replay every segment from the start (a full rebuild).
-4. Replay the records after the checkpoint. The last segment ends at its first invalid record.
-   Zeros after it are the segment's preallocated reservation; anything else is a torn or
-   garbled tail: its first MAX_BROKEN_BYTES are copied to `<segment>.log.broken` (fsynced; the
-   newest MAX_BROKEN_FILES copies are kept) and the engine then cuts it off and reserves the
-   space again.
+4. Replay the records after the checkpoint; a segment's records end at its first invalid one.
+   Zeros after it are the segment's preallocated reservation. Otherwise the rest of the segment
+   is searched for a valid record at every offset (`find_valid_record`). If one is found, the
+   damage is not a torn tail (a torn tail is the last group written, never synced, so nothing
+   intact follows it): JournalDamagedError, and nothing is cut. In a sealed segment any
+   non-zero bytes after the last valid record refuse the start as well: a segment is sealed only
+   after its last group was synced, so it has no torn tail. Only in the last segment, with
+   nothing valid after it, is it a torn or garbled tail: its first MAX_BROKEN_BYTES are copied
+   to `<segment>.log.broken` (fsynced; the newest MAX_BROKEN_FILES copies are kept) and the
+   engine then cuts it off and reserves the space again.
 
-A torn tail can only be the last group written, which was never synced, so nothing valid can
-follow it. A CRC-valid record after an invalid one proves the opposite: the damage is in the
-middle of the log (a lost write, a bad sector, a zeroed page), and what follows it was synced
-and acknowledged. Cutting there would destroy those records and then answer "no such entry" for
-them, which recovery elsewhere counts as evidence that they were never written. So the engine
-refuses to start (`JournalDamagedError`, naming the segment and both offsets), in the last
-segment and in sealed ones alike, as BookKeeper's journal replay refuses a bad record unless told
-to skip it. The operator keeps the directory for inspection and brings the bookie back as a new
-instance (`quire bookie --format`); the auditor then re-replicates its ledgers from the other
-copies. An invalid record with nothing valid after it in a sealed segment (a crash mid-roll
-leaves such a tail) only skips the rest of that segment, with an error.
+Refusing is chosen over starting with the affected ledgers "in limbo" (answering unknown for
+what is missing): a damaged range does not say which ledgers it held, so every ledger of the
+segment would be in doubt, for longer than this start; a bookie that is down is already an
+unknown answer (never "no such entry") to clients and to ledger recovery, while its ledgers'
+other copies stay readable. docs/storage-format.md has the whole argument and its cost (an
+unsynced last group written out of order by a power loss also refuses the start).
 """
 
 from __future__ import annotations
@@ -30,11 +31,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from bookie.errors import BookieError, ErrorCode
+from bookie.errors import JournalDamagedError
 from bookie.storage.apply import apply_record, repoint_segment_now
 from bookie.storage.index import (
     EntryIndex,
@@ -46,7 +46,7 @@ from bookie.storage.index import (
     sync_index_files,
 )
 from bookie.storage.journal import SegmentFiles
-from bookie.storage.records import ADD, RECORD_HEADER_SIZE, SEGMENT_HEADER_SIZE, decode_record, scan_segment
+from bookie.storage.records import ADD, SEGMENT_HEADER_SIZE, find_valid_record, scan_segment
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +54,6 @@ BROKEN_SUFFIX = ".broken"
 MAX_BROKEN_BYTES = 1024 * 1024  # of a cut tail copied aside
 MAX_BROKEN_FILES = 4
 _TAIL_CHUNK_BYTES = 1024 * 1024
-# How far past the scanned range a record found in it may run (its payload): larger payloads are
-# read whole by `first_valid_record` only if the file holds them.
-MAX_RECORD_PROBE_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -66,7 +63,6 @@ class Recovered:
     valid_end: int | None  # where appends continue in last_segment; None: recreate it
     full_rebuild: bool
     truncated_bytes: int = 0
-    skipped: list[str] = field(default_factory=list)
 
 
 def remove_temporary_files(*directories: Path) -> None:
@@ -123,16 +119,6 @@ def recover(segments: SegmentFiles, index: EntryIndex) -> Recovered:
     return result
 
 
-def _refuse_mid_log_damage(path: Path, valid_end: int, size: int) -> None:
-    """JournalDamagedError when a valid record follows the first invalid one."""
-    end = nonzero_end(path, valid_end, size)
-    if end <= valid_end:
-        return  # the records end at the reservation's zeros: no damage at all
-    later = first_valid_record(path, valid_end + 1, end)
-    if later is not None:
-        raise JournalDamagedError(path, valid_end, later)
-
-
 def _checkpoint_within_log(segments: SegmentFiles, segment: int, offset: int) -> bool:
     """False when the log was cut below the checkpoint (damage): what the index vouches for is gone."""
     try:
@@ -158,57 +144,36 @@ def _replay(
             )
         runs.flush_all()
         path = segments.path(segment, generation)
-        _refuse_mid_log_damage(path, scan.valid_end, scan.file_size)
-        if last:
+        damaged_end = _refuse_unless_tail(path, scan.valid_end, scan.file_size)
+        if last and generation == 0 and not scan.header_valid:
+            # An empty or headless last file holds nothing acknowledged: start it afresh.
             result.last_segment = segment
-            if generation != 0:
+            log.warning("segment %d has no valid header: recreating it", segment)
+        elif last and generation == 0:
+            result.last_segment, result.valid_end = segment, scan.valid_end
+            result.truncated_bytes = keep_cut_tail(path, scan.valid_end, damaged_end)
+        else:
+            if last:
                 # Only sealed segments are ever collected; append to a new one after it.
                 result.last_segment, result.valid_end = segment + 1, None
-            elif not scan.header_valid:
-                # An empty or headless last file holds nothing acknowledged: start it afresh.
-                log.warning("segment %d has no valid header: recreating it", segment)
-                result.valid_end = None
-            else:
-                result.valid_end = scan.valid_end
-                result.truncated_bytes = keep_cut_tail(path, scan.valid_end, scan.file_size)
-        elif nonzero_end(path, scan.valid_end, scan.file_size) > scan.valid_end:
-            # A zeroed tail is the unused reservation of a segment sealed by a crash mid-roll.
-            message = f"segment {segment}: invalid record at offset {scan.valid_end}, rest skipped"
-            log.error(message)
-            result.skipped.append(message)
+            if damaged_end > scan.valid_end:
+                # A segment is sealed only after its last group was synced, so whatever follows
+                # its last valid record is damage to acknowledged records, never a torn tail.
+                # (Zeros alone are the reservation of a segment sealed by a crash mid-roll.)
+                log.error("sealed segment %s: damaged at offset %d", path.name, scan.valid_end)
+                raise JournalDamagedError(path.name, scan.valid_end, None)
 
 
-class JournalDamagedError(BookieError):
-    """An invalid record with valid ones after it: damage, not a torn tail; the engine will not
-    start on it (see the module docstring)."""
-
-    def __init__(self, path: Path, bad_offset: int, valid_offset: int) -> None:
-        super().__init__(
-            ErrorCode.CORRUPT,
-            f"journal segment {path} is damaged: an invalid record at offset {bad_offset} is followed by "
-            f"a valid one at offset {valid_offset}, so it is not a torn tail and cutting it would lose "
-            "acknowledged entries; refusing to start. Keep the data directory for inspection and start "
-            "this bookie as a new instance (quire bookie --format) on an empty one: its ledgers are "
-            "re-replicated from their other copies",
-        )
-
-
-# Where a record can start: its type byte (ADD, FENCE or DELETE) 8 bytes in, then flags 0.
-_CANDIDATE = re.compile(rb"(?=[\s\S]{8}[\x01\x02\x03]\x00)")
-
-
-def first_valid_record(path: Path, start: int, stop: int) -> int | None:
-    """The offset of the first CRC-valid record that starts in [start, stop), or None.
-
-    Every offset is a candidate (damage need not end on a record boundary); a regular expression
-    finds the few whose type and flags bytes are plausible, and only those pay for a CRC."""
-    with open(path, "rb") as f:
-        f.seek(start)
-        data = f.read(stop - start + RECORD_HEADER_SIZE + MAX_RECORD_PROBE_BYTES)
-    for match in _CANDIDATE.finditer(data, 0, stop - start):
-        if decode_record(data, match.start(), start) is not None:
-            return start + match.start()
-    return None
+def _refuse_unless_tail(path: Path, valid_end: int, size: int) -> int:
+    """Where the non-zero bytes after the last valid record end; raises JournalDamagedError if a
+    valid record starts anywhere after the first invalid one (the damage is then not a tail)."""
+    end = nonzero_end(path, valid_end, size)
+    if end > valid_end:
+        found = find_valid_record(path, valid_end + 1, end)
+        if found is not None:
+            log.error("segment %s: damaged at offset %d, valid record at %d", path.name, valid_end, found)
+            raise JournalDamagedError(path.name, valid_end, found)
+    return end
 
 
 def nonzero_end(path: Path, start: int, size: int) -> int:
@@ -231,13 +196,13 @@ def nonzero_end(path: Path, start: int, size: int) -> int:
     return end
 
 
-def keep_cut_tail(path: Path, valid_end: int, size: int) -> int:
-    """Copy the torn or garbled bytes after the last valid record to `<segment>.broken` before
-    they are cut off (the first `MAX_BROKEN_BYTES` of them, fsynced), for a later diagnosis.
+def keep_cut_tail(path: Path, valid_end: int, end: int) -> int:
+    """Copy the torn or garbled bytes [valid_end, end) after the last valid record to
+    `<segment>.broken` before they are cut off (the first `MAX_BROKEN_BYTES` of them, fsynced),
+    for a later diagnosis; `end` is where only zeros follow.
 
     Returns how many non-zero bytes followed the last valid record. Only the newest
     `MAX_BROKEN_FILES` copies are kept, so repeated crashes cannot fill the disk."""
-    end = nonzero_end(path, valid_end, size)
     if end == valid_end:
         return 0
     log.warning(

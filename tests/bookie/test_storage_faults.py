@@ -1,8 +1,10 @@
 """Fault table for the storage engine: real files torn, garbled or removed, then a restart.
 
-Each row damages the data directory of an engine that wrote entries 0..9 of ledger 1 and states
-which entries must survive. After every recovery the engine must start, never serve a damaged
-entry, accept new adds, and keep them across another restart.
+Each row of FAULTS damages the data directory of an engine that wrote entries 0..9 of ledger 1
+and states which entries must survive. After every recovery the engine must start, never serve a
+damaged entry, accept new adds, and keep them across another restart. Each row of NOT_A_TAIL
+damages the log before a record that is still intact: that is not a torn tail, so the engine
+must refuse to start and leave every byte of the log as it was.
 """
 
 from __future__ import annotations
@@ -10,17 +12,21 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from bookie.errors import BookieError, NoSuchEntryError, NoSuchLedgerError
+from bookie.errors import BookieError, JournalDamagedError, NoSuchEntryError, NoSuchLedgerError
 from bookie.storage.engine import LedgerStorage, StorageConfig
 from bookie.storage.records import RECORD_HEADER_SIZE, SEGMENT_HEADER_SIZE
-from bookie.storage.recovery import BROKEN_SUFFIX, MAX_BROKEN_BYTES, MAX_BROKEN_FILES, JournalDamagedError
+from bookie.storage.recovery import BROKEN_SUFFIX, MAX_BROKEN_BYTES, MAX_BROKEN_FILES
 
 PAYLOAD_BYTES = 1000
 RECORD_BYTES = RECORD_HEADER_SIZE + PAYLOAD_BYTES
 ENTRIES = 10
+
+
+GARBAGE = bytes(range(1, 256)) * 12  # 3060 bytes, none of them zero
 
 
 def payload(entry_id: int) -> bytes:
@@ -73,6 +79,13 @@ def zero_page(offset: int) -> Callable[[Path], None]:
     return damage
 
 
+def garble(offset: int, data: bytes = b"\x00garbled\x00") -> Callable[[Path], None]:
+    def damage(path: Path) -> None:
+        overwrite(only_segment(path), offset, data)
+
+    return damage
+
+
 def overwrite(file: Path, offset: int, data: bytes) -> None:
     with open(file, "r+b") as f:
         f.seek(offset)
@@ -115,6 +128,9 @@ FAULTS: list[tuple[str, bool, Callable[[Path], None], list[int]]] = [
     ("torn payload", True, truncate_to(record_end(8) + RECORD_HEADER_SIZE + 500), ALL[:9]),
     ("garbage tail", True, append(os.urandom(3000)), ALL),
     ("zero tail", True, append(bytes(8192)), ALL),
+    ("garbled last record", True, garble(record_end(8) + 40), ALL[:9]),
+    ("zeroed last page", True, zero_page(record_end(8) + 40), ALL[:9]),
+    ("garbage then zeros then garbage", True, append(GARBAGE + bytes(5000) + GARBAGE), ALL),
     ("torn payload after clean close", False, truncate_to(record_end(6) + 100), ALL[:7]),
     ("missing index", False, remove_index, ALL),
     ("missing index after crash", True, remove_index, ALL),
@@ -167,69 +183,92 @@ def assert_survivors(storage: LedgerStorage, survivors: list[int]) -> None:
         assert storage.read_last_add_confirmed(1) == survivors[-1] - 1
 
 
-# Damage in the middle of the log: valid records follow it, so it is no torn tail (they were
-# synced and acknowledged). The engine refuses to start rather than cut them away and answer
-# "no such entry" for them (reliability review 2026-11-28, finding 7).
-MID_LOG: list[tuple[str, Callable[[Path], None]]] = [
-    ("zeroed page in the middle", zero_page(4096)),  # zeroes entries 3..7 in part; 8, 9 intact after it
-    ("garbled record header in the middle", lambda p: overwrite(only_segment(p), record_end(2) + 8, b"\x09")),
-    (
-        "flipped payload byte in the middle",
-        lambda p: overwrite(only_segment(p), record_end(4) + 100, b"\xee"),
-    ),
-]
+HEADER = SEGMENT_HEADER_SIZE
+GARBLED = b"\x00garbled\x00"
 
 
-@pytest.mark.parametrize(("name", "damage"), MID_LOG, ids=[row[0] for row in MID_LOG])
-async def test_damage_followed_by_valid_records_refuses_to_start(
-    tmp_path: Path, name: str, damage: Callable[[Path], None]
+def names(table: list[Any]) -> list[str]:
+    return [row[0] for row in table]
+
+
+# Damage with an intact record after it: name, damage, where the damage starts, where the first
+# intact record after it starts. Records 3..7 lose bytes to the page [4096, 8192); 8 is intact.
+NOT_A_TAIL: list[tuple[str, Callable[[Path], None], int, int]] = [
+    ("zeroed page in the middle", zero_page(4096), record_end(2), record_end(7)),
+    ("garbled payload in the middle", garble(record_end(4) + 40), record_end(4), record_end(5)),
+    ("garbage over a record header", garble(record_end(4), GARBAGE[:20]), record_end(4), record_end(5)),
+    ("negative length in the middle", garble(record_end(4), b"\xff" * 4), record_end(4), record_end(5)),
+    ("flipped CRC of the first record", garble(HEADER + 4, b"\xee"), HEADER, record_end(0)),
+    ("zeroed segment header", garble(0, bytes(HEADER)), 0, HEADER),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "damage", "damage_at", "valid_at"), NOT_A_TAIL, ids=names(NOT_A_TAIL))
+async def test_damage_before_an_intact_record_refuses_to_start_and_cuts_nothing(
+    tmp_path: Path, name: str, damage: Callable[[Path], None], damage_at: int, valid_at: int
 ) -> None:
     storage = await open_storage(tmp_path)
     for entry_id in range(ENTRIES):
         await storage.add_entry(1, entry_id, entry_id - 1, payload(entry_id))
-    storage.abandon()  # kill -9: the checkpoint is behind, so these records are replayed
-    size_before = only_segment(tmp_path).stat().st_size
+    storage.abandon()  # kill -9: no checkpoint past the records, so a start replays them
     damage(tmp_path)
-    with pytest.raises(JournalDamagedError) as info:
-        await open_storage(tmp_path)
-    assert "not a torn tail" in str(info.value) and "--format" in str(info.value)
-    assert only_segment(tmp_path).stat().st_size == size_before  # nothing was cut
-    # ... and every intact record is still there, for whoever inspects the directory.
-    data = only_segment(tmp_path).read_bytes()
-    for entry_id in range(8, ENTRIES):
-        assert payload(entry_id) in data
+    damaged_log = only_segment(tmp_path).read_bytes()
+    for _attempt in range(2):  # the refusal releases the directory, and holds at every start
+        with pytest.raises(JournalDamagedError) as info:
+            await open_storage(tmp_path)
+        assert (info.value.segment, info.value.damage_at, info.value.valid_at) == (
+            only_segment(tmp_path).name,
+            damage_at,
+            valid_at,
+        )
+        assert f"offset {damage_at}" in str(info.value) and "--format" in str(info.value)
+        # Nothing cut, nothing zeroed, nothing re-reserved: the intact records are all still there.
+        assert only_segment(tmp_path).read_bytes() == damaged_log
+        assert list((tmp_path / "journal").glob("*" + BROKEN_SUFFIX)) == []
 
 
-async def test_damage_in_a_sealed_segment_refuses_to_start_in_a_full_rebuild(tmp_path: Path) -> None:
-    storage = await open_storage(tmp_path, journal_max_size_bytes=4096)
-    for entry_id in range(12):  # 4 records per segment: entries 0-3, 4-7, 8-11
-        await storage.add_entry(1, entry_id, entry_id - 1, payload(entry_id))
-    storage.abandon()
-    (tmp_path / "index" / "CHECKPOINT").unlink()  # force a replay of every segment
-    second = sorted((tmp_path / "journal").glob("*.log"))[1]
-    overwrite(second, record_end(0) + 40, b"\x00garbled\x00")  # inside entry 5's record; 6, 7 after it
-    with pytest.raises(JournalDamagedError) as info:
-        await open_storage(tmp_path, journal_max_size_bytes=4096)
-    assert second.name in str(info.value)
-
-
-async def test_an_invalid_last_record_of_a_sealed_segment_skips_only_its_rest(tmp_path: Path) -> None:
-    """Nothing valid after the damage (the segment's last record): the rest of that segment is
-    skipped with an error, and the other segments count."""
-    storage = await open_storage(tmp_path, journal_max_size_bytes=4096)
+async def write_three_segments(path: Path) -> Path:
+    """Entries 0-3, 4-7 and 8-11 of ledger 1, one segment each, no checkpoint: the next start
+    replays every segment (a full rebuild). Returns the second segment's file."""
+    storage = await open_storage(path, journal_max_size_bytes=4096)
     for entry_id in range(12):
         await storage.add_entry(1, entry_id, entry_id - 1, payload(entry_id))
     storage.abandon()
-    (tmp_path / "index" / "CHECKPOINT").unlink()
-    second = sorted((tmp_path / "journal").glob("*.log"))[1]
-    overwrite(second, record_end(2) + 40, b"\x00garbled\x00")  # inside entry 7's record, the last
+    (path / "index" / "CHECKPOINT").unlink()
+    return sorted((path / "journal").glob("*.log"))[1]
+
+
+# Damage in the second of three segments, replayed whole: name, offset, bytes written there,
+# where the damage starts, where the first intact record after it starts (None: none does). A
+# sealed segment was synced to its end before the next one was made: it has no torn tail.
+SEALED: list[tuple[str, int, bytes, int, int | None]] = [
+    ("garbled record before intact ones", record_end(0) + 40, GARBLED, record_end(0), record_end(1)),
+    ("garbled last record", record_end(2) + 40, GARBLED, record_end(2), None),
+    ("garbage after the last record", record_end(3), GARBAGE[:100], record_end(3), None),
+    ("zeroed header", 0, bytes(HEADER), 0, HEADER),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "offset", "data", "damage_at", "valid_at"), SEALED, ids=names(SEALED))
+async def test_damage_in_a_sealed_segment_refuses_to_start(
+    tmp_path: Path, name: str, offset: int, data: bytes, damage_at: int, valid_at: int | None
+) -> None:
+    second = await write_three_segments(tmp_path)
+    overwrite(second, offset, data)
+    damaged = second.read_bytes()
+    with pytest.raises(JournalDamagedError) as info:
+        await open_storage(tmp_path, journal_max_size_bytes=4096)
+    error = info.value
+    assert (error.segment, error.damage_at, error.valid_at) == (second.name, damage_at, valid_at)
+    assert second.read_bytes() == damaged
+
+
+async def test_zeros_after_a_sealed_segment_records_are_its_reservation(tmp_path: Path) -> None:
+    second = await write_three_segments(tmp_path)
+    overwrite(second, second.stat().st_size, bytes(8192))  # a crash mid-roll left it reserved
     storage = await open_storage(tmp_path, journal_max_size_bytes=4096)
     try:
-        assert storage.recovery_report["skipped"]
-        with pytest.raises((NoSuchEntryError, BookieError)):
-            storage.read_entry(1, 7)
-        for entry_id in [*range(7), *range(8, 12)]:
-            assert storage.read_entry(1, entry_id) == payload(entry_id)
+        assert [storage.read_entry(1, e) for e in range(12)] == [payload(e) for e in range(12)]
     finally:
         await storage.close()
 
@@ -283,7 +322,6 @@ async def test_damaged_index_slot_is_reported_then_rebuilt_at_the_next_start(tmp
         await storage.close()
 
 
-GARBAGE = bytes(range(1, 256)) * 12  # 3060 bytes, none of them zero
 # name, damage, the bytes a restart must keep aside in `<segment>.log.broken` (None: no copy)
 CUT_TAILS: list[tuple[str, Callable[[Path], None], Callable[[bytes], bytes | None]]] = [
     ("garbage tail", append(GARBAGE), lambda _log: GARBAGE),

@@ -29,6 +29,7 @@ from bookie.storage.records import (
     encode_add,
     encode_marker,
     encode_segment_header,
+    find_valid_record,
     parse_segment_name,
     scan_segment,
     segment_name,
@@ -148,3 +149,37 @@ def test_checkpoint_round_trip_and_damage(tmp_path: Path) -> None:
     assert read_checkpoint(tmp_path) is None
     (tmp_path / "CHECKPOINT").unlink()
     assert read_checkpoint(tmp_path) is None
+
+
+# A segment of three records after its header: a (0..183), a marker, and c whose payload ends in
+# zeros (so the file's last non-zero byte is before c's end). name, damage, search start, end
+# (None: the file's last non-zero byte + 1), the record found (its index in OFFSETS) or None.
+RECS = [encode_add(1, 0, -1, b"a" * 150), encode_marker(FENCE, 1), encode_add(1, 1, 0, b"c" + bytes(99))]
+OFFSETS = [SEGMENT_HEADER_SIZE + sum(len(r) for r in RECS[:k]) for k in range(4)]
+RESYNC: list[tuple[str, tuple[int, bytes] | None, int, int | None, int | None]] = [
+    ("next record after a start inside one", None, OFFSETS[0] + 1, None, 1),
+    ("a record starting at the start itself", None, OFFSETS[1], None, 1),
+    ("a garbled record is not found", (OFFSETS[1] + 12, b"\x07"), OFFSETS[0] + 1, None, 2),
+    ("a record whose payload ends in zeros", None, OFFSETS[1] + 1, None, 2),
+    ("nothing past the last record", None, OFFSETS[2] + 1, None, None),
+    ("a record must start before the end", None, OFFSETS[1] + 1, OFFSETS[2], None),
+    ("a torn last record is not found", (OFFSETS[3] - 1, b"\x01"), OFFSETS[1] + 1, None, None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "damage", "start", "end", "found"), RESYNC, ids=[r[0] for r in RESYNC])
+def test_find_valid_record_resyncs_at_any_offset(
+    tmp_path: Path,
+    name: str,
+    damage: tuple[int, bytes] | None,
+    start: int,
+    end: int | None,
+    found: int | None,
+) -> None:
+    data = bytearray(encode_segment_header(1, 0) + b"".join(RECS) + bytes(4096))
+    if damage is not None:
+        data[damage[0] : damage[0] + len(damage[1])] = damage[1]
+    path = tmp_path / "00000001-0000.log"
+    path.write_bytes(bytes(data))
+    stop = len(bytes(data).rstrip(b"\0")) if end is None else end
+    assert find_valid_record(path, start, stop) == (None if found is None else OFFSETS[found])
