@@ -434,7 +434,9 @@ class OffsetOutOfRangeError(InvalidArgumentError):
 class KafkaSequenceError(TopicsError):
     """An idempotent producer's batch out of turn: `reason` is "epoch" (an older producer epoch:
     INVALID_PRODUCER_EPOCH), "duplicate" (written before: DUPLICATE_SEQUENCE_NUMBER) or "gap"
-    (a sequence skipped: OUT_OF_ORDER_SEQUENCE_NUMBER). Nothing of the batch was written."""
+    (a sequence skipped: OUT_OF_ORDER_SEQUENCE_NUMBER) or "unknown" (before anything this
+    owner knows stored, e.g. a batch lost in an owner change with dedup off:
+    OUT_OF_ORDER_SEQUENCE_NUMBER, never a duplicate). Nothing of the batch was written."""
 
     title = "Producer sequence out of turn"
     code = "producer-sequence"

@@ -7,11 +7,13 @@ its one managed ledger); offsets are the managed ledger's (managed_ledger.offset
 Produce stores the record batch unchanged as one entry (entry_format kind 2). Idempotent
 producers (producer id >= 0) are checked per (partition, producer id) as Kafka's broker does:
 an older epoch is refused (INVALID_PRODUCER_EPOCH), a batch equal to one of the last five
-answers that batch's offset and writes nothing, an earlier sequence is a duplicate
+answers that batch's offset and writes nothing, an earlier sequence known stored is a duplicate
 (DUPLICATE_SEQUENCE_NUMBER, which clients take as success), a gap is OUT_OF_ORDER_SEQUENCE.
 The managed ledger's own dedup also sees every batch (producer `kafka-<id>-<epoch>`, the
-batch's last sequence), so with the deduplication policy on, a retry after a broker restart is
-still a duplicate (that state survives restarts; the last-five window lives in memory).
+batch's last sequence), so with the deduplication policy on, a new owner's producer state
+starts after the highest sequence stored: a retry is still a duplicate and a batch past it a
+gap. Without it, the first batch to arrive starts the state and what precedes it is not known
+stored (OUT_OF_ORDER, never "duplicate"); docs/kafka.md says what that means for idempotence.
 
 Fetch reads entries from the one that holds the offset; on a topic with compaction on it first
 serves the compacted view up to the horizon (rows carry their offsets), then the tail.
@@ -91,6 +93,10 @@ class _Producer:
     # unwrapped: they keep counting past 2**31 where the wire's wrap to 0, so that order and the
     # managed ledger's dedup (which only goes up) hold across a wrap.
     next_sequence: int
+    # The first sequence known stored (or being written): this state's start, or 0 when the
+    # managed ledger's dedup vouched for everything before its start. Below it, a batch cannot be
+    # called a duplicate -- it may be one lost in an owner change, never stored.
+    floor: int
     recent: deque[tuple[int, int, int]] = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES))
     in_flight: set[tuple[int, int]] = field(default_factory=set)  # (first sequence, count)
 
@@ -191,11 +197,7 @@ class KafkaOps(AdminPlane):
         key = (partition, batch.producer_id)
         state = t.kafka_producers.get(key)
         if state is None or batch.producer_epoch > state.epoch:
-            # A new producer, or a new epoch; after a restart with dedup on, the managed ledger's
-            # highest sequence tells how often this producer's sequence has wrapped.
-            highest = ml.dedup_highest(f"kafka-{batch.producer_id}-{batch.producer_epoch}")
-            start = batch.base_sequence if highest is None else unwrap(batch.base_sequence, highest + 1)
-            state = _Producer(batch.producer_epoch, start)
+            state = self._new_producer(batch, ml)
             t.kafka_producers[key] = state
         elif batch.producer_epoch < state.epoch:
             raise KafkaSequenceError("epoch", f"producer {batch.producer_id}", batch.producer_epoch)
@@ -205,11 +207,27 @@ class KafkaOps(AdminPlane):
                 return seen_base
         if (first, batch.count) in state.in_flight:  # a retry while the first try is writing
             raise WriteInFlightError(t.name, f"kafka-{batch.producer_id}-{batch.producer_epoch}", first)
+        if first < state.floor:  # not known to be stored: the client must not take it as done
+            raise KafkaSequenceError("unknown", f"producer {batch.producer_id}", first)
         if first < state.next_sequence:
             raise KafkaSequenceError("duplicate", f"producer {batch.producer_id}", first)
         if first > state.next_sequence:
             raise KafkaSequenceError("gap", f"producer {batch.producer_id}", first)
         return state  # pushed by the caller once every check passed
+
+    @staticmethod
+    def _new_producer(batch: KafkaBatch, ml: ManagedLedger) -> _Producer:
+        """The state of a producer (or epoch) this owner has not seen. With dedup on, the managed
+        ledger knows the highest sequence stored: the state starts right after it, so a batch
+        past it is a gap (the client resends the earlier, maybe lost, one) and one before it was
+        stored; the highest also tells how often the sequence has wrapped. With nothing known
+        (dedup off, or a producer new to the partition) the first batch to arrive starts it,
+        whatever its sequence, as Kafka accepts an unknown producer's; what precedes it is then
+        not known stored, so it is never answered a duplicate."""
+        highest = ml.dedup_highest(f"kafka-{batch.producer_id}-{batch.producer_epoch}")
+        if highest is None:
+            return _Producer(batch.producer_epoch, batch.base_sequence, batch.base_sequence)
+        return _Producer(batch.producer_epoch, highest + 1, 0)
 
     # --- fetch ---------------------------------------------------------------------------------
     async def kafka_fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> KafkaFetched:

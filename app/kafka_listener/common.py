@@ -116,6 +116,7 @@ _SEQUENCE = {
     "epoch": ErrorCode.INVALID_PRODUCER_EPOCH,
     "duplicate": ErrorCode.DUPLICATE_SEQUENCE_NUMBER,
     "gap": ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+    "unknown": ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
 }
 _BY_KIND = {
     ErrorKind.not_found: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

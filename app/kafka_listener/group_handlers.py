@@ -108,10 +108,13 @@ def _client_id(ctx: Any) -> str:
 
 
 class TopicAccess(Protocol):
-    """Who may consume a topic (app.kafka_listener.security): commits and fetches of offsets
-    need the consume permission on the topic's namespace."""
+    """Who may consume a topic or a namespace (app.kafka_listener.security): commits and fetches
+    of offsets need the consume permission on the topic's namespace; a group, the consume
+    permission on the listener's namespace, which the group belongs to."""
 
     async def denied(self, ctx: Any, topic: str, need: Need) -> bool: ...
+
+    async def namespace_denied(self, ctx: Any, tenant: str, namespace: str, need: Need) -> bool: ...
 
 
 def handlers(
@@ -120,10 +123,14 @@ def handlers(
     """The group APIs' handlers by API key, over `coordinator`, for topics of `namespace`."""
     ns: TopicNamespace = namespace or KafkaNamespace()
     if access is not None:
-        return {
+        guarded = {
             **handlers(coordinator, ns),
             OFFSET_COMMIT: lambda ctx, req: _guarded_commit(coordinator, ns, access, ctx, req),
             OFFSET_FETCH: lambda ctx, req: _guarded_fetch(coordinator, ns, access, ctx, req),
+        }
+        return {
+            key: _group_guard(ns, access, key, handler) if key in _REFUSALS else handler
+            for key, handler in guarded.items()
         }
     return {
         FIND_COORDINATOR: lambda ctx, req: find_coordinator(coordinator, ctx, req),
@@ -362,3 +369,71 @@ async def _guarded_fetch(
         if req.topics is not None or str(t.name) not in refused
     ]
     return _fetch_response(ctx.api_version, getattr(response, "error_code", ErrorCode.none), rows)
+
+
+# --- the group's own permission -----------------------------------------------------------------
+# A group belongs to the listener's namespace (as KoP scopes groups per tenant/namespace) and its
+# membership and offsets need the consume permission there (Kafka's READ on the group): without
+# it another tenant's role could join a group, lead it and assign its partitions to nobody.
+
+
+def _group_guard(ns: TopicNamespace, access: TopicAccess, key: int, handler: Handler) -> Handler:
+    """`handler`, answered GROUP_AUTHORIZATION_FAILED for a role that may not consume in the
+    listener's namespace."""
+
+    async def guarded(ctx: Any, req: Any) -> Any:
+        if await access.namespace_denied(ctx, ns.tenant, ns.namespace, Need.CONSUME):
+            return _REFUSALS[key](ctx.api_version, req)
+        return await handler(ctx, req)
+
+    return guarded
+
+
+_DENIED = ErrorCode.group_authorization_failed
+
+
+def _refused_join(version: int, req: Any) -> Any:
+    return _build(
+        _module("join_group", version).JoinGroupResponse,
+        throttle_time=NO_THROTTLE,
+        error_code=_DENIED,
+        generation_id=-1,
+        protocol_name="",
+        leader="",
+        member_id=req.member_id or "",
+        members=(),
+    )
+
+
+def _refused_sync(version: int, req: Any) -> Any:
+    response = _module("sync_group", version).SyncGroupResponse
+    return _build(response, throttle_time=NO_THROTTLE, error_code=_DENIED, assignment=b"")
+
+
+def _refused_simple(api: str, response: str) -> Callable[[int, Any], Any]:
+    def refused(version: int, req: Any) -> Any:
+        return _build(getattr(_module(api, version), response), throttle_time=NO_THROTTLE, error_code=_DENIED)
+
+    return refused
+
+
+def _refused_commit(version: int, req: Any) -> Any:
+    rows = [(str(t.name), int(p.partition_index), _DENIED) for t in req.topics for p in t.partitions]
+    return _commit_response(version, rows)
+
+
+def _refused_fetch(version: int, req: Any) -> Any:
+    asked = (
+        [] if req.topics is None else [(str(t.name), int(p)) for t in req.topics for p in t.partition_indexes]
+    )
+    return _fetch_response(version, _DENIED, [(name, p, -1, "", _DENIED) for name, p in asked])
+
+
+_REFUSALS: dict[int, Callable[[int, Any], Any]] = {
+    JOIN_GROUP: _refused_join,
+    SYNC_GROUP: _refused_sync,
+    HEARTBEAT: _refused_simple("heartbeat", "HeartbeatResponse"),
+    LEAVE_GROUP: _refused_simple("leave_group", "LeaveGroupResponse"),
+    OFFSET_COMMIT: _refused_commit,
+    OFFSET_FETCH: _refused_fetch,
+}

@@ -18,9 +18,14 @@ Authorization follows the HTTP rules (app.auth.authorizer): Produce needs the pr
 on the topic's namespace; Fetch, ListOffsets and OffsetCommit/OffsetFetch the consume permission;
 Metadata either; CreateTopics, DeleteTopics and DeleteRecords the tenant's admin;
 DescribeConfigs either permission. Super-users may do everything. A topic the role may not use
-gets TOPIC_AUTHORIZATION_FAILED whether it exists or not. Group membership (Join, Sync,
-Heartbeat, Leave) needs only an authenticated role: what a group can do is read and commit
-topics, and those are checked.
+gets TOPIC_AUTHORIZATION_FAILED whether it exists or not.
+
+Consumer groups belong to the listener's namespace (QUIRE_KAFKA_TENANT/NAMESPACE), as KoP scopes
+them per tenant/namespace: membership (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and the
+group's offsets (OffsetCommit, OffsetFetch) need the consume permission on that namespace --
+Kafka's READ on the group -- else GROUP_AUTHORIZATION_FAILED, so another tenant's role can
+neither join a group, lead it and starve its members, nor read its offsets. FindCoordinator
+only names the coordinator and is not checked.
 """
 
 from __future__ import annotations
@@ -48,9 +53,13 @@ MECHANISM = "mechanism"
 
 
 class Access:
-    """Who may use a topic. Without security every check passes."""
+    """Who may use a topic or a namespace. Without security every check passes."""
 
     async def denied(self, ctx: RequestContext, topic: str, need: Need) -> bool:
+        tenant, namespace, _ = topic.split("/", 2)
+        return await self.namespace_denied(ctx, tenant, namespace, need)
+
+    async def namespace_denied(self, ctx: Any, tenant: str, namespace: str, need: Need) -> bool:
         return False
 
 
@@ -89,10 +98,9 @@ class KafkaSecurity(Access):
 
         return guarded
 
-    async def denied(self, ctx: RequestContext, topic: str, need: Need) -> bool:
+    async def namespace_denied(self, ctx: Any, tenant: str, namespace: str, need: Need) -> bool:
         if self._authorizer is None:
             return False
-        tenant, namespace, _ = topic.split("/", 2)
         return await self._authorizer.check(ctx.state[ROLE], need, tenant, namespace) is not None
 
     async def handshake(self, ctx: RequestContext, req: Any) -> Any:

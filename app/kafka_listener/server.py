@@ -8,7 +8,9 @@ Per connection, one reader and one writer. The reader reads a frame (int32 size,
 request), decodes it with kio and starts its handler at once, so requests are pipelined: a slow
 handler (a Fetch long poll) does not stop the next requests being read and started. OffsetCommit
 and OffsetFetch (`SERIAL`) are the exception: each starts once the connection's previous one has
-ended, so that their effects follow the request order, as Kafka applies them. The writer
+ended, so that their effects follow the request order, as Kafka applies them; likewise a Produce
+starts once the connection's earlier Produces naming any of its partitions have ended (produce
+to other partitions, and every other request, still runs concurrently). The writer
 sends the responses strictly in request order, as Kafka clients require, waiting for each in
 turn. At most `max_in_flight` requests (read, not yet answered) and about `max_in_flight_bytes`
 of their frames are held per connection; past that the reader stops reading and TCP pushes
@@ -43,7 +45,7 @@ import contextlib
 import logging
 import socket
 import ssl
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
@@ -227,13 +229,29 @@ def _peer_name(writer: asyncio.StreamWriter) -> str:
 # (async commits) must not land in reverse, and an OffsetFetch after them sees the last one. Other
 # requests run concurrently (a Fetch long poll must not hold the next request up).
 SERIAL = frozenset({ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH})
+_OFFSETS: Final = ("offsets",)
 
 
-async def _after(previous: asyncio.Future[Any] | None, handling: Awaitable[Any]) -> Any:
-    """Run `handling` once `previous` (the connection's last SERIAL request) has ended."""
+def _serial_keys(api_key: int, request: Request) -> tuple[Hashable, ...]:
+    """The order keys of a request: it starts once the connection's earlier requests sharing a
+    key have ended. A Produce is keyed by each partition it names: an idempotent producer's
+    retried batches (up to five in flight) must be checked in the order sent, or a later one
+    checked first makes the earlier one look like a gap or a duplicate; other partitions' batches
+    need no wait, so a connection's produce throughput across partitions is kept."""
+    if api_key in SERIAL:
+        return _OFFSETS
+    if api_key == ApiKey.PRODUCE:
+        return tuple({("produce", t.name, p.index) for t in request.topic_data for p in t.partition_data})
+    return ()
+
+
+async def _after(previous: list[asyncio.Future[Any]], handling: Awaitable[Any]) -> Any:
+    """Run `handling` once every one of `previous` (the connection's earlier requests it must
+    follow) has ended."""
     try:
-        if previous is not None and not previous.done():
-            await asyncio.wait([previous])
+        waiting = [f for f in previous if not f.done()]
+        if waiting:
+            await asyncio.wait(waiting)
     except BaseException:
         if isinstance(handling, Coroutine):
             handling.close()  # cancelled before it started (the connection is closing)
@@ -255,7 +273,8 @@ class _Connection:
         self.slots = asyncio.Semaphore(server.max_in_flight)
         self.in_flight_bytes = 0
         self.space = asyncio.Event()
-        self.serial_tail: asyncio.Future[Any] | None = None  # the last SERIAL request started
+        # The last request started per order key (_serial_keys), while it runs.
+        self.tails: dict[Hashable, asyncio.Future[Any]] = {}
 
     async def serve(self) -> None:
         reading = asyncio.create_task(self._read_loop())
@@ -352,17 +371,30 @@ class _Connection:
         ctx = RequestContext(api_key, api_version, correlation_id, client_id, self.peer, self.state)
         try:
             handling = self.server.handlers[api_key](ctx, request)
-            if api_key in SERIAL:
-                handling = _after(self.serial_tail, handling)
+            keys = _serial_keys(api_key, request)
+            if keys:
+                handling = _after([self.tails[k] for k in keys if k in self.tails], handling)
             running = asyncio.ensure_future(handling)
-            if api_key in SERIAL:
-                self.serial_tail = running
+            if keys:
+                self._follow(keys, running)
         except Exception:
             log.exception(
                 "Kafka connection %s: handler of API key %d failed to start; closing", self.peer, api_key
             )
             return None
         return _Item(ctx, running, len(frame))
+
+    def _follow(self, keys: tuple[Hashable, ...], running: asyncio.Future[Any]) -> None:
+        """Make `running` the request the next ones with these keys wait for, until it ends."""
+        for key in keys:
+            self.tails[key] = running
+
+        def ended(done: asyncio.Future[Any]) -> None:
+            for key in keys:
+                if self.tails.get(key) is done:
+                    del self.tails[key]
+
+        running.add_done_callback(ended)
 
     def _unsupported(self, frame: bytes, api_key: int, api_version: int, correlation_id: int) -> _Item | None:
         if api_key == ApiKey.API_VERSIONS:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -209,3 +210,94 @@ def test_before_authenticating_a_client_may_not_send_a_huge_frame_nor_wait_for_e
     huge = (50 * 1024 * 1024).to_bytes(4, "big") + b"\x00" * 1024
     assert asyncio.run(_closed_by_the_broker(bootstrap, huge))
     assert asyncio.run(_closed_by_the_broker(bootstrap, b""))  # silent: closed by the timeout
+
+
+def _two_tenants(stack: Stack, root: str) -> None:
+    """Role a-app may consume in public/default (tenant A's); b-app only in tenant-b/apps."""
+    headers = {"Authorization": f"Bearer {root}"}
+    base = f"{stack.base_url}/admin/v2"
+    assert httpx.put(f"{base}/tenants/tenant-b", json={}, headers=headers, timeout=30).is_success
+    assert httpx.put(f"{base}/namespaces/tenant-b/apps", headers=headers, timeout=30).is_success
+    for namespace, role in (("public/default", "a-app"), ("tenant-b/apps", "b-app")):
+        url = f"{base}/namespaces/{namespace}/permissions/{role}"
+        assert httpx.post(url, json=["consume"], headers=headers, timeout=30).status_code == 204
+
+
+class _GroupMember(threading.Thread):
+    """A confluent-kafka consumer in `group`, recording its assignments and what it reads."""
+
+    def __init__(self, config: dict[str, object], group: str) -> None:
+        super().__init__(daemon=True)
+        self.config = {
+            **config,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 10_000,
+            "heartbeat.interval.ms": 300,
+        }
+        self.assignments: list[set[int]] = []
+        self.got: list[bytes] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        consumer = Consumer(self.config)
+        consumer.subscribe(
+            [TOPIC],
+            on_assign=lambda _c, ps: self.assignments.append({p.partition for p in ps}),
+            on_revoke=lambda _c, _ps: self.assignments.append(set()),
+        )
+        try:
+            while not self.stop.is_set():
+                m = consumer.poll(0.2)
+                if m is not None and m.error() is None:
+                    self.got.append(m.value())
+        finally:
+            consumer.close()
+
+    def wait_for(self, count: int, timeout_s: float = 30) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not (self.assignments and len(self.got) >= count) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
+def test_another_tenants_role_may_not_join_a_group(kafka: tuple[Stack, str], secrets: Secrets) -> None:
+    """Issue 23 (finding 10): groups belong to the listener's namespace (public/default, tenant
+    A's here). Tenant B's role, with consume only in its own namespace, joining A's group gets
+    GROUP_AUTHORIZATION_FAILED, and A's consumer keeps its partition (no rebalance)."""
+    from kafka import KafkaConsumer
+    from kafka.errors import GroupAuthorizationFailedError
+
+    stack, bootstrap = kafka
+    root = secrets.tokens["root"]
+    _two_tenants(stack, root)
+    assert produce(plain(bootstrap, root), 1) == [None]  # the topic exists
+    a = _GroupMember(plain(bootstrap, secrets.token("a-app")), "shared-group")
+    a.start()
+    try:
+        a.wait_for(1)
+        assert a.assignments == [{0}] and a.got, (a.assignments, a.got)
+        b = KafkaConsumer(
+            TOPIC,
+            bootstrap_servers=bootstrap,
+            group_id="shared-group",
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="PLAIN",
+            sasl_plain_username="ignored",
+            sasl_plain_password=secrets.token("b-app"),
+            auto_offset_reset="earliest",
+        )
+        try:
+            with pytest.raises(GroupAuthorizationFailedError):
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline:
+                    b.poll(timeout_ms=200)
+        finally:
+            b.close()
+        count = len(a.got)
+        assert produce(plain(bootstrap, root), 1) == [None]
+        a.wait_for(count + 1, 20)
+        assert a.assignments == [{0}] and len(a.got) > count, (a.assignments, a.got)  # A went on
+    finally:
+        a.stop.set()
+        a.join(30)
+        assert not a.is_alive()

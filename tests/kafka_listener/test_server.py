@@ -269,3 +269,69 @@ async def test_pipelined_offset_commits_take_effect_in_request_order() -> None:
         assert [(await client.read())[0] for _ in range(2)] == [1, 2]
         assert landed == [1, 2]
         await client.close()
+
+
+def produce_to(partitions: list[int], acks: int = 1) -> ProduceV3:
+    batch = encode_batch(0, [KafkaRecord(0, 0, None, b"x")])
+    data = tuple(PartitionProduceData(index=p, records=batch) for p in partitions)
+    return ProduceV3(
+        transactional_id=None,
+        acks=acks,
+        timeout=datetime.timedelta(seconds=5),
+        topic_data=(TopicProduceData(name="t", partition_data=data),),
+    )
+
+
+async def test_pipelined_produces_to_one_partition_take_effect_in_request_order() -> None:
+    """An idempotent producer's pipelined batches for a partition are checked and appended in the
+    order sent (Kafka handles a connection's requests one at a time): the first one delayed (an
+    authorization or quota check awaiting) must not let the second be applied before it."""
+    landed: list[int] = []
+
+    async def produce(ctx: RequestContext, request: Any) -> Any:
+        if ctx.correlation_id == 1:
+            await asyncio.sleep(0.2)  # the first batch's checks are slow
+        landed.append(ctx.correlation_id)
+        return None  # acks=0
+
+    async with running({ApiKey.PRODUCE: produce}) as server:
+        client = await RawClient.connect(server.port)
+        frames = [encode_request(produce_to([0, 1]), 1), encode_request(produce_to([1]), 2)]
+        await client.send(b"".join(frames))
+        async with asyncio.timeout(WAIT_S):
+            while len(landed) < 2:
+                await asyncio.sleep(0.01)
+        assert landed == [1, 2]
+        await client.close()
+
+
+async def test_produces_to_other_partitions_and_fetches_are_not_held_up() -> None:
+    """Ordering is per partition: a slow produce to partition 0 holds neither a produce to
+    partition 1 nor a request of another API on the same connection."""
+    release = asyncio.Event()
+    landed: list[int] = []
+
+    async def produce(ctx: RequestContext, request: Any) -> Any:
+        if ctx.correlation_id == 1:
+            await asyncio.wait_for(release.wait(), WAIT_S)
+        landed.append(ctx.correlation_id)
+        if ctx.correlation_id == 2:
+            release.set()
+        return None
+
+    async def metadata(ctx: RequestContext, request: Any) -> Any:
+        landed.append(ctx.correlation_id)
+        return empty_metadata()
+
+    async with running({ApiKey.PRODUCE: produce, ApiKey.METADATA: metadata}) as server:
+        client = await RawClient.connect(server.port)
+        metadata_request = MetadataV5(topics=None, allow_auto_topic_creation=False)
+        frames = [
+            encode_request(produce_to([0], acks=0), 1),
+            encode_request(metadata_request, 3),
+            encode_request(produce_to([1], acks=0), 2),
+        ]
+        await client.send(b"".join(frames))
+        assert (await client.read())[0] == 3
+        assert landed[:2] == [3, 2] and landed[2:] == [1]
+        await client.close()

@@ -98,6 +98,42 @@ async def test_a_retry_after_a_restart_is_a_duplicate_with_dedup_on(env: Env) ->
     assert (await svc.kafka_fetch(T, 0, 0, 1 << 20)).high_watermark == 4
 
 
+async def reason_or_offset(svc: TopicService, batch: KafkaBatch) -> str | int:
+    try:
+        return await svc.kafka_produce(T, 0, batch)
+    except KafkaSequenceError as exc:
+        return exc.reason
+
+
+async def test_after_an_owner_change_a_later_batch_first_is_a_gap_with_dedup_on(env: Env) -> None:
+    """B (3..4) and C (5) were in flight when the owner changed; C arriving first must not start
+    the producer's state, or B, never stored, is answered "duplicate" (success to a client)."""
+    svc = env.service
+    await svc.create_topic(T)
+    await svc.set_policy(T, "deduplicationEnabled", True)
+    assert await svc.kafka_produce(T, 0, kbatch(3, "a", pid=7, seq=0)) == 0
+    svc = await env.restart()
+    assert await reason_or_offset(svc, kbatch(1, "c", pid=7, seq=5)) == "gap"  # the client resends B
+    assert await reason_or_offset(svc, kbatch(2, "b", pid=7, seq=3)) == 3
+    assert await reason_or_offset(svc, kbatch(1, "c", pid=7, seq=5)) == 5
+    assert await reason_or_offset(svc, kbatch(3, "a", pid=7, seq=0)) == "duplicate"  # it was stored
+    stored = [v for _, v in values(await svc.kafka_fetch(T, 0, 0, 1 << 20))]
+    assert stored == [b"a0", b"a1", b"a2", b"b0", b"b1", b"c0"]
+
+
+async def test_without_dedup_a_batch_before_the_first_seen_is_not_called_a_duplicate(env: Env) -> None:
+    """With nothing stored known, the first batch to arrive starts the producer (Kafka's rule for
+    an unknown producer); an earlier one is out of order, not a duplicate: the client fails it
+    rather than taking a lost batch as stored."""
+    svc = env.service
+    await svc.create_topic(T)
+    assert await svc.kafka_produce(T, 0, kbatch(3, "a", pid=7, seq=0)) == 0
+    svc = await env.restart()
+    assert await reason_or_offset(svc, kbatch(1, "c", pid=7, seq=5)) == 3
+    assert await reason_or_offset(svc, kbatch(2, "b", pid=7, seq=3)) == "unknown"
+    assert await reason_or_offset(svc, kbatch(1, "d", pid=7, seq=6)) == 4  # the next one goes on
+
+
 async def test_list_offsets_by_time_latest_earliest(env: Env) -> None:
     svc = env.service
     await svc.create_topic(T)

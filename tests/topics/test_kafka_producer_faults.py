@@ -105,8 +105,11 @@ async def test_a_producers_sequence_wraps_to_zero_and_goes_on(svc: TopicService,
     assert await svc.kafka_produce(T, 0, kbatch(2, "b", pid=5, seq=0)) == 3  # after the wrap
     assert await svc.kafka_produce(T, 0, kbatch(2, "b", pid=5, seq=0)) == 3  # its retry: its offset
     with pytest.raises(KafkaSequenceError) as old:
-        await svc.kafka_produce(T, 0, kbatch(1, "a", pid=5, seq=WRAP - 4))  # before the last five
-    assert old.value.reason == "duplicate"
+        await svc.kafka_produce(T, 0, kbatch(1, "a", pid=5, seq=WRAP - 4))  # before the first
+    assert old.value.reason == "unknown"  # never stored: not a duplicate
+    with pytest.raises(KafkaSequenceError) as dup:
+        await svc.kafka_produce(T, 0, kbatch(1, "a", pid=5, seq=WRAP - 2))  # inside a stored batch
+    assert dup.value.reason == "duplicate"
     with pytest.raises(KafkaSequenceError) as gap:
         await svc.kafka_produce(T, 0, kbatch(1, "c", pid=5, seq=3))
     assert gap.value.reason == "gap"
