@@ -2,10 +2,11 @@
 when it is back (`bookie.ledger_gc`; reliability review 2026-11-28, finding 4).
 
 Real bookie servers over TCP (`tests/bookie/local_cluster.py`), the real client and ledger
-manager, the in-memory and the SQLite metadata stores."""
+manager, the in-memory and the SQLite metadata stores; and one `quire bookie` process."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -13,13 +14,17 @@ from pathlib import Path
 import pytest
 
 from bookie.client import BookieClientConfig, BookieLedgerClient
+from bookie.errors import NoSuchLedgerError
 from bookie.ledger_gc import LedgerGarbageCollector
 from bookie.ledger_metadata import LedgerMetadataStore, LedgerState, MetadataUnavailableError, NotFoundError
 from bookie.ledgers import LedgerManager
+from bookie.types import LedgerSpec
 from managed_ledger.metadata.memory import InMemoryMetadataStore
 from managed_ledger.metadata.sql import SqlMetadataStore
+from tests.bookie.conftest import start_bookie_process
 from tests.bookie.fakes import MemoryStorage
 from tests.bookie.local_cluster import LocalBookie
+from tests.support import wait_until
 
 
 @pytest.fixture(params=["memory-store", "sqlite"])
@@ -119,3 +124,51 @@ async def test_a_store_that_cannot_answer_or_misses_a_row_deletes_nothing() -> N
     await storage.add_entry(first.ledger_id, 0, -1, b"x")
     assert await LedgerGarbageCollector(storage, store, interval_s=0).collect() == []
     assert first.ledger_id in storage.ledger_ids()
+
+
+def test_quire_bookie_runs_the_collector_only_on_the_clusters_store(tmp_path: Path) -> None:
+    """Wiring: `quire bookie` with QUIRE_DATABASE_URL deletes a ledger whose row went; without
+    it (its own SQLite file, which holds none of the cluster's ledgers) it never collects."""
+    from app.processes.bookie import ledger_gc_interval_s
+    from app.settings import Settings
+
+    assert ledger_gc_interval_s(Settings(database_url="", bookie_ledger_gc_interval_s=5)) == 0
+    assert ledger_gc_interval_s(Settings(database_url="sqlite:///x", bookie_ledger_gc_interval_s=5)) == 5
+
+    url = f"sqlite:///{tmp_path / 'cluster.db'}"
+    bookie = start_bookie_process(
+        tmp_path, env={"QUIRE_DATABASE_URL": url, "QUIRE_BOOKIE_LEDGER_GC_INTERVAL_S": "0.2"}
+    )
+    store = SqlMetadataStore(url)
+
+    async def write() -> tuple[int, int]:
+        client = BookieLedgerClient()
+        manager = LedgerManager(store, client)
+        ids = []
+        for _ in range(2):
+            handle = await manager.create(ensemble=(bookie.address,))
+            await handle.add_entry(b"x")
+            ids.append((await manager.close(handle)).ledger_id)
+        await client.close()
+        return ids[0], ids[1]
+
+    async def held(ledger_id: int) -> bool:
+        client = BookieLedgerClient()
+        try:
+            await client.read_entries(LedgerSpec(ledger_id, (bookie.address,)), 0, 0)
+        except NoSuchLedgerError:
+            return False
+        finally:
+            await client.close()
+        return True
+
+    try:
+        gone, kept = asyncio.run(write())
+        store.update_ledger(replace(store.get_ledger(gone), state=LedgerState.DELETING))
+        store.delete_ledger(gone)  # deleted while this bookie "was down": it never heard
+        wait_until(lambda: not asyncio.run(held(gone)), 20, "the bookie to delete the ledger")
+        assert asyncio.run(held(kept))
+        assert "ledger garbage collector: deleted ledgers" in bookie.log()
+    finally:
+        bookie.stop()
+        store.close()
