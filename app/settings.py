@@ -48,6 +48,10 @@ class Settings(BaseSettings):
     bookie_advertised_address: str = ""
     bookie_heartbeat_interval_ms: int = Field(2_000, gt=0)
     bookie_heartbeat_timeout_ms: int = Field(10_000, gt=0)
+    # How often a bookie compares the ledgers it holds with the metadata store and deletes those
+    # the store no longer has (bookie/ledger_gc.py): what a deletion could not delete on it
+    # while it was down. 0: never (a bookie whose store is not the cluster's must not judge).
+    bookie_ledger_gc_interval_s: float = Field(300.0, ge=0)
     # The broker waits this long at start for ensemble_size live bookies, then gives up.
     bookie_wait_timeout_ms: int = Field(30_000, ge=0)
     # An add a bookie has not acknowledged this long counts as that bookie's failure: the writer

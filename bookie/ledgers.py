@@ -24,7 +24,11 @@ its metadata here (`ledger_spec`), so the rules below are written once:
   the entries, then the row is deleted. A crash after the mark leaves a DELETING row and maybe
   some bookie data; `finish_deletions` (run by the managed ledger factory when it starts, and
   safe to run anywhere, any number of times) finishes every such row. Both steps after the
-  mark are idempotent, so finishing twice is harmless.
+  mark are idempotent, so finishing twice is harmless. A bookie that cannot delete (down, hung,
+  or failing) does not hold the deletion up: the row is deleted all the same, and that bookie
+  deletes its copy itself when it is back, by comparing what it holds with the metadata
+  (`bookie.ledger_gc`, as BookKeeper's bookies do). A deletion that waited for every bookie
+  would wait for ever on one that is gone for good, and with it whatever waits for the deletion.
 
 The metadata store is synchronous; `call_blocking` is the one place async code calls it.
 """
@@ -510,7 +514,11 @@ class LedgerManager:
             return current
 
     async def _erase(self, meta: LedgerMetadata) -> None:
-        with contextlib.suppress(NoSuchLedgerError):
+        try:
             await self._client.delete_ledger(ledger_spec(meta))
+        except NoSuchLedgerError:
+            pass
+        except BookieError as exc:  # the bookie's ledger garbage collector reclaims it (docstring)
+            log.warning("ledger %d: a bookie did not delete it (its collector will): %s", meta.ledger_id, exc)
         with contextlib.suppress(NotFoundError):
             await call_blocking(self._store.delete_ledger, meta.ledger_id)

@@ -1,16 +1,18 @@
 """What a run reads: the previous compacted ledger and the topic's entries in (old, new horizon].
 
-The plan is built on the driver from metadata alone (plus LAC probes of the open ledger and one
-read of the horizon entry), so it is small whatever the topic's size: one `ReadRange` per ledger,
-later split into Spark tasks by `split_ranges`.
+The plan is built on the driver from metadata alone (plus one LAC read of the open ledger and
+one read of the horizon entry), so it is small whatever the topic's size: one `ReadRange` per
+ledger, later split into Spark tasks by `split_ranges`.
 
-The new horizon is the id of the topic's last readable message when the run starts. A closed
+The new horizon is the id of the topic's last confirmed message when the run starts. A closed
 ledger's end is in its metadata. The last ledger may be OPEN and owned by a broker in another
-process: its end is found on the bookies, as BookKeeper readers do — the LAC the bookies hold,
-then entries probed one by one past it (the LAC travels with the *next* add, so the newest
-acknowledged entries sit just beyond it). An entry a bookie returns was made durable there, and
-BookKeeper-style recovery re-replicates any entry it can read, so it will never be lost or
-changed: including it is safe. Later writes wait for the next run.
+process: its end is the last add confirmed (LAC) its bookies hold, as a BookKeeper reader sees
+it, and never an entry past that. An entry past the LAC may never have been acknowledged: if
+the one bookie holding it is away when the ledger is recovered, the others' "not there" drops
+it, and a view that had compacted it would keep a message (or a tombstone) the topic never had
+and a horizon past the ledger's end (BookKeeper's `readUnconfirmed` warns of the same). The LAC
+travels with the *next* add, so the newest acknowledged entry of an open ledger waits for the
+next run (or for the ledger to close); later writes wait for the next run too.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import math
 from dataclasses import dataclass
 
 from bookie.api import LedgerClient
-from bookie.errors import NoSuchEntryError, NoSuchLedgerError
+from bookie.errors import NoSuchLedgerError
 from bookie.ledgers import ledger_spec
 from bookie.types import LedgerSpec, Segment
 from compactor.errors import CompactionTopicNotFoundError
@@ -35,7 +37,6 @@ from managed_ledger.metadata.api import (
 from managed_ledger.position import MessageId
 
 DEFAULT_ENTRY_BYTES = 64 * 1024  # when a ledger is still open its size is unknown
-MAX_PROBES = 100_000  # entries past the LAC probed at most (a writer cannot outrun this by much)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,25 +99,19 @@ def _range(meta: LedgerMetadata, first: int, last: int, compacted: bool, layer: 
     )
 
 
-async def last_readable_entry(client: LedgerClient, spec: LedgerSpec) -> int:
-    """The last entry of an open ledger that its bookies serve (-1 when none)."""
+async def last_confirmed_entry(client: LedgerClient, spec: LedgerSpec) -> int:
+    """The last entry of an open ledger known to be acknowledged: the highest LAC its bookies
+    hold (-1 when none has seen an add). Never more: see the module docstring."""
     try:
-        last = await client.read_last_add_confirmed(spec)
+        return await client.read_last_add_confirmed(spec)
     except NoSuchLedgerError:
-        last = -1  # no bookie has seen an add yet
-    for _ in range(MAX_PROBES):
-        try:
-            await client.read_entries(spec, last + 1, last + 1)
-        except (NoSuchEntryError, NoSuchLedgerError):
-            break
-        last += 1
-    return last
+        return -1  # no bookie has seen an add yet
 
 
 async def _ledger_end(client: LedgerClient, meta: LedgerMetadata) -> int:
     if meta.state == LedgerState.CLOSED:
         return meta.last_entry_id
-    return await last_readable_entry(client, ledger_spec(meta))
+    return await last_confirmed_entry(client, ledger_spec(meta))
 
 
 async def _horizon_of(client: LedgerClient, last: ReadRange) -> MessageId:

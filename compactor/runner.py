@@ -110,7 +110,7 @@ class CompactionRunner:
                 f"a compaction of {ml_name} is already running ({state.lease_holder})"
             )
         # left by a run that died, or by a fold that died after its CAS: nobody references them;
-        # one that cannot be deleted now (a bookie down) stays named for the next run or sweep
+        # one that cannot be deleted now (the store out of reach) stays named for the next run or sweep
         kept = await self._delete_quietly(state.leftover_ledger_ids)
         now = self.clock.now_ms()
         taken = compaction_lease.taken(state, self.instance_id, now, self.config.lease_ms)
@@ -301,7 +301,7 @@ class CompactionRunner:
     async def _delete_leftovers(self, state: CompactionState) -> CompactionState:
         """Delete the ledgers no view references (a dead run's, the layers a fold replaced), then
         forget those deleted; a crash in between: the next run or sweep deletes them again,
-        harmlessly. One that cannot be deleted now (a bookie down) stays named for later."""
+        harmlessly. One that cannot be deleted now (the store out of reach) stays named for later."""
         kept = await self._delete_quietly(state.leftover_ledger_ids)
         try:
             return await self._put(replace(state, run_ledger_id=None, retired_ledger_ids=kept))

@@ -9,7 +9,8 @@ Open, in this order (a crash at any step leaves a state the next open handles):
    for deletion) is dropped from the list.
 3. One compare-and-set of the list claims ownership (an older owner's next update of the list
    loses and fences it); empty ledgers leave the list through `deleting`, and ledgers a crash
-   left in `deleting` are deleted now (see `retention`).
+   left in `deleting` are deleted in the background (see `retention`): the open never waits
+   for a deletion nor fails with one.
 4. Cursors are loaded; with dedup on, its snapshot is loaded and the entries after it replayed
    (`dedup.rebuild`; also run when a policy turns dedup on later).
 Steps 3 and 4 are `ManagedLedger.start`.

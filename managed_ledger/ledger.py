@@ -31,12 +31,7 @@ from managed_ledger.clock import Clock
 from managed_ledger.cursor import ManagedCursor
 from managed_ledger.dedup import Deduplication
 from managed_ledger.entry_cache import EntryCache
-from managed_ledger.entry_format import (
-    EntryFormatError,
-    batch_publish_time,
-    decode_batch_header,
-    entry_offsets,
-)
+from managed_ledger.entry_format import batch_publish_time, entry_offsets
 from managed_ledger.errors import (
     CursorNotFoundError,
     EntryNotFoundError,
@@ -112,6 +107,7 @@ class ManagedLedger:
         self._timer_task: asyncio.Task[None] | None = None
         self._stop_timer = asyncio.Event()
         self._background: set[asyncio.Task[Any]] = set()
+        self._deletions: asyncio.Task[None] | None = None
         now = clock.now_ms()
         self._last_flush_ms = now
         self._dedup.last_snapshot_ms = now
@@ -121,10 +117,10 @@ class ManagedLedger:
         self.compacted_through: Position | None = None
 
     async def start(self, properties: Mapping[str, str], *, timers: bool) -> None:
-        """Finish an open: claim the recovered list (one CAS), finish interrupted deletions,
-        load the cursors and the dedup state, start the timers."""
+        """Finish an open: claim the recovered list (one CAS), start finishing interrupted
+        deletions in the background, load the cursors and the dedup state, start the timers."""
         await self._record.claim(self._ledgers.ids, properties)
-        await retention.finish_deletions(self._record, self._lifecycle)
+        self._finish_deletions()
         end = await recover_next_offset(self._ledgers, properties, self._read_one)
         self._appender.next_offset = self._appender.high_watermark = end
         for meta in await self._fence.call(self._store.list_cursors, self._name):
@@ -472,18 +468,10 @@ class ManagedLedger:
         last = self.last_confirmed_position
         last_id = None
         if last is not None:
-            last_id = MessageId(last.ledger_id, last.entry_id, await self._last_batch_index(last))
+            index = log_bounds.last_batch_index(await self._read_one(last))
+            last_id = MessageId(last.ledger_id, last.entry_id, index)
         await self._record.update_properties({log_bounds.TERMINATED: str(last_id or "")})
         return last_id
-
-    async def _last_batch_index(self, position: Position) -> int:
-        header = entry_offsets(await self._read_one(position))
-        if header is not None:
-            return max(0, header[1] - 1)
-        try:
-            return max(0, len(decode_batch_header(await self._read_one(position))[2]) - 1)
-        except EntryFormatError:
-            return 0  # not a topic batch: its one message
 
     async def truncate(self) -> None:
         """Pulsar's truncate, plus a rollover first: every cursor moves past the closed
@@ -560,12 +548,21 @@ class ManagedLedger:
             and now - state.last_snapshot_ms >= self._config.dedup_snapshot_interval_ms
         ):
             await self.snapshot_dedup()
+        self._finish_deletions()
         await self._trim()
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
+
+    def _finish_deletions(self) -> None:
+        """Delete what `deleting` lists, in the background: an open must never wait for a
+        deletion nor fail with one (docs/architecture.md); a failed one is tried again by the
+        next timer pass."""
+        if self._record.deleting and (self._deletions is None or self._deletions.done()):
+            self._deletions = self._spawn(retention.finish_deletions_logged(self._record, self._lifecycle))
 
     # --- close ---------------------------------------------------------------------------------
     async def close(self) -> None:

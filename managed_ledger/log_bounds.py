@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from managed_ledger.entry_format import EntryFormatError, decode_batch_header, entry_offsets
 from managed_ledger.position import MessageId, Position
 from managed_ledger.ranges import LedgerInfo
 
@@ -52,3 +53,14 @@ def ledgers_before(ledgers: Sequence[LedgerInfo], start: MessageId) -> list[int]
             break
         out.append(info.ledger_id)
     return out
+
+
+def last_batch_index(payload: bytes) -> int:
+    """The index of an entry's last message (the `B` of the id terminate stores for it)."""
+    header = entry_offsets(payload)
+    if header is not None:
+        return max(0, header[1] - 1)
+    try:
+        return max(0, len(decode_batch_header(payload)[2]) - 1)
+    except EntryFormatError:
+        return 0  # not a topic batch: its one message

@@ -16,18 +16,22 @@ compaction horizon, whatever the subscriptions acked, until a run has read them.
 Deletion order (`remove_ledgers`): the ledger list loses the ids and records them under the
 `deleting` property in one compare-and-set, then each ledger is deleted by
 `bookie.ledgers.LedgerManager.delete` (its own crash-safe order), then the property is cleared.
-A crash anywhere leaves the ids in `deleting`, and the next open finishes the job: no reference
-to a deleted ledger and no bookie ledger without a way to find it.
+A crash or a failure anywhere leaves the ids in `deleting`; the next open finishes the job in
+the background (`finish_deletions_logged`), and so does every timer pass until it succeeds: no
+reference to a deleted ledger, and no open that waits for, or fails with, a deletion. A bookie
+that is down does not hold a deletion up: `LedgerManager.delete` deletes the metadata without
+it, and that bookie's ledger garbage collector deletes its copy when it is back.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from bookie.errors import BookieError
 from bookie.ledgers import LedgerManager
 from managed_ledger.api import RetentionPolicy
-from managed_ledger.errors import ManagedLedgerDeleteError, ManagedLedgerMetadataError
+from managed_ledger.errors import ManagedLedgerDeleteError, ManagedLedgerError, ManagedLedgerMetadataError
 from managed_ledger.metadata.api import MetadataError
 from managed_ledger.offsets import OffsetIndex
 from managed_ledger.position import Position
@@ -39,11 +43,13 @@ __all__ = [
     "compacted_only",
     "deleting_ids",
     "finish_deletions",
+    "finish_deletions_logged",
     "ledgers_to_delete",
     "remove_ledgers",
 ]
 
 MB = 1024 * 1024
+log = logging.getLogger(__name__)
 
 
 def ledgers_to_delete(
@@ -124,3 +130,12 @@ async def finish_deletions(record: ManagedLedgerRecord, lifecycle: LedgerManager
         except MetadataError as exc:
             raise ManagedLedgerMetadataError(f"{name}: metadata store: {exc}") from exc
     await record.forget_deleting(ids)
+
+
+async def finish_deletions_logged(record: ManagedLedgerRecord, lifecycle: LedgerManager) -> None:
+    """`finish_deletions` in the background: a failure is logged, and the ids stay listed for
+    the next try."""
+    try:
+        await finish_deletions(record, lifecycle)
+    except ManagedLedgerError as exc:
+        log.warning("managed ledger %s: pending ledger deletions not finished: %s", record.meta.name, exc)

@@ -358,6 +358,7 @@ class AdminPlane(GroupOffsetOps):
                 raise CompactionConflictError(t.name)
         lease_ms = self._config.compaction_lease_ms
         for ml in t.mls:
+            await _close_current_ledger(ml)
             if await self._call(compaction_lease.request, self._store, ml.name, now, lease_ms) is None:
                 raise CompactionConflictError(t.name)
         invalidate = getattr(self._compacted, "invalidate", None)
@@ -434,6 +435,7 @@ class AdminPlane(GroupOffsetOps):
                 if reason is None:
                     continue
                 lease_ms = self._config.compaction_lease_ms
+                await _close_current_ledger(ml)
                 if await self._call(compaction_lease.request, self._store, ml.name, now, lease_ms):
                     log.info("compaction of %s requested: %s", ml.name, reason)
                     requested.append(ml.name)
@@ -489,3 +491,12 @@ def _status_dict(state: CompactionState) -> dict[str, Any]:
         "messagesOut": state.messages_out,
         "horizon": str(MessageId(*state.horizon)) if state.horizon is not None else None,
     }
+
+
+async def _close_current_ledger(ml: ManagedLedger) -> None:
+    """Close the ledger being written before a run is requested. A run reads an open ledger
+    only up to the LAC its bookies hold, one entry behind the last acknowledged
+    (compactor/plan.py); a closed ledger's end is in its metadata, so the run then covers every
+    message acknowledged before it was requested."""
+    if ml.last_confirmed_position is not None:
+        await ml.rollover()

@@ -3,7 +3,9 @@
 Start: open the metadata store and check the disk's cookie (exit 2 when the disk was wiped or
 swapped; `--format` registers it as a new instance), build the engine's StorageConfig from the
 settings, open the engine (journal replay, index rebuild), bind the server, register and start
-the heartbeat, log where it listens. With `QUIRE_BOOKIE_METRICS_PORT` (`--metrics-port`) set, its
+the heartbeat and the ledger garbage collector (`bookie.ledger_gc`: ledgers the metadata no
+longer has, every QUIRE_BOOKIE_LEDGER_GC_INTERVAL_S, only with a shared QUIRE_DATABASE_URL), log
+where it listens. With `QUIRE_BOOKIE_METRICS_PORT` (`--metrics-port`) set, its
 Prometheus metrics are served on that port of the listen host at `/metrics`
 (`app/process_metrics.py`; for a super-user's token only with QUIRE_METRICS_REQUIRE_TOKEN). The
 bookie port asks clients for the cluster secret and speaks TLS as the settings say
@@ -32,6 +34,7 @@ from bookie.server import BookieServer, ServerConfig
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
+    from bookie.ledger_gc import LedgerGarbageCollector
     from bookie.registration import BookieRegistration
     from bookie.storage.engine import LedgerStorage
 
@@ -86,6 +89,7 @@ def door(config: ServerConfig) -> str:
 
 async def serve(settings: Settings, format_disk: bool = False) -> None:
     from app.registry import check_cookie, open_store, registration_config
+    from bookie.ledger_gc import LedgerGarbageCollector
     from bookie.registration import BookieRegistration
     from bookie.storage.engine import LedgerStorage
 
@@ -95,13 +99,24 @@ async def serve(settings: Settings, format_disk: bool = False) -> None:
         instance_id = check_cookie(settings, store, host, format_disk)
         storage = LedgerStorage(storage_config(settings))
         registration = BookieRegistration(store, storage, registration_config(settings, host, instance_id))
-        await _serve_storage(settings, storage, registration)
+        collector = LedgerGarbageCollector(storage, store, ledger_gc_interval_s(settings))
+        await _serve_storage(settings, storage, registration, collector)
     finally:
         store.close()
 
 
+def ledger_gc_interval_s(settings: Settings) -> float:
+    """The ledger garbage collector's interval; 0 (off) when the bookie's metadata store is its
+    own SQLite file (no QUIRE_DATABASE_URL): that store holds none of the cluster's ledgers, so
+    every ledger the bookie holds would look deleted."""
+    return settings.bookie_ledger_gc_interval_s if settings.database_url else 0.0
+
+
 async def _serve_storage(
-    settings: Settings, storage: LedgerStorage, registration: BookieRegistration
+    settings: Settings,
+    storage: LedgerStorage,
+    registration: BookieRegistration,
+    collector: LedgerGarbageCollector,
 ) -> None:
     # Handlers first: a SIGTERM that comes as soon as the port answers (before registration is
     # done) still stops the bookie cleanly, once it has started.
@@ -132,6 +147,7 @@ async def _serve_storage(
         await server.close()
         await storage.close()
         raise SystemExit(f"quire bookie: cannot register in the metadata store: {exc}") from exc
+    collector.start()
     log.info(
         "bookie %s listening on %s:%d (%s), data in %s%s",
         registration.config.bookie_id,
@@ -143,6 +159,7 @@ async def _serve_storage(
     )
     await stop.wait()
     log.info("bookie stopping")
+    await collector.close()
     await registration.close()
     await server.close()
     if metrics is not None:

@@ -65,6 +65,11 @@ class LedgerStorageApi(Protocol):
         """Durably forget the ledger (idempotent); the garbage collector reclaims its space."""
         ...
 
+    def ledger_ids(self) -> list[int]:
+        """Every ledger the storage holds now (fenced-only ones too; not one whose first add is
+        still in flight). The ledger garbage collector compares it with the metadata."""
+        ...
+
     def stats(self) -> dict[str, object]:
         """Counters for health/stats: ledgers, entries, bytes, journal files, read_only, ..."""
         ...

@@ -350,6 +350,9 @@ class LedgerStorage:
             return
         await self._marker(DELETE, ledger_id)
 
+    def ledger_ids(self) -> list[int]:
+        return list(self._ledgers)
+
     async def _flush_all(self) -> None:
         """The single flusher: write + fdatasync each group, then index it and acknowledge it."""
         loop = asyncio.get_running_loop()

@@ -106,6 +106,9 @@ class MemoryStorage:
     async def delete_ledger(self, ledger_id: int) -> None:
         self.ledgers.pop(ledger_id, None)
 
+    def ledger_ids(self) -> list[int]:
+        return list(self.ledgers)
+
     def stats(self) -> dict[str, object]:
         return {
             "ledgers": len(self.ledgers),

@@ -185,6 +185,17 @@ async def test_delete_forgets_the_ledger_and_is_idempotent(subject: Subject) -> 
     assert s.stats()["ledgers"] == 1
 
 
+async def test_ledger_ids_lists_every_ledger_held_and_none_deleted(subject: Subject) -> None:
+    """What the ledger garbage collector compares with the metadata (`bookie.ledger_gc`)."""
+    s = subject.storage
+    assert s.ledger_ids() == []
+    await s.add_entry(3, 0, -1, b"a")
+    await s.add_entry(1, 0, -1, b"b")
+    await s.fence(9)  # fenced only: held all the same
+    await s.delete_ledger(1)
+    assert sorted(s.ledger_ids()) == [3, 9]
+
+
 async def test_read_only_refuses_adds_and_serves_reads(subject: Subject) -> None:
     s = subject.storage
     await s.add_entry(1, 0, -1, b"a")

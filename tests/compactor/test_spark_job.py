@@ -182,6 +182,9 @@ def test_spark_job_matches_reference(
             elif s == "trim":
                 await topic.trim(await view.horizon(ml))
             elif s == "compact":
+                # The owner closes the ledger it writes when it requests a run (an open ledger
+                # is read only up to its bookies' LAC): the run covers everything written.
+                await topic.close_ledger()
                 before = store.get_compaction(ml)
                 now = replace(rules, now_ms=clock.now_ms())  # the runner's time: the clock stands still
                 # both inputs read before the run (a fold deletes the layers it replaced)
@@ -227,11 +230,14 @@ def test_failed_spark_job_keeps_the_previous_view(
         runner = CompactionRunner(store, client, engine.config, engine)
         topic = TopicWriter(store, client, ml, (bookie.address,))
         await topic.append([Message(value=b"1", key="a")])
+        await topic.close_ledger()  # as the owner does when it requests a run
         good = await runner.run(ml)
         view = await compacted_view(store, client, ml)
+        await topic.roll()
         assert topic.writer is not None
         await topic.writer.add_entry(b"not a quire entry")  # a task fails decoding this
         await topic.append([Message(value=b"2", key="a")])
+        await topic.close_ledger()
         ledgers_before = {m.ledger_id for m in store.list_ledgers()}
         with pytest.raises(SparkJobError, match="not a Quire entry"):
             await runner.run(ml)

@@ -11,7 +11,7 @@ from bookie.recovery_store import UnderReplicatedLedger
 from managed_ledger.api import ManagedLedgerConfig
 from managed_ledger.entry_format import Message
 from managed_ledger.errors import ManagedLedgerClosedError
-from managed_ledger.metadata.api import CompactionStatus
+from managed_ledger.metadata.api import CompactionStatus, LedgerState
 from tests.topics.conftest import Env
 from topics import compaction_lease
 from topics.api import SubscriptionOptions
@@ -185,6 +185,19 @@ async def test_trigger_compaction_and_conflict(svc: TopicService, env: Env) -> N
     with pytest.raises(CompactionConflictError):
         await svc.trigger_compaction(T)
     assert (await svc.compaction_status(T))["status"] == "RUNNING"
+
+
+async def test_a_requested_run_covers_every_acknowledged_message(svc: TopicService, env: Env) -> None:
+    """A run reads an open ledger only up to its bookies' LAC, one entry behind the last
+    acknowledged (compactor/plan.py): the owner closes the ledger being written before it
+    requests the run, so the ledger's end, in its metadata, is the last acknowledged entry."""
+    await svc.create_topic(T)
+    await svc.produce(T, None, [Message(b"a", "k")])
+    (last,) = await svc.produce(T, None, [Message(b"b", "k")])
+    assert last.message_id is not None
+    await svc.trigger_compaction(T)
+    written = env.store.get_ledger(last.message_id.ledger_id)
+    assert (written.state, written.last_entry_id) == (LedgerState.CLOSED, last.message_id.entry_id)
 
 
 async def test_a_request_no_compactor_takes_expires(svc: TopicService, env: Env) -> None:
