@@ -18,7 +18,10 @@ its metadata here (`ledger_spec`), so the rules below are written once:
   adds failed is closed through recovery instead.
 - Recover and close: the row goes IN_RECOVERY, the bookies fence the ledger (its old writer can
   add no more) and find its last entry, its bytes are counted by reading it, and the row becomes
-  CLOSED. On a ledger that is already CLOSED it only returns the row.
+  CLOSED. On a ledger that is already CLOSED it only returns the row. The bookies recovery puts
+  in place of unreachable ones stay in memory until that closing compare-and-set, which records
+  them with the CLOSED state (BookKeeper's `closeRecovered`): a recovery that fails leaves the
+  row as it found it, so no later recovery asks a replacement that never held the entries.
 - Delete: the metadata is the truth, so it must never point at bookie data that is gone. The
   row is first marked DELETING (from then on nothing reads the ledger), then the bookies delete
   the entries, then the row is deleted. A crash after the mark leaves a DELETING row and maybe
@@ -127,6 +130,21 @@ class LedgerPlacement(Protocol):
     def ensembles(self) -> Sequence[Segment]:
         """The ensemble history; empty means the first ensemble from entry 0."""
         ...
+
+
+def with_segment(meta: LedgerMetadata, first_entry_id: int, new_bookies: Sequence[str]) -> LedgerMetadata:
+    """`meta` with a new last segment from `first_entry_id` (replacing a last segment that starts
+    there: none of its entries was acknowledged); ValueError for one before the last segment."""
+    history = meta.history()
+    if first_entry_id < history[-1][0]:
+        raise ValueError(
+            f"ledger {meta.ledger_id}: new segment at entry {first_entry_id} is before the last "
+            f"one at {history[-1][0]}"
+        )
+    kept = tuple(s for s in history if s[0] < first_entry_id)
+    segments = (*kept, (first_entry_id, tuple(new_bookies)))
+    ensemble = meta.ensemble if kept else tuple(new_bookies)
+    return replace(meta, ensemble=ensemble, ensembles=normalize_history(ensemble, segments))
 
 
 def ledger_spec(placement: LedgerPlacement) -> LedgerSpec:
@@ -332,9 +350,12 @@ class LedgerManager:
                     ",".join(added),
                 )
                 fresh.update(added)
-                meta = await self._record_segment(
-                    meta.ledger_id, short.entry_id, new, LedgerState.IN_RECOVERY
-                )
+                # Kept in memory until the closing compare-and-set, as BookKeeper's recovery
+                # keeps `newEnsemblesFromRecovery`: a recovery that fails must leave nothing a
+                # later one would read. A replacement recorded now would be believed by the next
+                # recovery, whose "not there" from it would close the ledger short of an
+                # acknowledged entry held by the bookie it replaced.
+                meta = with_segment(meta, short.entry_id, new)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def replaced(
@@ -364,21 +385,12 @@ class LedgerManager:
         self, ledger_id: int, first_entry_id: int, new_bookies: Sequence[str], state: LedgerState
     ) -> LedgerMetadata:
         """The new last segment, by compare-and-set while the ledger is in `state` (OPEN for its
-        writer, IN_RECOVERY for recovery); FencedError in any other state."""
+        writer; recovery keeps its segments in memory); FencedError in any other state."""
 
         def change(meta: LedgerMetadata) -> LedgerMetadata:
             if meta.state != state:
                 raise FencedError(ledger_id)
-            history = meta.history()
-            if first_entry_id < history[-1][0]:
-                raise ValueError(
-                    f"ledger {ledger_id}: new segment at entry {first_entry_id} is before the last "
-                    f"one at {history[-1][0]}"
-                )
-            kept = tuple(s for s in history if s[0] < first_entry_id)
-            segments = (*kept, (first_entry_id, tuple(new_bookies)))
-            ensemble = meta.ensemble if kept else tuple(new_bookies)
-            return replace(meta, ensemble=ensemble, ensembles=normalize_history(ensemble, segments))
+            return with_segment(meta, first_entry_id, new_bookies)
 
         recorded = await self._update_with_retry(ledger_id, change)
         COUNTERS.ensemble_changes += 1
