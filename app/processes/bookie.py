@@ -8,7 +8,9 @@ Prometheus metrics are served on that port of the listen host at `/metrics`
 (`app/process_metrics.py`; for a super-user's token only with QUIRE_METRICS_REQUIRE_TOKEN). The
 bookie port asks clients for the cluster secret and speaks TLS as the settings say
 (`bookie.auth`); the start-up line says which. SIGTERM or SIGINT: stop heartbeating (recorded as down),
-stop accepting, let requests in flight finish (bounded), close the engine, exit 0. Runs on
+stop accepting, let requests in flight finish (bounded), close the engine, exit 0. A heartbeat
+refused because the bookie id was formatted as another instance stops it the same way (without
+recording it down: that is the other instance now) and exits 1. Runs on
 uvloop when installed.
 """
 
@@ -106,8 +108,10 @@ async def _serve_storage(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    registration.on_replaced = stop.set
     await storage.start()
-    server = BookieServer(storage, server_config(settings))
+    config = dataclasses.replace(server_config(settings), instance_id=registration.config.instance_id)
+    server = BookieServer(storage, config)
     try:
         metrics = start_metrics(settings, server, storage)
     except SystemExit:
@@ -144,6 +148,8 @@ async def _serve_storage(
 
         await stop_metrics(metrics)
     await storage.close()
+    if registration.replaced is not None:
+        raise SystemExit(f"quire bookie: stopped: {registration.replaced}")
     log.info("bookie stopped")
 
 
