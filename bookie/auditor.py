@@ -22,10 +22,12 @@ takes over within one lease after it dies. A pass:
    ledger names it and no row is left for it: it holds nothing anyone needs and may be stopped.
    Placement never chooses a decommissioning bookie, so no new ledger can name it meanwhile.
 
-The formatted rule compares the cookie's creation time (the bookie's clock) with the ledger's
-(the broker's clock), so clocks are assumed to agree within a few milliseconds; a ledger made
-after the format but given the bookie is never affected, and one made before it that was given
-the formatted bookie by a later ensemble change is copied once more than needed (harmless).
+The formatted rule compares the bookie's cookie instance with the one recorded in each segment
+when the bookie entered it (`LedgerMetadata.instances`): a bookie that joined a ledger by an
+ensemble change after the ledger was made is not "formatted since". Where no instance was
+recorded (rows from before revision 0011, re-replicated copies), it falls back to comparing the
+cookie's creation time (the bookie's clock) with the ledger's (the broker's clock), so clocks
+are assumed to agree within a few milliseconds there.
 
 The pass is synchronous (metadata store calls); async callers run it in a thread.
 """
@@ -38,7 +40,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from bookie.ledger_metadata import BadVersionError, LedgerMetadataStore, LedgerState, NotFoundError
+from bookie.ledger_metadata import (
+    BadVersionError,
+    LedgerMetadata,
+    LedgerMetadataStore,
+    LedgerState,
+    NotFoundError,
+)
 from bookie.recovery_store import RecoveryStore, UnderReplicatedLedger, take_lease
 from bookie.registry import BookieDirectory, BookieRegistry, BookieState, wall_clock_ms
 
@@ -67,6 +75,7 @@ class AuditResult:
     # found it drained) is listed, so that it does not rest on a bookie that may be stopped.
     drained: set[str] = field(default_factory=set)
     formatted_ms: dict[str, int] = field(default_factory=dict)  # when each bookie's instance began
+    instances: dict[str, str] = field(default_factory=dict)  # each bookie's cookie instance now
     marked: int = 0  # rows created or changed this pass
     cleared: int = 0  # rows dropped because their bookies came back
     decommissioned: list[str] = field(default_factory=list)
@@ -122,6 +131,8 @@ class Auditor:
             if record.state == BookieState.DECOMMISSIONING:
                 result.decommissioning.add(record.bookie_id)
             cookie = self.store.get_bookie_cookie(record.bookie_id)
+            if cookie is not None:
+                result.instances[record.bookie_id] = cookie.instance_id
             if cookie is not None and cookie.created_ms > 0:
                 result.formatted_ms[record.bookie_id] = cookie.created_ms
         result.back -= result.decommissioning
@@ -137,7 +148,7 @@ class Auditor:
             live_ids.add(meta.ledger_id)
             holders = {b for _, bookies in meta.history() for b in bookies}
             named |= holders & targets
-            missing = (holders & targets) | _formatted_since(meta.created_ms, holders, result.formatted_ms)
+            missing = (holders & targets) | _formatted_since(meta, result)
             row = rows.get(meta.ledger_id)
             if row is not None:
                 # Keep what the row lists unless that bookie is back with the ledger's entries.
@@ -187,8 +198,18 @@ class Auditor:
             result.decommissioned.append(bookie_id)
 
 
-def _formatted_since(created_ms: int, holders: set[str], formatted_ms: dict[str, int]) -> set[str]:
-    """The bookies of a ledger made at `created_ms` formatted as new instances since then."""
-    if created_ms <= 0:
-        return set()
-    return {b for b in holders if formatted_ms.get(b, 0) > created_ms}
+def _formatted_since(meta: LedgerMetadata, result: AuditResult) -> set[str]:
+    """The bookies of a ledger formatted as new instances since they entered a segment of it: by
+    the instance recorded in that segment when there is one (no clocks involved), else by the
+    cookie's creation time against the ledger's (rows and bookies from before instance ids)."""
+    recorded = {(f, b): i for f, b, i in meta.instances}
+    out: set[str] = set()
+    for first, bookies in meta.history():
+        for b in bookies:
+            instance = recorded.get((first, b))
+            if instance is not None:
+                if result.instances.get(b, instance) != instance:
+                    out.add(b)
+            elif meta.created_ms > 0 and result.formatted_ms.get(b, 0) > meta.created_ms:
+                out.add(b)
+    return out
