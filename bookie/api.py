@@ -11,7 +11,7 @@ every entry before it were acknowledged to the writer; -1 for none.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Protocol
 
 from bookie.errors import BookieError
@@ -69,7 +69,12 @@ class LedgerClient(Protocol):
 
     async def read_last_add_confirmed(self, spec: LedgerSpec) -> int: ...
 
-    async def recover(self, spec: LedgerSpec, fresh: frozenset[str] = frozenset()) -> int:
+    async def recover(
+        self,
+        spec: LedgerSpec,
+        fresh: frozenset[str] = frozenset(),
+        instances: Mapping[str, str] | None = None,
+    ) -> int:
         """Fence the ledger on its bookies so the old writer can add no more, then find and
         return its last entry id (-1 if empty): every entry acknowledged to a writer is at or
         before it, and every entry up to it is readable."""
@@ -77,6 +82,11 @@ class LedgerClient(Protocol):
 
     async def delete_ledger(self, spec: LedgerSpec) -> None:
         """Delete the ledger's entries on every bookie (idempotent)."""
+        ...
+
+    async def bookie_instance(self, address: str) -> str | None:
+        """The instance id (cookie) of the bookie now at `address`, recorded in each segment it
+        enters; None when unknown (unreachable, no instance, or no bookies at all)."""
         ...
 
     async def healthy(self) -> bool:

@@ -29,7 +29,11 @@ takes over within one lease after it dies. A pass:
 No rule here compares a cookie's creation time with a ledger's: a bookie that joined after a
 ledger was made can hold its entries (an ensemble change, or a copy by re-replication), and
 listing it would fence the ledger's writer and copy the same entries again and again. The
-cookie time only tells the checker which ledgers to look at first.
+cookie time only tells the checker which ledgers to look at first. What is compared is the
+cookie's instance with the one recorded in a segment when the bookie entered it
+(`LedgerMetadata.instances`): a bookie formatted as another instance since is listed at once,
+no clocks involved. Where no instance was recorded (rows from before revision 0011, copies made
+by re-replication), only the ledger check finds a wipe.
 
 The pass is synchronous (metadata store calls); async callers run it in a thread.
 """
@@ -77,6 +81,7 @@ class AuditResult:
     # Drained bookies: a ledger still naming one (a copy onto it swapped in after the pass that
     # found it drained) is listed, so that it does not rest on a bookie that may be stopped.
     drained: set[str] = field(default_factory=set)
+    instances: dict[str, str] = field(default_factory=dict)  # each bookie's cookie instance now
     marked: int = 0  # rows created or changed this pass
     cleared: int = 0  # rows dropped because their bookies came back
     decommissioned: list[str] = field(default_factory=list)
@@ -135,6 +140,9 @@ class Auditor:
         for record in self.store.list_bookies():
             if record.state == BookieState.DECOMMISSIONING:
                 result.decommissioning.add(record.bookie_id)
+            cookie = self.store.get_bookie_cookie(record.bookie_id)
+            if cookie is not None:
+                result.instances[record.bookie_id] = cookie.instance_id
         result.back -= result.decommissioning
 
     def _mark(self, targets: set[str], now: int, result: AuditResult) -> set[str]:
@@ -148,7 +156,7 @@ class Auditor:
             live_ids.add(meta.ledger_id)
             holders = {b for _, bookies in meta.history() for b in bookies}
             named |= holders & targets
-            missing = (holders & targets) | self._confirmed(meta)
+            missing = (holders & targets) | self._confirmed(meta) | _formatted_since(meta, result)
             row = rows.get(meta.ledger_id)
             if row is not None:
                 # Keep what the row lists unless that bookie is back with the ledger's entries.
@@ -202,3 +210,16 @@ class Auditor:
                 continue
             log.info("auditor: bookie %s is drained: decommissioned", bookie_id)
             result.decommissioned.append(bookie_id)
+
+
+def _formatted_since(meta: LedgerMetadata, result: AuditResult) -> set[str]:
+    """The bookies of a ledger formatted as new instances since they entered a segment of it, by
+    the instance recorded in that segment (none recorded: not judged here)."""
+    recorded = {(f, b): i for f, b, i in meta.instances}
+    out: set[str] = set()
+    for first, bookies in meta.history():
+        for b in bookies:
+            instance = recorded.get((first, b))
+            if instance is not None and result.instances.get(b, instance) != instance:
+                out.add(b)
+    return out

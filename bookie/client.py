@@ -44,6 +44,7 @@ import json
 import logging
 import ssl
 from asyncio import FIRST_COMPLETED
+from collections.abc import Mapping
 from typing import Any
 
 from bookie.api import EnsembleChanger
@@ -243,17 +244,47 @@ class BookieLedgerClient:
         if errors:
             raise errors[0]
 
-    async def recover(self, spec: LedgerSpec, fresh: frozenset[str] = frozenset()) -> int:
+    async def recover(
+        self,
+        spec: LedgerSpec,
+        fresh: frozenset[str] = frozenset(),
+        instances: Mapping[str, str] | None = None,
+    ) -> int:
         """Fence the last ensemble, then read forward from what is known to be acknowledged
         (the highest LAC heard, and every entry before the last segment). `fresh`: bookies a
-        recovery put into the ensemble; their "not there" proves nothing about an entry."""
+        recovery put into the ensemble; their "not there" proves nothing about an entry.
+        `instances`: the instance id recorded for each bookie of the last segment; a "not there"
+        from another instance (wiped and formatted since, or another process under its id)
+        proves nothing either. A bookie with none recorded, or that names none, is judged as
+        before instance ids existed."""
         lac = max(await self._fence(spec), spec.ensembles[-1][0] - 1)
         if len(spec.ensemble) == 1:
             return await self._last_readable(spec, lac)
         entry_id = lac + 1
-        while await self._recover_entry(spec, entry_id, lac, fresh):
+        while await self._recover_entry(spec, entry_id, lac, fresh, instances or {}):
             entry_id += 1
         return entry_id - 1
+
+    async def bookie_instance(self, address: str) -> str | None:
+        """The instance id of the bookie now at `address`; None when it cannot be reached or
+        does not say (an older bookie)."""
+        try:
+            async with asyncio.timeout(self.config.add_timeout_s):
+                return await (await self.connection(address)).instance()
+        except (BookieError, TimeoutError):
+            return None
+
+    async def _read_within(self, address: str, body: bytes) -> tuple[bytes, str | None]:
+        """A READ bounded by the add timeout, with the instance id of the bookie that answered."""
+        try:
+            async with asyncio.timeout(self.config.add_timeout_s):
+                conn = await self.connection(address)
+                instance = await conn.instance()
+                return await conn.call(Op.READ, body), instance
+        except BookieError as exc:
+            return local_error(exc.code, exc.message), None
+        except TimeoutError:
+            return local_error(ErrorCode.TIMEOUT, f"no reply from bookie {address}"), None
 
     async def _call_within(self, address: str, op: Op, body: bytes) -> bytes:
         """`_call` bounded by the add timeout: recovery must not wait on a bookie that hangs."""
@@ -315,17 +346,22 @@ class BookieLedgerClient:
             first += len(decode_range_body(reply))
         return first - 1
 
-    async def _recover_entry(self, spec: LedgerSpec, entry_id: int, lac: int, fresh: frozenset[str]) -> bool:
+    async def _recover_entry(
+        self, spec: LedgerSpec, entry_id: int, lac: int, fresh: frozenset[str], instances: Mapping[str, str]
+    ) -> bool:
         """Whether `entry_id` exists; if so, make sure its whole write set holds it."""
         members = spec.write_set(entry_id)
         body = LEDGER_ENTRY.pack(spec.ledger_id, entry_id)
-        replies = await asyncio.gather(*(self._call_within(a, Op.READ, body) for a in members))
+        answers = await asyncio.gather(*(self._read_within(a, body) for a in members))
+        replies = [reply for reply, _ in answers]
         found = [r[2:] for r in replies if reply_code(r) == ErrorCode.OK]
         if not found:
             missing = sum(
                 1
-                for a, r in zip(members, replies, strict=True)
-                if reply_code(r) in _NOT_THERE and a not in fresh
+                for a, (r, instance) in zip(members, answers, strict=True)
+                if reply_code(r) in _NOT_THERE
+                and a not in fresh
+                and _same_instance(instances.get(a), instance)
             )
             # Every ack quorum of the write set includes one of the bookies that said "missing".
             if missing >= spec.write_quorum - spec.ack_quorum + 1:
@@ -423,6 +459,12 @@ def _read_verdict(errors: list[BookieError]) -> BookieError:
     the entry would otherwise hide it while the one holding it is away)."""
     answered = [e for e in errors if e.code not in _NOT_THERE]
     return _most_telling(answered) if answered else errors[0]
+
+
+def _same_instance(recorded: str | None, answered: str | None) -> bool:
+    """Whether a bookie's "not there" can be judged: it comes from the instance recorded in the
+    segment, or one side does not know its instance (rows and bookies from before instance ids)."""
+    return recorded is None or answered is None or recorded == answered
 
 
 def covered(answered: set[int], ensemble_size: int, write_quorum: int, ack_quorum: int) -> bool:

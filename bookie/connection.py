@@ -102,6 +102,9 @@ class Connection(asyncio.Protocol):
         self._sweeper: asyncio.TimerHandle | None = None
         self.closed = False
         self._heard = False  # any bytes from the bookie yet (see connection_lost)
+        # The bookie's instance id (its cookie's), asked once: every reply on this connection
+        # comes from that one process. None until asked, or when the bookie does not say.
+        self._instance: asyncio.Task[str | None] | None = None
         self.ready: asyncio.Task[None] = loop.create_task(self._connect())
 
     async def _connect(self) -> None:
@@ -124,6 +127,29 @@ class Connection(asyncio.Protocol):
         except (OSError, TimeoutError, ValueError) as exc:
             self._lost(f"cannot connect to bookie {self.address}: {exc}")
             raise BookieError(ErrorCode.UNAVAILABLE, f"bookie {self.address}: {exc}") from exc
+
+    async def instance(self) -> str | None:
+        """The instance id of the bookie at the other end (asked on first use, then remembered);
+        None when it has none or predates the INSTANCE op (protocol docstring)."""
+        if self._instance is None:
+            self._instance = self._loop.create_task(self._ask_instance())
+        return await asyncio.shield(self._instance)
+
+    @property
+    def known_instance(self) -> str | None:
+        """The instance id if it was asked and answered (also once closed), else None."""
+        task = self._instance
+        if task is None or not task.done() or task.cancelled() or task.exception() is not None:
+            return None
+        return task.result()
+
+    async def _ask_instance(self) -> str | None:
+        reply = await self.call(Op.INSTANCE)
+        if reply_code(reply) == ErrorCode.OK:
+            return reply[2:].decode(errors="replace") or None
+        if reply_code(reply) == ErrorCode.BAD_REQUEST:
+            return None  # a bookie from before INSTANCE: unknown
+        raise reply_error(reply, -1)
 
     async def _call_auth(self, body: bytes) -> bytes:
         return await self.call(Op.AUTH, body)

@@ -18,6 +18,7 @@ __all__ = [
     "BookieError",
     "ErrorCode",
     "FencedError",
+    "InstanceReplacedError",
     "JournalDamagedError",
     "NoSuchEntryError",
     "NoSuchLedgerError",
@@ -180,3 +181,13 @@ class ShortOfQuorumError(BookieError):
         self.ledger_id = ledger_id
         self.entry_id = entry_id
         self.unreachable = unreachable
+
+
+class InstanceReplacedError(QuireError):
+    """A bookie's registration carries an instance other than the one its cookie in the store
+    names: the bookie id now belongs to another process (formatted as new since), and this one
+    must stop serving under it. Two processes under one id would each answer for entries only
+    one of them holds."""
+
+    kind = ErrorKind.conflict
+    title = "Bookie instance replaced"

@@ -85,10 +85,32 @@ class LedgerMetadata:
     version: int = 0
     # (first entry id, bookies) segments sorted by first entry id; empty means ((0, ensemble),).
     ensembles: tuple[Segment, ...] = ()
+    # (segment's first entry id, bookie, instance id): the instance (cookie) each bookie reported
+    # when it entered that segment. A "not there" from another instance is no evidence that an
+    # entry is absent (a wiped and formatted bookie, or a second process under the same id,
+    # cannot know what the recorded one held). Bookies without one (rows written before
+    # revision 0011, bookies that do not report one) are judged as before.
+    instances: tuple[SegmentInstance, ...] = ()
 
     def history(self) -> tuple[Segment, ...]:
         """The normalized ensemble history (never empty)."""
         return normalize_history(self.ensemble, self.ensembles)
+
+    def segment_instances(self, first_entry_id: int) -> dict[str, str]:
+        """bookie -> instance id recorded for the segment starting at `first_entry_id`."""
+        return {b: i for f, b, i in self.instances if f == first_entry_id}
+
+
+SegmentInstance = tuple[int, str, str]
+
+
+def recorded_instances(
+    kept: tuple[SegmentInstance, ...], first_entry_id: int, bookies: dict[str, str | None]
+) -> tuple[SegmentInstance, ...]:
+    """`kept` (the entries of segments before `first_entry_id`) plus the known instances of a
+    new segment's bookies."""
+    new = tuple((first_entry_id, b, i) for b, i in bookies.items() if i)
+    return tuple(sorted((*(x for x in kept if x[0] < first_entry_id), *new)))
 
 
 def ensemble_history(meta: LedgerMetadata) -> tuple[Segment, ...]:
@@ -100,9 +122,15 @@ class LedgerMetadataStore(Protocol):
     """The ledger rows of the metadata store."""
 
     def create_ledger(
-        self, ensemble: tuple[str, ...], write_quorum: int, ack_quorum: int, created_ms: int
+        self,
+        ensemble: tuple[str, ...],
+        write_quorum: int,
+        ack_quorum: int,
+        created_ms: int,
+        instances: tuple[SegmentInstance, ...] = (),
     ) -> LedgerMetadata:
-        """A new OPEN ledger; its id comes from a sequence: unique and increasing."""
+        """A new OPEN ledger; its id comes from a sequence: unique and increasing. `instances`
+        as in `LedgerMetadata` (for the first segment)."""
         ...
 
     def get_ledger(self, ledger_id: int) -> LedgerMetadata:

@@ -18,7 +18,10 @@ its metadata here (`ledger_spec`), so the rules below are written once:
   adds failed is closed through recovery instead.
 - Recover and close: the row goes IN_RECOVERY, the bookies fence the ledger (its old writer can
   add no more) and find its last entry, its bytes are counted by reading it, and the row becomes
-  CLOSED. On a ledger that is already CLOSED it only returns the row.
+  CLOSED. On a ledger that is already CLOSED it only returns the row. The bookies recovery puts
+  in place of unreachable ones stay in memory until that closing compare-and-set, which records
+  them with the CLOSED state (BookKeeper's `closeRecovered`): a recovery that fails leaves the
+  row as it found it, so no later recovery asks a replacement that never held the entries.
 - Delete: the metadata is the truth, so it must never point at bookie data that is gone. The
   row is first marked DELETING (from then on nothing reads the ledger), then the bookies delete
   the entries, then the row is deleted. A crash after the mark leaves a DELETING row and maybe
@@ -38,7 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
@@ -50,6 +53,7 @@ from bookie.ledger_metadata import (
     LedgerMetadataStore,
     LedgerState,
     NotFoundError,
+    recorded_instances,
 )
 from bookie.registry import BookieCookie, NotEnoughBookiesError
 from bookie.types import LedgerSpec, Segment, normalize_history
@@ -129,6 +133,33 @@ class LedgerPlacement(Protocol):
         ...
 
 
+def with_segment(
+    meta: LedgerMetadata,
+    first_entry_id: int,
+    new_bookies: Sequence[str],
+    entered: Mapping[str, str | None] | None = None,
+) -> LedgerMetadata:
+    """`meta` with a new last segment from `first_entry_id` (replacing a last segment that starts
+    there: none of its entries was acknowledged); ValueError for one before the last segment.
+    The bookies kept from the last segment keep their recorded instance ids; `entered` gives
+    those of the new ones."""
+    history = meta.history()
+    if first_entry_id < history[-1][0]:
+        raise ValueError(
+            f"ledger {meta.ledger_id}: new segment at entry {first_entry_id} is before the last "
+            f"one at {history[-1][0]}"
+        )
+    kept = tuple(s for s in history if s[0] < first_entry_id)
+    segments = (*kept, (first_entry_id, tuple(new_bookies)))
+    ensemble = meta.ensemble if kept else tuple(new_bookies)
+    carried = meta.segment_instances(history[-1][0])
+    known = {b: (entered or {}).get(b, carried.get(b)) for b in new_bookies}
+    instances = recorded_instances(meta.instances, first_entry_id, known)
+    return replace(
+        meta, ensemble=ensemble, ensembles=normalize_history(ensemble, segments), instances=instances
+    )
+
+
 def ledger_spec(placement: LedgerPlacement) -> LedgerSpec:
     """The one conversion from ledger metadata to what the ledger client needs."""
     return LedgerSpec(
@@ -201,25 +232,11 @@ class _BookieReplacer:
     ) -> tuple[str, ...]:
         exclude = set(ensemble) | set(failed)
         new = await call_blocking(self._manager.replaced, ensemble, failed, exclude)
-        meta = await self._manager.change_ensemble(self._ledger_id, first_entry_id, new)
+        entered = await self._manager.instances(b for b in new if b not in ensemble)
+        meta = await self._manager.change_ensemble(self._ledger_id, first_entry_id, new, entered)
         if self.handle is not None:
             self.handle.metadata = meta
         return new
-
-
-def with_segment(meta: LedgerMetadata, first_entry_id: int, new_bookies: Sequence[str]) -> LedgerMetadata:
-    """`meta` with a new last segment: `new_bookies` from `first_entry_id` on (a last segment
-    starting at the same entry is replaced); ValueError for a segment before the last one."""
-    history = meta.history()
-    if first_entry_id < history[-1][0]:
-        raise ValueError(
-            f"ledger {meta.ledger_id}: new segment at entry {first_entry_id} is before the last "
-            f"one at {history[-1][0]}"
-        )
-    kept = tuple(s for s in history if s[0] < first_entry_id)
-    segments = (*kept, (first_entry_id, tuple(new_bookies)))
-    ensemble = meta.ensemble if kept else tuple(new_bookies)
-    return replace(meta, ensemble=ensemble, ensembles=normalize_history(ensemble, segments))
 
 
 class LedgerManager:
@@ -262,8 +279,9 @@ class LedgerManager:
         LedgerSpec(0, tuple(f"b{i}" for i in range(size)), write_quorum, ack_quorum)  # bad quorums: no row
         if ensemble is None:
             ensemble = await call_blocking(self.placement.choose_ensemble, ensemble_size)
+        instances = recorded_instances((), 0, await self.instances(ensemble))
         meta = await call_blocking(
-            self._store.create_ledger, tuple(ensemble), write_quorum, ack_quorum, self._clock()
+            self._store.create_ledger, tuple(ensemble), write_quorum, ack_quorum, self._clock(), instances
         )
         replacer = _BookieReplacer(self, meta.ledger_id)
         try:
@@ -356,8 +374,10 @@ class LedgerManager:
         fresh = await call_blocking(self._formatted_since, meta)
         failed: set[str] = set()  # every bookie that could not take a copy in this recovery
         for attempt in range(MAX_RECOVERY_CHANGES + 1):
+            # Only the instances that entered the last segment can say an entry past it is absent.
+            instances = meta.segment_instances(meta.history()[-1][0])
             try:
-                return meta, await self._client.recover(ledger_spec(meta), frozenset(fresh))
+                return meta, await self._client.recover(ledger_spec(meta), frozenset(fresh), instances)
             except ShortOfQuorumError as short:
                 if not short.unreachable or attempt == MAX_RECOVERY_CHANGES:
                     raise
@@ -378,8 +398,19 @@ class LedgerManager:
                     ",".join(added),
                 )
                 fresh.update(added)
-                meta = with_segment(meta, short.entry_id, new)
+                # Kept in memory until the closing compare-and-set, as BookKeeper's recovery
+                # keeps `newEnsemblesFromRecovery`: a recovery that fails must leave nothing a
+                # later one would read. A replacement recorded now would be believed by the next
+                # recovery, whose "not there" from it would close the ledger short of an
+                # acknowledged entry held by the bookie it replaced.
+                meta = with_segment(meta, short.entry_id, new, await self.instances(added))
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def instances(self, bookies: Iterable[str]) -> dict[str, str | None]:
+        """The instance id of each bookie now (None where unknown), to record in its segment."""
+        bookies = list(bookies)
+        found = await asyncio.gather(*(self._client.bookie_instance(b) for b in bookies))
+        return dict(zip(bookies, found, strict=True))
 
     def _formatted_since(self, meta: LedgerMetadata) -> set[str]:
         """The ledger's bookies formatted as new instances after it was made: their "no such
@@ -405,7 +436,11 @@ class LedgerManager:
         return tuple(chosen.pop(0) if b in failed else b for b in ensemble)
 
     async def change_ensemble(
-        self, ledger_id: int, first_entry_id: int, new_bookies: Sequence[str]
+        self,
+        ledger_id: int,
+        first_entry_id: int,
+        new_bookies: Sequence[str],
+        entered: Mapping[str, str | None] | None = None,
     ) -> LedgerMetadata:
         """Record a new last segment of an OPEN ledger: `new_bookies` from `first_entry_id` on.
 
@@ -413,20 +448,26 @@ class LedgerManager:
         of the new segment. A last segment starting at the same entry is replaced (none of its
         entries was acknowledged). Raises FencedError when the ledger is no longer OPEN (someone
         recovered it: the writer must stop), ValueError for a segment that does not fit.
+        `entered`: the instance ids of the bookies new to the ensemble (the others keep theirs).
         """
 
-        return await self._record_segment(ledger_id, first_entry_id, new_bookies, LedgerState.OPEN)
+        return await self._record_segment(ledger_id, first_entry_id, new_bookies, LedgerState.OPEN, entered)
 
     async def _record_segment(
-        self, ledger_id: int, first_entry_id: int, new_bookies: Sequence[str], state: LedgerState
+        self,
+        ledger_id: int,
+        first_entry_id: int,
+        new_bookies: Sequence[str],
+        state: LedgerState,
+        entered: Mapping[str, str | None] | None = None,
     ) -> LedgerMetadata:
         """The new last segment, by compare-and-set while the ledger is in `state` (OPEN for its
-        writer, IN_RECOVERY for recovery); FencedError in any other state."""
+        writer; recovery keeps its segments in memory); FencedError in any other state."""
 
         def change(meta: LedgerMetadata) -> LedgerMetadata:
             if meta.state != state:
                 raise FencedError(ledger_id)
-            return with_segment(meta, first_entry_id, new_bookies)
+            return with_segment(meta, first_entry_id, new_bookies, entered)
 
         recorded = await self._update_with_retry(ledger_id, change)
         COUNTERS.ensemble_changes += 1
@@ -452,7 +493,11 @@ class LedgerManager:
                 raise ValueError(f"ledger {ledger_id}: {new} is already in segment {first_entry_id}")
             history[index] = (first_entry_id, tuple(new if b == old else b for b in bookies))
             ensemble = history[0][1]
-            return replace(meta, ensemble=ensemble, ensembles=normalize_history(ensemble, history))
+            # `old`'s instance goes with it; `new`'s copy is not recorded (judged as before).
+            instances = tuple(x for x in meta.instances if x[:2] != (first_entry_id, old))
+            return replace(
+                meta, ensemble=ensemble, ensembles=normalize_history(ensemble, history), instances=instances
+            )
 
         return await self._update_with_retry(ledger_id, swap)
 

@@ -7,6 +7,7 @@ contract tests in tests/bookie/test_client_contract.py run against both.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 from bookie.api import EnsembleChanger
 from bookie.errors import BookieError, ErrorCode, FencedError, NoSuchEntryError, NoSuchLedgerError
@@ -93,7 +94,12 @@ class InMemoryLedgerClient:
     async def read_last_add_confirmed(self, spec: LedgerSpec) -> int:
         return self._get(spec).lac
 
-    async def recover(self, spec: LedgerSpec, fresh: frozenset[str] = frozenset()) -> int:
+    async def recover(
+        self,
+        spec: LedgerSpec,
+        fresh: frozenset[str] = frozenset(),
+        instances: Mapping[str, str] | None = None,
+    ) -> int:
         ledger = self.ledgers.get(spec.ledger_id)
         if ledger is None:
             # BookKeeper treats a ledger no bookie has seen as empty.
@@ -103,6 +109,9 @@ class InMemoryLedgerClient:
 
     async def delete_ledger(self, spec: LedgerSpec) -> None:
         self.ledgers.pop(spec.ledger_id, None)
+
+    async def bookie_instance(self, address: str) -> str | None:
+        return None  # no bookies here
 
     async def healthy(self) -> bool:
         return True

@@ -22,6 +22,7 @@ Request bodies (i64 ids, -1 meaning "none"):
     DELETE_LEDGER  ledger u64
     LAST_ENTRY     ledger u64
     STATS          (empty)
+    INSTANCE       (empty)
     AUTH           step u8 | 32 bytes: HELLO (1) | client nonce, then PROOF (2) | client proof
 
 Reply bodies start with code u16 (bookie.errors.ErrorCode). When code != OK the rest is a UTF-8
@@ -38,6 +39,7 @@ message. When OK:
     READ_LAC, FENCE      last_add_confirmed i64
     LAST_ENTRY           last_entry_id i64 | last_add_confirmed i64
     STATS                JSON object (UTF-8)
+    INSTANCE             instance id (UTF-8; empty when the bookie has none, e.g. in tests)
     AUTH                 HELLO: server nonce (32) | server proof (32); PROOF: nothing
 
 AUTH (`bookie.auth` has the handshake) was added to version 1 without a new version, as the
@@ -47,6 +49,13 @@ successful PROOF with NOT_AUTHENTICATED and closes; one without a secret answers
 BAD_REQUEST ("authentication is off"). Until then frames are at most 4 KiB
 (`bookie.auth.PRE_AUTH_MAX_FRAME_BYTES`), and a client sends nothing but AUTH before the
 PROOF's OK.
+
+INSTANCE was added to version 1 the same way: a bookie without it answers BAD_REQUEST, which a
+client reads as "instance unknown". The instance id is the bookie's cookie (`bookie.cookie`): it
+changes only when the bookie is formatted as new, so every reply on one connection comes from
+that instance. A client asks once per connection, and a "not there" counts as evidence only
+from the instance that was recorded when the bookie entered the ledger's segment (a wiped and
+formatted bookie, or another process under the same id, cannot know what the old one held).
 
 Framing errors (length out of bounds, CRC mismatch) leave the stream unsynchronised: the server
 replies BAD_REQUEST and closes the connection. A well-framed request with an unknown op, a bad
@@ -80,6 +89,7 @@ class Op(IntEnum):
     LAST_ENTRY = 7
     STATS = 8
     AUTH = 9
+    INSTANCE = 10
 
 
 OPS = frozenset(int(op) for op in Op)

@@ -6,6 +6,11 @@ fails (the metadata store unreachable) is logged and tried again at the next tic
 keeps serving, and readers see it as down only if the store stays out of reach past the expiry.
 A clean stop writes a last record with heartbeat 0, so it shows as down at once instead of
 after the expiry.
+
+A heartbeat the store refuses because the bookie id's cookie names another instance (formatted
+as new while this process was paused or cut off) is not retried: this process no longer is that
+bookie, so `replaced` is set and `on_replaced` runs (the bookie process stops and exits). It
+writes no last record: that would show the new instance as down.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from bookie.errors import InstanceReplacedError
 from bookie.registry import BookieDirectory, BookieRecord, BookieState, wall_clock_ms
 from bookie.storage.api import LedgerStorageApi
 
@@ -39,8 +45,11 @@ class BookieRegistration:
         storage: LedgerStorageApi,
         config: RegistrationConfig,
         clock_ms: Callable[[], int] = wall_clock_ms,
+        on_replaced: Callable[[], None] | None = None,
     ) -> None:
         self.directory = directory
+        self.on_replaced = on_replaced
+        self.replaced: InstanceReplacedError | None = None
         self.storage = storage
         self.config = config
         self._clock_ms = clock_ms
@@ -70,6 +79,12 @@ class BookieRegistration:
             await asyncio.sleep(interval_s)
             try:
                 await asyncio.to_thread(self.directory.put_bookie, self.record())
+            except InstanceReplacedError as exc:
+                log.error("bookie %s: stopping: %s", self.config.bookie_id, exc)
+                self.replaced = exc
+                if self.on_replaced is not None:
+                    self.on_replaced()
+                return
             except Exception as exc:  # the store may come back: keep serving, try next tick
                 self.failures += 1
                 log.warning("bookie %s: heartbeat failed: %s", self.config.bookie_id, exc)
@@ -81,6 +96,8 @@ class BookieRegistration:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self._task = None
+        if self.replaced is not None:
+            return
         try:
             await asyncio.to_thread(self.directory.put_bookie, replace(self.record(), heartbeat_ms=0))
         except Exception as exc:  # readers will see it down after the expiry instead

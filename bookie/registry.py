@@ -103,8 +103,11 @@ class BookieDirectory(Protocol):
     """The metadata store's bookie methods (SQL and in-memory stores both implement them)."""
 
     def put_bookie(self, record: BookieRecord) -> None:
-        """Register or renew a bookie (last writer wins: one process per bookie id). A stored
-        DECOMMISSIONING or DECOMMISSIONED state is kept: only `set_bookie_state` changes it."""
+        """Register or renew a bookie. A stored DECOMMISSIONING or DECOMMISSIONED state is kept:
+        only `set_bookie_state` changes it. Compare-and-set on the instance: when the store holds
+        a cookie for the bookie id naming another instance, the record is refused with
+        `bookie.errors.InstanceReplacedError` (the id was formatted as a new instance since: the
+        sender is a stale process and must stop), checked in the same transaction as the write."""
         ...
 
     def set_bookie_state(self, bookie_id: str, state: BookieState) -> BookieRecord:

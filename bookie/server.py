@@ -82,6 +82,8 @@ class ServerConfig:
     security: ServerSecurity = field(default_factory=ServerSecurity)
     # A connection that has not authenticated this long after it opened is closed (with a secret).
     auth_timeout_s: float = 10.0
+    # The cookie's instance id, answered to INSTANCE: clients judge this bookie's "not there" by it.
+    instance_id: str = ""
 
 
 class _Connection(asyncio.Protocol):
@@ -308,6 +310,8 @@ class _Connection(asyncio.Protocol):
             last = storage.last_entry_id(ledger_id)
             lac = storage.read_last_add_confirmed(ledger_id)
             return encode_reply(op, request_id, LAST_ENTRY.pack(last, lac))
+        if op == Op.INSTANCE:
+            return encode_reply(op, request_id, self._config.instance_id.encode())
         assert op == Op.STATS, op
         if body:
             raise BookieError(ErrorCode.BAD_REQUEST, "STATS takes no body")

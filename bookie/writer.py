@@ -249,7 +249,9 @@ class BookieLedgerWriter:
     async def _reconnect(self, start: int) -> None:
         """A broken position whose connection was already closed when an add was sent there
         (its bookie restarted while the ledger was idle) keeps its bookie if a new connection
-        opens, as BookKeeper's client reconnects a closed channel on the next request. Adds that
+        opens, as BookKeeper's client reconnects a closed channel on the next request, but only
+        if the same instance answers: one formatted as new since (or another process under its
+        id) holds none of the entries it acknowledged, so it is replaced instead. Adds that
         were in flight when a connection broke, or that timed out, get the bookie replaced, as
         in BookKeeper. The adds from `start` are sent again; a bookie stores each entry once."""
         assert self._connect is not None
@@ -257,9 +259,20 @@ class BookieLedgerWriter:
             old = self._slots[index]
             if old.conn is None or not old.reconnect:
                 continue
+            was = old.conn.known_instance  # None: never asked (judged as before instance ids)
             try:
                 conn = await self._connect(old.address)
+                instance = was if was is None else await conn.instance()
             except BookieError:
+                continue
+            if instance != was:
+                log.warning(
+                    "ledger %d: bookie %s is another instance now (%s, was %s); replacing it",
+                    self._ledger_id,
+                    old.address,
+                    instance,
+                    was,
+                )
                 continue
             log.info("ledger %d: bookie %s reconnected; keeping it", self._ledger_id, old.address)
             old.retired = True

@@ -10,9 +10,11 @@ Prometheus metrics are served on that port of the listen host at `/metrics`
 (`app/process_metrics.py`; for a super-user's token only with QUIRE_METRICS_REQUIRE_TOKEN). The
 bookie port asks clients for the cluster secret and speaks TLS as the settings say
 (`bookie.auth`); the start-up line says which. SIGTERM or SIGINT: stop heartbeating (recorded as down),
-stop accepting, let requests in flight finish (bounded), close the engine, exit 0. Runs on
-uvloop when installed. A journal damaged before intact records (not a torn tail,
-`bookie.storage.recovery`) or a data dir in use stops the start with one line and exit 1.
+stop accepting, let requests in flight finish (bounded), close the engine, exit 0. A heartbeat
+refused because the bookie id was formatted as another instance stops it the same way (without
+recording it down: that is the other instance now) and exits 1. Runs on uvloop when installed.
+A journal damaged before intact records (not a torn tail, `bookie.storage.recovery`) or a data
+dir in use stops the start with one line and exit 1.
 """
 
 from __future__ import annotations
@@ -124,7 +126,8 @@ async def _serve_storage(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    config = server_config(settings)
+    registration.on_replaced = stop.set
+    config = dataclasses.replace(server_config(settings), instance_id=registration.config.instance_id)
     # Ports before the journal's replay: a taken one is one line and exit 2 at once.
     port = bind_tcp(
         config.host, config.port, process="bookie", what="the bookie protocol",
@@ -167,6 +170,8 @@ async def _serve_storage(
 
         await stop_metrics(metrics)
     await storage.close()
+    if registration.replaced is not None:
+        raise SystemExit(f"quire bookie: stopped: {registration.replaced}")
     log.info("bookie stopped")
 
 

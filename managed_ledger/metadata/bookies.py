@@ -1,11 +1,14 @@
 """The metadata stores' bookie methods (`bookie.registry.BookieDirectory`): registrations and
 cookies, for the SQL store and the in-memory one, mixed into each store class.
 
-Registrations are last-writer-wins upserts (only the bookie itself renews its row), except that
-a stored DECOMMISSIONING or DECOMMISSIONED state survives heartbeats: an operator (or the
-auditor, once the bookie is drained) set it through `set_bookie_state`, the only way to change
-it. Cookies follow the put_* rule of the other records: version 0 creates, version v replaces
-version v, anything else is a stale version.
+Registrations are upserts by the bookie itself, compared against its cookie: a record whose
+instance id is not the one the stored cookie names is refused (`InstanceReplacedError`), so a
+second process under one bookie id (a paused one resuming after the id was formatted anew) can
+neither heartbeat nor flip the row's instance, and stops. A stored DECOMMISSIONING or
+DECOMMISSIONED state survives heartbeats: an operator (or the auditor, once the bookie is
+drained) set it through `set_bookie_state`, the only way to change it. Cookies follow the put_*
+rule of the other records: version 0 creates, version v replaces version v, anything else is a
+stale version.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any, cast
 
 from sqlalchemy import Table, insert, select, update
 
+from bookie.errors import InstanceReplacedError
 from bookie.registry import OPERATOR_STATES, STORED_STATES, BookieCookie, BookieRecord, BookieState
 from managed_ledger.metadata.api import BadVersionError, NotFoundError
 from managed_ledger.metadata.engine import Transactional
@@ -31,6 +35,15 @@ def _checked(record: BookieRecord) -> BookieRecord:
     if record.state not in STORED_STATES:
         raise ValueError(f"bookie state {record.state} is not stored (down means: heartbeat expired)")
     return record
+
+
+def _same_instance(record: BookieRecord, cookie_instance: str | None) -> None:
+    """Refuse a registration from another instance than the stored cookie's (module docstring)."""
+    if cookie_instance is not None and cookie_instance != record.instance_id:
+        raise InstanceReplacedError(
+            f"bookie {record.bookie_id} is now instance {cookie_instance} (formatted as new); "
+            f"instance {record.instance_id} may no longer register under its id"
+        )
 
 
 def _kept_state(stored: BookieState | None, reported: BookieState) -> BookieState:
@@ -64,6 +77,10 @@ class SqlBookieMethods:
     def put_bookie(self: Transactional, record: BookieRecord) -> None:
         new = _checked(record)
         with self._write() as conn:
+            cookie = conn.execute(
+                select(COOKIES.c.instance_id).where(COOKIES.c.bookie_id == new.bookie_id)
+            ).scalar()
+            _same_instance(new, cookie)
             stored = conn.execute(
                 select(BOOKIES.c.state).where(BOOKIES.c.bookie_id == new.bookie_id)
             ).scalar()
@@ -131,6 +148,8 @@ class InMemoryBookieMethods:
     def put_bookie(self, record: BookieRecord) -> None:
         new = _checked(record)
         with self._bookie_lock:
+            cookie = self._cookies.get(new.bookie_id)
+            _same_instance(new, None if cookie is None else cookie.instance_id)
             stored = self._bookies.get(new.bookie_id)
             state = _kept_state(None if stored is None else stored.state, new.state)
             self._bookies[new.bookie_id] = replace(new, state=state)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from bookie.ledger_metadata import SegmentInstance
 from managed_ledger.metadata import records
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
@@ -80,7 +81,12 @@ class InMemoryMetadataStore(
 
     # --- ledgers ---------------------------------------------------------------------------
     def create_ledger(
-        self, ensemble: tuple[str, ...], write_quorum: int, ack_quorum: int, created_ms: int
+        self,
+        ensemble: tuple[str, ...],
+        write_quorum: int,
+        ack_quorum: int,
+        created_ms: int,
+        instances: tuple[SegmentInstance, ...] = (),
     ) -> LedgerMetadata:
         with self._lock:
             ledger = records.ledger(
@@ -92,6 +98,7 @@ class InMemoryMetadataStore(
                     state=LedgerState.OPEN,
                     created_ms=created_ms,
                     version=1,
+                    instances=instances,
                 )
             )
             self._next_ledger_id += 1

@@ -8,8 +8,10 @@ Tables (every table a caller updates has `version`, the compare-and-set token):
 - ledgers: id from a sequence (PostgreSQL SEQUENCE `ledger_id_seq`, SQLite AUTOINCREMENT, so
   an id is never handed out twice, even after a delete), ensemble JSON list (the first one),
   ensembles JSON list of [first_entry_id, [bookie, ...]] (the history; NULL in rows older than
-  revision 0005 means the first ensemble from entry 0), quorums, state, last_entry_id,
-  length_bytes, created/closed ms.
+  revision 0005 means the first ensemble from entry 0), instances JSON list of [first_entry_id,
+  bookie, instance_id] (each bookie's cookie instance when it entered that segment; NULL in rows
+  older than revision 0011: none known), quorums, state, last_entry_id, length_bytes,
+  created/closed ms.
 - managed_ledgers: name, ordered ledger id list (JSON), properties (JSON).
 - cursors: (managed_ledger, name), mark-delete position, individually deleted ranges (JSON list of
   [[l, e], [l, e]]), properties (JSON); dedup_snapshots: managed_ledger, position, sequences
@@ -76,6 +78,7 @@ class LedgerRow(Base):
     closed_ms: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
     ensembles: Mapped[Any] = mapped_column(JSONType, nullable=True)
+    instances: Mapped[Any] = mapped_column(JSONType, nullable=True)
 
 
 class ManagedLedgerRow(Base):

@@ -93,6 +93,7 @@ def ledger(rec: LedgerMetadata) -> LedgerMetadata:
         ensemble=ensemble,
         ensembles=normalize_history(ensemble, rec.ensembles),
         state=LedgerState(rec.state),
+        instances=tuple(sorted((int(f), str(b), str(i)) for f, b, i in rec.instances)),
     )
 
 

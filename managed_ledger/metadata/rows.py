@@ -71,6 +71,7 @@ def ledger_values(rec: LedgerMetadata) -> dict[str, Any]:
     return {
         "ensemble": list(rec.ensemble),
         "ensembles": [[first, list(bookies)] for first, bookies in rec.history()],
+        "instances": [[first, bookie, instance] for first, bookie, instance in rec.instances] or None,
         "write_quorum": rec.write_quorum,
         "ack_quorum": rec.ack_quorum,
         "state": rec.state.value,
@@ -96,6 +97,8 @@ def ledger_from_row(row: Row) -> LedgerMetadata:
             version=row["version"],
             # NULL in rows written before revision 0005: the first ensemble from entry 0.
             ensembles=tuple((int(f), tuple(b)) for f, b in row["ensembles"] or ()),
+            # NULL in rows written before revision 0011: no instance known, judged as before.
+            instances=tuple((int(f), str(b), str(i)) for f, b, i in row["instances"] or ()),
         )
     )
 

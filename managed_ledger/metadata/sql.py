@@ -26,6 +26,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.sql.elements import ColumnElement
 
+from bookie.ledger_metadata import SegmentInstance
 from managed_ledger.metadata import records, rows, schema
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
@@ -139,11 +140,22 @@ class SqlMetadataStore(SqlBookieMethods, SqlRecoveryMethods, SqlOwnershipMethods
 
     # --- ledgers ---------------------------------------------------------------------------
     def create_ledger(
-        self, ensemble: tuple[str, ...], write_quorum: int, ack_quorum: int, created_ms: int
+        self,
+        ensemble: tuple[str, ...],
+        write_quorum: int,
+        ack_quorum: int,
+        created_ms: int,
+        instances: tuple[SegmentInstance, ...] = (),
     ) -> LedgerMetadata:
         draft = records.ledger(
             LedgerMetadata(
-                0, tuple(ensemble), write_quorum, ack_quorum, LedgerState.OPEN, created_ms=created_ms
+                0,
+                tuple(ensemble),
+                write_quorum,
+                ack_quorum,
+                LedgerState.OPEN,
+                created_ms=created_ms,
+                instances=instances,
             )
         )
         values = rows.ledger_values(draft)

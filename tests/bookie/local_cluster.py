@@ -5,10 +5,15 @@ a kill) or the real engine on a directory of its own (a restart finds what was j
 `kill` drops every connection at once, as a process killed with -9 does; `pause` stops reading
 requests (the bookie hangs, as under SIGSTOP: requests already read still finish); `resume`
 reads again.
+
+Each bookie answers with an instance id, as a real one answers with its cookie's: it stays the
+same across restarts and changes when the storage is wiped (`storage = None` before `start`,
+with `MemoryStorage`), as `quire bookie --format` gives a wiped disk a new instance.
 """
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 from bookie.server import BookieServer, ServerConfig
@@ -26,6 +31,7 @@ class LocalBookie:
         self.server: BookieServer | None = None
         self.storage: LedgerStorageApi | None = None
         self.paused = False
+        self.instance_id = str(uuid.uuid4())
 
     @property
     def address(self) -> str:
@@ -37,13 +43,16 @@ class LocalBookie:
 
     async def start(self) -> LocalBookie:
         if self.data_dir is None:
-            self.storage = MemoryStorage() if self.storage is None else self.storage
+            if self.storage is None:
+                self.storage = MemoryStorage()
+                self.instance_id = str(uuid.uuid4())  # wiped (or new): a new instance
         else:
             config = StorageConfig(self.data_dir, disk_check_interval_s=3600, gc_interval_s=3600)
             engine = LedgerStorage(config, disk_usage=lambda _path: 0.1)
             await engine.start()
             self.storage = engine
-        self.server = BookieServer(self.storage, ServerConfig(port=self.port, max_requests_in_flight=1_000))
+        config = ServerConfig(port=self.port, max_requests_in_flight=1_000, instance_id=self.instance_id)
+        self.server = BookieServer(self.storage, config)
         await self.server.start()
         self.paused = False
         return self

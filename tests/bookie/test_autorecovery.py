@@ -76,7 +76,10 @@ class Cluster:
     def heartbeat(self) -> None:
         for address in self.bookies:
             if address not in self.dead:
-                self.store.put_bookie(BookieRecord(address, "i", BookieState.WRITABLE, self.clock.now))
+                # As the bookie's own process would: under the instance its cookie names.
+                cookie = self.store.get_bookie_cookie(address)
+                instance = "i" if cookie is None else cookie.instance_id
+                self.store.put_bookie(BookieRecord(address, instance, BookieState.WRITABLE, self.clock.now))
 
     def tick(self, ms: int) -> None:
         self.clock.now += ms

@@ -219,6 +219,27 @@ async def test_an_idle_ledger_whose_bookie_restarted_reconnects_and_keeps_its_en
     assert [restarted.storage.read_entry(handle.ledger_id, i) for i in range(20)] == payloads(20)
 
 
+async def test_an_idle_ledger_whose_bookie_came_back_as_another_instance_replaces_it(
+    cluster: Cluster,
+) -> None:
+    # As above, but the bookie came back wiped and formatted (a new instance, same address): it
+    # holds none of the entries it acknowledged, so keeping it would leave entries 0..9 on two
+    # bookies of a 3/3/3 ledger while the metadata says three. The spare takes its place.
+    ensemble = [b.address for b in cluster.bookies[:3]]
+    handle = await cluster.manager.create(3, 3, 3, ensemble=ensemble)
+    assert await add_all(handle.add_entry, 10) == list(range(10))
+    wiped = cluster.bookies[1]
+    await wiped.kill()
+    wiped.storage = None  # wiped and formatted: a new instance under the same address
+    await wiped.start()
+    assert await add_all(handle.add_entry, 10, start=10) == list(range(10, 20))
+    history = cluster.store.get_ledger(handle.ledger_id).history()
+    assert len(history) == 2 and wiped.address not in history[-1][1], history
+    assert cluster.store.get_ledger(handle.ledger_id).segment_instances(history[-1][0]) == {
+        b.address: b.instance_id for b in cluster.bookies if b.address in history[-1][1]
+    }
+
+
 async def test_a_read_that_one_replica_lacks_and_another_cannot_answer_is_retriable(
     cluster: Cluster,
 ) -> None:

@@ -4,7 +4,10 @@ disk was wiped refuses to start until `--format` registers it as a new instance.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -116,3 +119,49 @@ def test_wiped_disk_is_refused_until_formatted(
         )
     finally:
         assert formatted.stop() == 0
+
+
+def test_a_paused_bookie_whose_id_was_formatted_elsewhere_stops_when_it_resumes(
+    tmp_path: Path, database_url: str, store: SqlMetadataStore
+) -> None:
+    """Two processes under one bookie id (review 2026-11-28, finding 9): A is paused past its
+    heartbeat timeout, orchestration starts B with `--format` under A's id on another disk and
+    port. When A resumes, its heartbeats are refused (the cookie names B's instance) and A
+    stops, exit 1, without marking the id down; the row keeps B's instance throughout."""
+    a = _bookie(tmp_path, database_url).start()
+    first = store.get_bookie_cookie(a.address)
+    assert first is not None and a.process is not None and a.process.proc is not None
+    os.killpg(a.process.proc.pid, signal.SIGSTOP)
+    b = QuireProcess(
+        ["bookie", "--data-dir", str(tmp_path / "b"), "--port", str(free_port()), "--format"],
+        {
+            "QUIRE_BOOKIE_HOST": "127.0.0.1",
+            "QUIRE_BOOKIE_ADVERTISED_ADDRESS": a.address,
+            "QUIRE_DATABASE_URL": database_url,
+            **HEARTBEAT_ENV,
+        },
+        tmp_path / "b.log",
+    ).start()
+    try:
+        second = None
+
+        def formatted() -> bool:
+            nonlocal second
+            second = store.get_bookie_cookie(a.address)
+            return (second is not None and second.instance_id != first.instance_id) or not b.alive()
+
+        wait_until(formatted, START_TIMEOUT_S, "the second instance's cookie")
+        assert b.alive() and second is not None, b.log()[-3000:]
+        wait_until(lambda: store.list_bookies()[0].instance_id == second.instance_id, 30, "B registered")
+        os.killpg(a.process.proc.pid, signal.SIGCONT)
+        wait_until(lambda: not a.alive(), 30, "A to stop")
+        assert a.stop() == 1
+        assert "formatted as new" in a.log(), a.log()[-3000:]
+        (row,) = store.list_bookies()
+        assert row.instance_id == second.instance_id and row.heartbeat_ms > 0  # A did not mark it down
+        assert b.alive()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(a.process.proc.pid, signal.SIGCONT)
+        a.stop()
+        assert b.stop() == 0

@@ -54,10 +54,12 @@ class FlakyClient(InMemoryLedgerClient):
             raise BookieError(ErrorCode.UNAVAILABLE, "bookie down")
         return _LosingWriter(self, await super().create_ledger(spec, on_ensemble_change))
 
-    async def recover(self, spec: LedgerSpec, fresh: frozenset[str] = frozenset()) -> int:
+    async def recover(
+        self, spec: LedgerSpec, fresh: frozenset[str] = frozenset(), instances: Any = None
+    ) -> int:
         if self.fail_recover:
             raise BookieError(ErrorCode.UNAVAILABLE, "bookie down")
-        return await super().recover(spec, fresh)
+        return await super().recover(spec, fresh, instances)
 
 
 class _LosingWriter:
