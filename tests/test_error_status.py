@@ -62,6 +62,9 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "bookie.errors.FencedError": ((7,), 500, _500),
     "bookie.errors.ReadOnlyError": ((), 503, _STORAGE),
     "bookie.errors.ShortOfQuorumError": ((7, 3, 1, ("b:1",)), 503, _STORAGE),
+    # a bookie's own start and registration, never an answer over HTTP; pinned all the same
+    "bookie.errors.JournalDamagedError": (("00000001-0000.log", 100, 200), 500, _500),
+    "bookie.errors.InstanceReplacedError": (("another instance",), 409, "Bookie instance replaced"),
     "bookie.registry.NotEnoughBookiesError": (("2 of 3",), 503, "Not enough bookies"),
     "bookie.cookie.CookieMismatchError": (("wiped",), 409, "Bookie cookie mismatch"),
     # auto-recovery's own signals; they stay in the recovery worker, never reach HTTP

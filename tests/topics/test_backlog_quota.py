@@ -208,7 +208,9 @@ async def test_the_periodic_check_evicts_by_size_and_by_age(svc: TopicService, e
         ("storage", {"limitSize": 10, "policy": "producer_exception"}),
         ("destination_storage", {"policy": "producer_exception"}),
         ("destination_storage", {"limitTime": 10, "policy": "producer_exception"}),
-        ("message_age", {"limitSize": 10, "policy": "producer_exception"}),
+        # 0: no time limit (Pulsar's), so this message_age quota has none; the one in effect's
+        # limitTime does not stand in for it once the body says 0
+        ("message_age", {"limitSize": 10, "limitTime": 0, "policy": "producer_exception"}),
         ("destination_storage", {"limitSize": 10, "policy": "producer_exception", "limit": 3}),
         ("destination_storage", {"limitSize": True, "policy": "producer_exception"}),
         ("destination_storage", [10]),
