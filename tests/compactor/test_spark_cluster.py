@@ -119,6 +119,7 @@ def _compact_on_cluster(
         for i in range(40):
             await topic.append([Message(value=b"v%d" % i, key=f"k{(i * 7 + j) % 13}") for j in range(5)])
         await topic.append([Message(value=b"", key="k0")])
+        await topic.close_ledger()  # as the owner does when it requests a run (a run plans to the LAC)
         await client.close()
         return topic
 
