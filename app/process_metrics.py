@@ -241,8 +241,8 @@ def serve_metrics(
     host: str,
     port: int,
     process: str,
-    auth: MetricsAuth | None = None,
-    setting: str = "its metrics port",
+    auth: MetricsAuth | None,
+    setting: str,
 ) -> WSGIServer:
     """Serve `collector` alone at http://host:port/metrics (asking for a token with `auth`), from
     a daemon thread; one line naming `setting` and exit 2 when it cannot listen there

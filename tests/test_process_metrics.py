@@ -145,7 +145,12 @@ async def test_a_metrics_port_with_auth_asks_for_a_token_as_the_brokers_metrics_
     auth = MetricsAuth(TokenVerifier(VerificationKey(KEY, ("HS256",))), authorization, frozenset({"root"}))
     port = free_port()
     server = serve_metrics(
-        CompactorCollector(asyncio.get_running_loop(), CompactionStats()), "127.0.0.1", port, "test", auth
+        CompactorCollector(asyncio.get_running_loop(), CompactionStats()),
+        "127.0.0.1",
+        port,
+        "test",
+        auth,
+        "PORT",
     )
     url = f"http://127.0.0.1:{port}/metrics"
     try:

@@ -186,7 +186,7 @@ class Load:
             ]
             self.history.sent.extend(batch)
             if fickle:
-                if not await self._send_once(topic, name, batch):
+                if not await self._send_once(topic, name, batch, self.config.fickle_deadline_s):
                     for m in batch:
                         m.abandoned = True
             else:
@@ -200,7 +200,7 @@ class Load:
                 return
             await asyncio.sleep(1.0)
 
-    async def _send_once(self, topic: str, name: str, batch: list[Sent], deadline_s: float = 0.0) -> bool:
+    async def _send_once(self, topic: str, name: str, batch: list[Sent], deadline_s: float) -> bool:
         """One request (the client follows redirects and retries 503s and dead brokers until the
         deadline); True when answered 200, and the batch then holds its answers."""
         messages = []
@@ -219,7 +219,7 @@ class Load:
         try:
             r = await self.call(
                 "POST", f"{data_path(topic)}/messages", topic, json=body, observe=observe,
-                deadline_s=deadline_s or self.config.fickle_deadline_s,
+                deadline_s=deadline_s,
             )  # fmt: skip
         except Unavailable:
             return False
