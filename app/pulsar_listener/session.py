@@ -2,7 +2,8 @@
 
 CONNECT answers CONNECTED with protocol version min(client's, 20) -- 20 is what pulsar-client
 3.13 (C++ 4.2) sends and the newest this listener's commands follow -- and the largest message
-taken. LOOKUP answers this broker, authoritative: with several brokers the client then connects
+taken. PARTITIONED_METADATA answers 0 partitions for every topic (see there). LOOKUP answers this
+broker, authoritative: with several brokers the client then connects
 here, and a topic owned by another broker is refused with ServiceNotReady (the client looks up
 again); redirecting to the owner's Pulsar address needs it in the broker registry (not yet).
 """
@@ -95,7 +96,11 @@ class Session:
         try:
             topic = quire_topic(request.topic)
             await self.access.check(conn, topic, Need.LOOKUP)
-            reply.partitions = await partitions_of(self.topics, topic)
+            await partitions_of(self.topics, topic)  # TopicNotFound when its namespace does not exist
+            # Always 0: Quire's topics service serves a partitioned topic as a whole (it routes by
+            # key itself) and refuses its partitions by name, so the client must use the base
+            # name. Answering the count needs the partitions addressable (docs/pulsar.md).
+            reply.partitions = 0
             reply.response = reply.Success  # set explicitly: the client tests has_response()
         except Exception as exc:
             reply.response = reply.Failed
