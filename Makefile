@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-compaction bench-kafka bench-kafka-wire soak chaos chaos-fuzz client openapi clean
+.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-compaction bench-kafka bench-kafka-wire pulsar-proto soak chaos chaos-fuzz client openapi clean
 
 setup: $(STAMP)
 
@@ -91,6 +91,12 @@ chaos-fuzz: setup
 CHAOS_S ?= 180
 chaos: setup
 	$(PY) -m bench.chaos --seconds $(CHAOS_S)
+
+# The Pulsar listener's codec: pulsar_api.proto compiled by the protoc inside grpcio-tools (pinned in
+# pyproject's dev extras), with mypy-protobuf's stub; both generated files are committed.
+PULSAR_PROTO := app/pulsar_listener/proto
+pulsar-proto: setup
+	$(PY) -m grpc_tools.protoc --proto_path=$(PULSAR_PROTO) --python_out=$(PULSAR_PROTO) --plugin=protoc-gen-mypy=$(BIN)/protoc-gen-mypy --mypy_out=$(PULSAR_PROTO) $(PULSAR_PROTO)/pulsar_api.proto
 
 openapi: setup
 	$(PY) -m app.openapi_export openapi.json

@@ -18,6 +18,7 @@ import pytest
 # test turns one on with a free port: the default 9092 would clash between brokers of one test,
 # between tests, and with a Quire the developer runs.
 os.environ["QUIRE_KAFKA_PORT"] = "0"
+os.environ["QUIRE_PULSAR_PORT"] = "0"  # the Pulsar listener's 6650 likewise
 # Likewise the bookie port's door: the bookies tests start and the clients they build are open
 # unless a test gives both sides a secret or TLS files; one set in the developer's environment
 # would lock every other test's client out.

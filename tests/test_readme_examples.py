@@ -54,6 +54,7 @@ EXERCISED = {
     "Q=http://127.0.0.1:8080": "test_first_session_admin_cli_python_and_kafka",
     "quire admin topics list public/default": "test_first_session_admin_cli_python_and_kafka",
     "from quire_client import Client": "test_first_session_admin_cli_python_and_kafka",
+    "import pulsar": "test_first_session_admin_cli_python_and_kafka",
     "quire standalone --bookies 4": "test_replicated_ledgers_survive_a_killed_bookie",
     "# produce two keyed records with kcat": "test_first_session_admin_cli_python_and_kafka",
     "# an empty PostgreSQL database first": "test_several_brokers_on_one_machine",
@@ -106,7 +107,9 @@ def free_ports(*wanted: int) -> dict[int, int]:
 
 def env(**extra: str) -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("QUIRE_")}
-    return {**base, "PATH": f"{BIN}:{base.get('PATH', '')}", "QUIRE_HOST": "127.0.0.1", **extra}
+    # No Pulsar listener on 6650 unless a test gives it a free port (--pulsar-port).
+    pulsar_off = {"QUIRE_PULSAR_PORT": "0"}
+    return {**base, "PATH": f"{BIN}:{base.get('PATH', '')}", "QUIRE_HOST": "127.0.0.1", **pulsar_off, **extra}
 
 
 @contextlib.contextmanager
@@ -166,10 +169,11 @@ def _ready(port: int) -> bool:
 def test_first_session_admin_cli_python_and_kafka(tmp_path: Path) -> None:
     """`make run` (a fresh standalone), then the curl session, the admin CLI, the Python client
     and kcat, in the README's order, on one standalone."""
-    ports = free_ports(8080, 9092, 3181, 8000, 8001)
+    ports = free_ports(8080, 9092, 3181, 8000, 8001, 6650)
     standalone = QuireProcess(
         ["standalone", "--data-dir", str(tmp_path / "data"), "--port", str(ports[8080]),
-         "--bookie-port", str(ports[3181]), "--kafka-port", str(ports[9092])],
+         "--bookie-port", str(ports[3181]), "--kafka-port", str(ports[9092]),
+         "--pulsar-port", str(ports[6650])],
         env(QUIRE_BOOKIE_METRICS_PORT=str(ports[8000]), QUIRE_COMPACTOR_METRICS_PORT=str(ports[8001])),
         tmp_path / "standalone.log",
     ).start()  # fmt: skip
@@ -185,6 +189,10 @@ def test_first_session_admin_cli_python_and_kafka(tmp_path: Path) -> None:
         python = moved(_block("from quire_client import Client").text, ports, {})
         done = subprocess.run([sys.executable, "-c", python], capture_output=True, text=True, timeout=60)
         assert done.returncode == 0 and "ProduceResponse(results=[" in done.stdout, done.stdout + done.stderr
+        pulsar = moved(_block("import pulsar").text, ports, {})
+        done = subprocess.run([sys.executable, "-c", pulsar], capture_output=True, text=True, timeout=90)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert_printed(pulsar, done.stdout)
     finally:
         standalone.stop()
 
