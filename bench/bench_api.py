@@ -450,6 +450,7 @@ def quire_stack(tmp: Path, extra_env: dict[str, str] | None = None) -> Iterator[
     port, bookie_port = free_port(), free_port()
     env = {
         "QUIRE_KAFKA_PORT": "0",  # no Kafka listener: bench_auth runs two stacks at once
+        "QUIRE_PULSAR_PORT": "0",
         **(extra_env or {}),
         "QUIRE_DATA_DIR": str(tmp / "quire"),
         "QUIRE_BOOKIES": f'["{HOST}:{bookie_port}"]',

@@ -72,7 +72,7 @@ def drop_schema(base_url: str, schema: str) -> None:
 
 
 def start_bookie(data_dir: Path, port: int, log_path: Path) -> subprocess.Popen[bytes]:
-    env = {"QUIRE_KAFKA_PORT": "0", **os.environ, "QUIRE_BOOKIE_HOST": "127.0.0.1"}
+    env = {"QUIRE_KAFKA_PORT": "0", "QUIRE_PULSAR_PORT": "0", **os.environ, "QUIRE_BOOKIE_HOST": "127.0.0.1"}
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "app.cli", "bookie", "--data-dir", str(data_dir), "--port", str(port)],

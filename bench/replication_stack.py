@@ -99,7 +99,13 @@ class Stack:
                 cwd=REPO,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env={"QUIRE_KAFKA_PORT": "0", **os.environ, **self.env, **(env or {})},
+                env={
+                    "QUIRE_KAFKA_PORT": "0",
+                    "QUIRE_PULSAR_PORT": "0",
+                    **os.environ,
+                    **self.env,
+                    **(env or {}),
+                },
                 start_new_session=True,
             )
         self.procs.append(proc)
