@@ -97,7 +97,7 @@ async def run_campaign(config: CampaignConfig) -> Outcome:
         client = CarefulClient(cluster.urls, random.Random(f"{seed}:client"))
         load = Load(client, history, seed, config.load)
         await load.setup()
-        kafka = KafkaLoad(cluster.kafka_bootstrap, history, seed, config.kafka)
+        kafka = KafkaLoad(cluster.kafka_bootstrap, history, seed, config.kafka, root / "kafka-clients.log")
         await asyncio.to_thread(kafka.setup)
         faults = Faults(cluster, database, history, seed, config.faults)
         for line in history.skipped:

@@ -23,6 +23,7 @@ worker threads.
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -30,6 +31,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
@@ -68,8 +70,21 @@ class KafkaLog:
 
 
 class KafkaLoad:
-    def __init__(self, bootstrap: str, history: History, seed: int, config: KafkaLoadConfig) -> None:
+    def __init__(
+        self, bootstrap: str, history: History, seed: int, config: KafkaLoadConfig, log: Path | None = None
+    ) -> None:
+        """`log`: where the clients' own logs go (the producers' with librdkafka's `eos` debug
+        context: producer ids and epochs acquired, resets, retries), kept with the processes'."""
         self.bootstrap = bootstrap
+        self.logger = logging.getLogger(f"chaos.kafka.{id(self)}")
+        self.logger.propagate = False
+        self.logger.setLevel(logging.DEBUG)
+        if log is not None:
+            handler = logging.FileHandler(log)
+            handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+            self.logger.addHandler(handler)
+        else:
+            self.logger.addHandler(logging.NullHandler())
         self.history = history
         self.seed = seed
         self.config = config
@@ -85,7 +100,7 @@ class KafkaLoad:
         return {
             "bootstrap.servers": self.bootstrap,
             "client.id": name,
-            "log_level": 0,  # the clients' own logs would flood the campaign's output
+            "logger": self.logger,  # not the campaign's output
             "error_cb": self._error,
             "topic.metadata.refresh.interval.ms": 5000,
         }
@@ -148,6 +163,7 @@ class KafkaLoad:
                 "acks": "all",
                 "linger.ms": 5,
                 "message.timeout.ms": self.config.message_timeout_ms,
+                "debug": "eos",
             })  # fmt: skip
             self._send(producer, topic, name, rng, fatal)
             left = producer.flush(self.config.message_timeout_ms / 1000 + 30)
