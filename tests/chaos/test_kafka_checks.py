@@ -142,3 +142,16 @@ def test_a_partition_not_readable_to_its_end_is_found() -> None:
 
 def test_every_kafka_violation_is_tested() -> None:
     assert {MISSING, TWICE, PHANTOM, ORDER, BACK, PAST_END, UNDELIVERED, UNREADABLE} == set(KAFKA_VIOLATIONS)
+
+
+def test_a_batch_answered_duplicate_has_no_offsets_but_must_be_stored() -> None:
+    """librdkafka reports a DUPLICATE_SEQUENCE_NUMBER batch's messages at -1, 0, 1, ..."""
+    history, log = clean()
+    for i, offset in zip((4, 5, 6), (-1, 0, 1), strict=True):
+        history.kafka_sent.append(send(i, offset, partition=1))
+    log.stored[T, 1] += [(1, "kafka-0-kp0/4"), (2, "kafka-0-kp0/5"), (3, "kafka-0-kp0/6")]
+    log.ends[T, 1] = 4
+    assert counts(history, log) == {}
+    log.stored[T, 1].pop()
+    log.ends[T, 1] = 3
+    assert counts(history, log) == {MISSING: 1}
