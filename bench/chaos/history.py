@@ -96,6 +96,18 @@ class Sighting:
 
 
 @dataclass(slots=True)
+class KafkaEpochBump:
+    """A Kafka producer's client bumped its idempotent producer epoch (librdkafka's log line "All
+    partitions drained, bumped epoch to PID{Id:..,Epoch:..}", seen when the client is polled):
+    its unacknowledged messages are sent again under the new epoch, with sequences from 0."""
+
+    producer: str
+    at: float
+    producer_id: int
+    epoch: int
+
+
+@dataclass(slots=True)
 class KafkaSend:
     """One message a Kafka producer (idempotent, acks=all) handed to its client, and the delivery
     report it got: the partition and offset it was acknowledged at, or the error."""
@@ -162,6 +174,7 @@ class History:
     kafka_commits: list[KafkaCommit] = field(default_factory=list)  # members' commits, answered
     kafka_polled: list[KafkaCommit] = field(default_factory=list)  # committed offsets as polled
     kafka_commit_failures: Counter[str] = field(default_factory=Counter)  # error name -> count
+    kafka_epoch_bumps: list[KafkaEpochBump] = field(default_factory=list)
     load_started: float = 0.0
     load_ended: float = 0.0
 
@@ -195,6 +208,7 @@ def dump(history: History, path: Path) -> None:
             ("kafka-delivery", history.kafka_deliveries),
             ("kafka-commit", history.kafka_commits),
             ("kafka-polled", history.kafka_polled),
+            ("kafka-epoch-bump", history.kafka_epoch_bumps),
         ):
             for record in records:
                 f.write(json.dumps({"record": kind, **asdict(record)}) + "\n")

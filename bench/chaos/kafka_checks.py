@@ -7,7 +7,8 @@ Violations (each must be 0):
   the partition holds another value (or nothing) there; or, acknowledged without an offset (a
   retry answered DUPLICATE_SEQUENCE_NUMBER, which the client takes as success), the partition
   does not hold the value at all;
-- **Kafka: stored more than once**: a value (unique per send) at two offsets;
+- **Kafka: stored more than once**: a value (unique per send) at two offsets, unless it is a
+  resend under a bumped epoch (`epoch_resends`: Kafka's broker would store it twice as well);
 - **Kafka: read a phantom**: a member of the group got a value no producer sent, or a value at
   an offset that does not hold it at the end (read, then gone or changed); or the topic holds a
   value no producer sent;
@@ -74,18 +75,54 @@ def no_offset(history: History) -> set[str]:
     return out
 
 
-def check_kafka_stored(history: History, log: KafkaLog, verdict: Verdict) -> None:
-    """Acknowledged messages stored exactly once where acknowledged; no value stored twice or
-    stored without a send."""
-    at: dict[tuple[str, int, int], str] = {}
+BUMP_SEEN_WITHIN_S = 1.0  # a bump's log line reaches Python at the client's next poll
+
+
+def epoch_resends(history: History, where: dict[str, list[tuple[str, int, int]]]) -> set[str]:
+    """Values stored twice because the client sent them again under a new producer epoch, which
+    Kafka's idempotence does not cover (a new epoch starts its sequences at 0, so no broker can
+    tell a resend from a new message): exactly two copies in the partition the message was
+    acknowledged in, the acknowledged copy the later one (the earlier is the first try, whose
+    answer was lost), and the producer's client bumped its epoch after the message was sent and
+    before its delivery report (within BUMP_SEEN_WITHIN_S of it)."""
+    sends = {s.value: s for s in history.kafka_sent}
+    bumps: dict[str, list[float]] = defaultdict(list)
+    for b in history.kafka_epoch_bumps:
+        bumps[b.producer].append(b.at)
+    out: set[str] = set()
+    for value, places in where.items():
+        s = sends.get(value)
+        if len(places) != 2 or s is None or s.error or s.reported_at is None or s.offset is None:
+            continue
+        (t1, p1, _), (t2, p2, o2) = sorted(places, key=lambda x: x[2])
+        if (t1, p1) != (t2, p2) or (t2, p2) != (s.topic, s.partition) or s.offset != o2:
+            continue
+        reported = s.reported_at
+        if any(s.sent_at <= at <= reported + BUMP_SEEN_WITHIN_S for at in bumps[s.producer]):
+            out.add(value)
+    return out
+
+
+def stored_at(log: KafkaLog) -> dict[str, list[tuple[str, int, int]]]:
+    """Each stored value's (topic, partition, offset) places."""
     where: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
     for (topic, partition), messages in log.stored.items():
         for offset, value in messages:
-            at[topic, partition, offset] = value
             where[value].append((topic, partition, offset))
+    return where
+
+
+def check_kafka_stored(history: History, log: KafkaLog, verdict: Verdict) -> None:
+    """Acknowledged messages stored exactly once where acknowledged; no value stored twice or
+    stored without a send."""
+    at = {(t, p, off): v for (t, p), msgs in log.stored.items() for off, v in msgs}
+    where = stored_at(log)
+    resent = epoch_resends(history, where)
     for value, places in where.items():
-        if len(places) > 1:
+        if len(places) > 1 and value not in resent:
             verdict.add(TWICE, places[0][0], f"{value} stored at {places}", len(places) - 1)
+        elif len(places) > 1:
+            history.note(f"Kafka: {value} stored at {places}: sent again under a bumped producer epoch")
     sent = {s.value for s in history.kafka_sent}
     for value, places in where.items():
         if value not in sent:
@@ -232,6 +269,8 @@ def kafka_figures(history: History, log: KafkaLog | None) -> dict[str, int]:
         "delivery errors": sum(errors.values()),
         "never reported": len(history.kafka_sent) - len(reports),
         "stored": sum(len(m) for m in (log.stored.values() if log else [])),
+        "stored again after an epoch bump": len(epoch_resends(history, stored_at(log))) if log else 0,
+        "epoch bumps": len(history.kafka_epoch_bumps),
         "deliveries": len(history.kafka_deliveries),
         "distinct delivered": len({(d.topic, d.partition, d.offset) for d in history.kafka_deliveries}),
         "commits": len(history.kafka_commits),

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import threading
 import time
 import uuid
@@ -38,7 +39,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from bench.chaos.history import History, KafkaCommit, KafkaDelivery, KafkaSend
+from bench.chaos.history import History, KafkaCommit, KafkaDelivery, KafkaEpochBump, KafkaSend
 
 GROUP = "chaos-group"
 CLIENT_TIMEOUT_S = 15.0
@@ -85,6 +86,7 @@ class KafkaLoad:
             self.logger.addHandler(handler)
         else:
             self.logger.addHandler(logging.NullHandler())
+        self.logger.addHandler(_EpochBumps(history))
         self.history = history
         self.seed = seed
         self.config = config
@@ -163,7 +165,9 @@ class KafkaLoad:
                 "acks": "all",
                 "linger.ms": 5,
                 "message.timeout.ms": self.config.message_timeout_ms,
-                "debug": "eos",
+                # eos: producer ids and epochs (epoch bumps go into the history); msg and protocol:
+                # every batch sent and its outcome, to follow a message in kafka-clients.log
+                "debug": "msg,eos,protocol",
             })  # fmt: skip
             self._send(producer, topic, name, rng, fatal)
             left = producer.flush(self.config.message_timeout_ms / 1000 + 30)
@@ -370,6 +374,25 @@ class KafkaLoad:
                 log.unreadable.append(
                     (tp[0], f"{tp[0]}/{tp[1]} read to offset {at} of {log.ends[tp]} from 0 over Kafka")
                 )
+
+
+_BUMPED = re.compile(
+    r"\[(?P<client>[^\]#]+)#producer-\d+\].*bumped epoch to PID\{Id:(?P<pid>\d+),Epoch:(?P<epoch>\d+)\}"
+)
+
+
+class _EpochBumps(logging.Handler):
+    """Records every epoch bump a producer's client logs (librdkafka's `eos` debug context)."""
+
+    def __init__(self, history: History) -> None:
+        super().__init__(logging.DEBUG)
+        self.history = history
+
+    def emit(self, record: logging.LogRecord) -> None:
+        found = _BUMPED.search(record.getMessage())
+        if found is not None:
+            bump = KafkaEpochBump(found["client"], time.time(), int(found["pid"]), int(found["epoch"]))
+            self.history.kafka_epoch_bumps.append(bump)
 
 
 def _report(send: KafkaSend, err: KafkaError | None, msg: Message) -> None:

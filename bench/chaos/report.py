@@ -124,7 +124,11 @@ def _kafka_rows(history: History, summary: Summary) -> list[tuple[str, str]]:
             f"{k['sent']} ({k['acked']}; {k['acked without an offset']}; {k['delivery errors']}; "
             f"{k['never reported']})",
         ),
-        ("Kafka: messages stored (read back over Kafka)", str(k["stored"])),
+        (
+            "Kafka: messages stored (read back over Kafka; of them sent again under a bumped epoch)",
+            f"{k['stored']} ({k['stored again after an epoch bump']})",
+        ),
+        ("Kafka: producer epoch bumps (librdkafka's)", str(k["epoch bumps"])),
         ("Kafka: group deliveries (distinct offsets)", f"{k['deliveries']} ({k['distinct delivered']})"),
         ("Kafka: partitions committed (commits failed)", f"{k['commits']} ({k['commit failures']})"),
         ("Kafka: committed offset changes polled", str(k["polled changes"])),

@@ -4,7 +4,7 @@ planted, and a clean history has none."""
 from __future__ import annotations
 
 from bench.chaos.checker import check
-from bench.chaos.history import History, KafkaCommit, KafkaDelivery, KafkaSend
+from bench.chaos.history import History, KafkaCommit, KafkaDelivery, KafkaEpochBump, KafkaSend
 from bench.chaos.kafka_checks import (
     BACK,
     KAFKA_VIOLATIONS,
@@ -155,3 +155,25 @@ def test_a_batch_answered_duplicate_has_no_offsets_but_must_be_stored() -> None:
     log.stored[T, 1].pop()
     log.ends[T, 1] = 3
     assert counts(history, log) == {MISSING: 1}
+
+
+def test_a_resend_under_a_bumped_epoch_is_told_apart_from_a_duplicate() -> None:
+    """Message 3's first try (offset 2) lost its answer; the client bumped its epoch while 3 was
+    in flight and sent it again (offset 3, acknowledged there): Kafka would store it twice too.
+    Without the bump, or with the acknowledged copy the earlier one, it is a violation."""
+    history, log = clean()
+    history.kafka_sent[3].offset = 3
+    log.stored[T, 0].append((3, "kafka-0-kp0/3"))
+    log.ends[T, 0] = log.committed[T, 0] = 4
+    history.kafka_deliveries.append(KafkaDelivery("m0", T, 0, 3, "kafka-0-kp0/3", 3.0))
+    assert counts(history, log) == {TWICE: 1}  # no bump: Quire stored a retry twice
+    history.kafka_epoch_bumps = [KafkaEpochBump("kafka-1-kp0", 1.5, 7, 1)]
+    assert counts(history, log) == {TWICE: 1}  # another producer's bump excuses nothing
+    history.kafka_epoch_bumps = [KafkaEpochBump("kafka-0-kp0", 0.5, 7, 1)]
+    assert counts(history, log) == {TWICE: 1}  # a bump before the send excuses nothing
+    history.kafka_epoch_bumps = [KafkaEpochBump("kafka-0-kp0", 1.5, 7, 1)]
+    assert counts(history, log) == {}
+    assert kafka_figures(history, log)["stored again after an epoch bump"] == 1
+    assert any("bumped producer epoch" in n for n in history.notes)
+    history.kafka_sent[3].offset = 2  # acknowledged at the first copy: the second is no resend
+    assert counts(history, log) == {TWICE: 1}
