@@ -81,10 +81,11 @@ BUMP_SEEN_WITHIN_S = 1.0  # a bump's log line reaches Python at the client's nex
 def epoch_resends(history: History, where: dict[str, list[tuple[str, int, int]]]) -> set[str]:
     """Values stored twice because the client sent them again under a new producer epoch, which
     Kafka's idempotence does not cover (a new epoch starts its sequences at 0, so no broker can
-    tell a resend from a new message): exactly two copies in the partition the message was
-    acknowledged in, the acknowledged copy the later one (the earlier is the first try, whose
-    answer was lost), and the producer's client bumped its epoch after the message was sent and
-    before its delivery report (within BUMP_SEEN_WITHIN_S of it)."""
+    tell a resend from a new message): exactly two copies in one partition, the producer's client
+    bumped its epoch after the message was sent and before its delivery report (within
+    BUMP_SEEN_WITHIN_S of it), and, when the report is a success, the copies are in the partition
+    it names and the acknowledged one is the later (the earlier is the first try, whose answer
+    was lost). A report of failure (a message timed out in flight) makes no claim on either copy."""
     sends = {s.value: s for s in history.kafka_sent}
     bumps: dict[str, list[float]] = defaultdict(list)
     for b in history.kafka_epoch_bumps:
@@ -92,10 +93,12 @@ def epoch_resends(history: History, where: dict[str, list[tuple[str, int, int]]]
     out: set[str] = set()
     for value, places in where.items():
         s = sends.get(value)
-        if len(places) != 2 or s is None or s.error or s.reported_at is None or s.offset is None:
+        if len(places) != 2 or s is None or s.reported_at is None:
             continue
         (t1, p1, _), (t2, p2, o2) = sorted(places, key=lambda x: x[2])
-        if (t1, p1) != (t2, p2) or (t2, p2) != (s.topic, s.partition) or s.offset != o2:
+        if (t1, p1) != (t2, p2):
+            continue
+        if not s.error and ((t2, p2) != (s.topic, s.partition) or s.offset != o2):
             continue
         reported = s.reported_at
         if any(s.sent_at <= at <= reported + BUMP_SEEN_WITHIN_S for at in bumps[s.producer]):

@@ -177,3 +177,19 @@ def test_a_resend_under_a_bumped_epoch_is_told_apart_from_a_duplicate() -> None:
     assert any("bumped producer epoch" in n for n in history.notes)
     history.kafka_sent[3].offset = 2  # acknowledged at the first copy: the second is no resend
     assert counts(history, log) == {TWICE: 1}
+
+
+def test_a_message_reported_failed_may_be_stored_once_per_epoch() -> None:
+    """Timed out in flight (possibly persisted), after its client bumped the epoch and resent it."""
+    history, log = clean()
+    history.kafka_sent.append(send(4, None, error="_MSG_TIMED_OUT"))
+    log.stored[T, 0] += [(3, "kafka-0-kp0/4"), (4, "kafka-0-kp0/4")]
+    log.ends[T, 0] = log.committed[T, 0] = 5
+    history.kafka_deliveries += [KafkaDelivery("m0", T, 0, o, "kafka-0-kp0/4", 3.0) for o in (3, 4)]
+    assert counts(history, log) == {TWICE: 1}
+    history.kafka_epoch_bumps = [KafkaEpochBump("kafka-0-kp0", 1.5, 7, 1)]
+    assert counts(history, log) == {}
+    log.stored[T, 0].append((5, "kafka-0-kp0/4"))  # a third copy: one epoch stored it twice
+    log.ends[T, 0] = log.committed[T, 0] = 6
+    history.kafka_deliveries.append(KafkaDelivery("m0", T, 0, 5, "kafka-0-kp0/4", 3.0))
+    assert counts(history, log) == {TWICE: 2}
