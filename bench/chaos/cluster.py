@@ -11,7 +11,8 @@ entries, and dedup is on for every topic.
 
 Every client reaches a bookie through that bookie's proxy (it advertises the proxy's address),
 and each broker reaches PostgreSQL through a proxy of its own (`proxy.py`), so that the campaign
-can cut a link, cut it one way or hold its replies.
+can cut a link, cut it one way or hold its replies. Each broker also has a Kafka listener on a
+free port of its own, advertised as such (`kafka_bootstrap` lists them all).
 
 One bookie (the first) may keep its data on a tmpfs of its own (`mount -t tmpfs`, root only), so
 that its disk can be filled and freed; where that mount is refused the disk fault is skipped.
@@ -86,6 +87,7 @@ class Cluster:
         self.config = config
         self.bookie_ports = [free_port() for _ in range(config.bookies)]
         self.broker_ports = [free_port() for _ in range(config.brokers)]
+        self.kafka_ports = [free_port() for _ in range(config.brokers)]  # each broker's Kafka listener
         self.bookie_proxies = [Proxy(f"bookie-{i}", port) for i, port in enumerate(self.bookie_ports)]
         store_port = _port_of(database_url)
         self.store_proxies = [Proxy(f"broker-{i}-store", store_port) for i in range(config.brokers)]
@@ -109,14 +111,20 @@ class Cluster:
             self._quire(f"broker-{i}", "broker", port, "--port", str(port))
             for i, port in enumerate(self.broker_ports)
         ]
-        for broker, proxy in zip(self.brokers, self.store_proxies, strict=True):
-            broker.env = {**self.env, "QUIRE_DATABASE_URL": _with_port(database_url, proxy.port)}
+        for broker, proxy, kafka in zip(self.brokers, self.store_proxies, self.kafka_ports, strict=True):
+            broker.env = {
+                **self.env,
+                "QUIRE_DATABASE_URL": _with_port(database_url, proxy.port),
+                "QUIRE_KAFKA_PORT": str(kafka),
+                "QUIRE_KAFKA_ADVERTISED_ADDRESS": f"{HOST}:{kafka}",
+            }
         self.compactor = self._quire("compactor", "compactor", None)
         recovery_port = free_port()
         self.autorecovery = self._quire(
             "autorecovery", "autorecovery", recovery_port, "--port", str(recovery_port)
         )
         self.urls = [f"http://{HOST}:{p}" for p in self.broker_ports]
+        self.kafka_bootstrap = ",".join(f"{HOST}:{p}" for p in self.kafka_ports)
         self.http = httpx.AsyncClient(timeout=3.0)
 
     def _quire(self, name: str, process: str, port: int | None, *extra: str) -> Proc:
