@@ -349,7 +349,7 @@ class KafkaLoad:
         })  # fmt: skip
         try:
             for tp in self.partitions():
-                low, high = consumer.get_watermark_offsets(TopicPartition(*tp), timeout=60)
+                low, high = _watermarks(consumer, tp, time.monotonic() + 60)
                 log.ends[tp], log.stored[tp] = high, []
                 if low != 0:
                     log.unreadable.append((tp[0], f"{tp[0]}/{tp[1]} starts at offset {low}, not 0"))
@@ -374,6 +374,19 @@ class KafkaLoad:
                 log.unreadable.append(
                     (tp[0], f"{tp[0]}/{tp[1]} read to offset {at} of {log.ends[tp]} from 0 over Kafka")
                 )
+
+
+def _watermarks(consumer: Consumer, tp: Partition, deadline: float) -> tuple[int, int]:
+    """A partition's low and high watermarks, asked again while the partition moves (an owner
+    that just lost its lease answers NOT_LEADER_FOR_PARTITION until the metadata catches up)."""
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(*tp), timeout=10)
+            return int(low), int(high)
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 _BUMPED = re.compile(

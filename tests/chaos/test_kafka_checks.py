@@ -149,6 +149,7 @@ def test_a_batch_answered_duplicate_has_no_offsets_but_must_be_stored() -> None:
     history, log = clean()
     for i, offset in zip((4, 5, 6), (-1, 0, 1), strict=True):
         history.kafka_sent.append(send(i, offset, partition=1))
+        history.kafka_sent[-1].reported_at = 2.0 + 0.2 * i  # a loaded machine: reports 200 ms apart
     log.stored[T, 1] += [(1, "kafka-0-kp0/4"), (2, "kafka-0-kp0/5"), (3, "kafka-0-kp0/6")]
     log.ends[T, 1] = 4
     assert counts(history, log) == {}
