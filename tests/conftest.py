@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import kinds
+
 # Brokers started by tests (and the processes they start) run without a Kafka listener unless a
 # test turns one on with a free port: the default 9092 would clash between brokers of one test,
 # between tests, and with a Quire the developer runs.
@@ -80,3 +82,19 @@ def metadata_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         yield url
     finally:
         drop_postgres_schema(base, schema)
+
+
+# --- test kinds (tests/kinds.py) -------------------------------------------------------------
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by the marks given here
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    try:
+        kinds.assign(items, str(Path(__file__).parent))
+    except kinds.KindError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_start_no_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = kinds.kind_of(request.node)
+    if name in kinds.FAST:
+        kinds.refuse_processes(monkeypatch, request.node.nodeid, name)
