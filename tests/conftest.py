@@ -8,12 +8,12 @@ skipped with the reason, unless QUIRE_TEST_REQUIRE_POSTGRES=1 (CI), where they f
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from devtools import postgres
 from tests import kinds
 
 # Brokers started by tests (and the processes they start) run without a Kafka listener unless a
@@ -26,7 +26,7 @@ os.environ["QUIRE_KAFKA_PORT"] = "0"
 for _name in [n for n in os.environ if n == "QUIRE_BOOKIE_AUTH_SECRET" or n.startswith("QUIRE_BOOKIE_TLS_")]:
     del os.environ[_name]
 
-POSTGRES_URL = os.environ.get("QUIRE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+POSTGRES_URL = postgres.server_url("QUIRE_TEST_POSTGRES_URL")
 
 
 def _postgres_reachable() -> str | None:
@@ -52,22 +52,11 @@ def postgres_url() -> Iterator[str]:
 
 def fresh_postgres_schema_url(base_url: str) -> tuple[str, str]:
     """A URL whose connections use a new, empty schema (search_path), and the schema name."""
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    import psycopg
-
-    dsn = base_url.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    sep = "&" if "?" in base_url else "?"
-    return f"{base_url}{sep}options=-csearch_path%3D{schema}", schema
+    return postgres.create_schema(base_url, "t")
 
 
 def drop_postgres_schema(base_url: str, schema: str) -> None:
-    import psycopg
-
-    dsn = base_url.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    postgres.drop_schema(base_url, schema)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
