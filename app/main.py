@@ -15,7 +15,7 @@ import socket
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from app.kafka_listener.groups import GroupConfig
     from app.kafka_listener.listener import KafkaListener
     from app.kafka_listener.security import KafkaSecurity
-    from topics.service import TopicService
 
 VERSION = "0.1.0"
 
@@ -99,9 +98,7 @@ async def _start_kafka(
 ) -> KafkaListener:
     from app.kafka_listener.listener import KafkaListener
 
-    listener = KafkaListener(
-        cast("TopicService", topics), kafka, groups, security=kafka_security(app, security), ssl_context=tls
-    )
+    listener = KafkaListener(topics, kafka, groups, security=kafka_security(app, security), ssl_context=tls)
     await listener.start(sock)
     app.state.kafka_port = listener.port
     from app.routes.kafka_groups import install_group_coordinator

@@ -16,7 +16,7 @@ from types import FrameType
 import uvicorn
 
 from app.settings import Settings
-from topics.api import TopicsApi
+from topics.api import ClusterApi
 
 HANDOVER_TIMEOUT_S = 20.0
 log = logging.getLogger("quire.broker")
@@ -94,7 +94,7 @@ class HandoverServer(uvicorn.Server):
     lifespan closes the rest), so a rolling restart costs clients a redirect or a retry. A
     second signal stops at once."""
 
-    def __init__(self, config: uvicorn.Config, topics: TopicsApi) -> None:
+    def __init__(self, config: uvicorn.Config, topics: ClusterApi) -> None:
         super().__init__(config)
         self._topics = topics
         self._loop: asyncio.AbstractEventLoop | None = None
