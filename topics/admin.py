@@ -299,9 +299,7 @@ class TopicAdmin:
             await close_current_ledger(ml)
             if await self._r.call(compaction_lease.request, self._r.store, ml.name, now, lease_ms) is None:
                 raise CompactionConflictError(t.name)
-        invalidate = getattr(self._r.compacted, "invalidate", None)
-        if callable(invalidate):
-            invalidate()
+        self._r.compacted.invalidate()
 
     async def compaction_status(self, topic: str) -> dict[str, Any]:
         t = await self._r.topic(topic)

@@ -231,9 +231,8 @@ class TopicRegistry:
         if known is not None:
             return known
         for i, ml in enumerate(t.mls):
-            ledgers: Any = ml.internal_stats().get("ledgers", [])
-            for info in ledgers:
-                t.ledger_partition[int(info["ledgerId"])] = i
+            for ledger_id in ml.ledger_list.ids:
+                t.ledger_partition[ledger_id] = i
         return t.ledger_partition.get(mid.ledger_id)
 
     async def subscription(self, t: Topic, name: str) -> Subscription:
