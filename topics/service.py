@@ -102,13 +102,13 @@ class TopicService:
         self.backlog = BacklogAdmin(registry)
         self.quota = QuotaAdmin(registry, self.backlog)
         self.ops = TopicOpsAdmin(registry)
-        self.stats_part = TopicStats(registry)
+        self.topic_stats = TopicStats(registry)
         self.tenancy = Tenancy(registry)
         self.groups = GroupOffsets(registry)
         self.admin = TopicAdmin(registry)
-        self.maintenance = Maintenance(registry, self.backlog, self.quota, self.stats_part)
+        self.maintenance = Maintenance(registry, self.backlog, self.quota, self.topic_stats)
         self.kafka = KafkaTopics(registry, self.ops)
-        self.data = DataPlane(registry, self.ops, self.stats_part)
+        self.data = DataPlane(registry, self.ops, self.topic_stats)
         registry.quota_gate = self.quota
         registry.dead_letter = self.data.dead_letter
 
@@ -340,16 +340,16 @@ class TopicService:
         return await self.ops.reached_end_of_topic(topic, subscription)
 
     async def tick_stats(self, elapsed_s: float) -> None:
-        return await self.stats_part.tick_stats(elapsed_s)
+        return await self.topic_stats.tick_stats(elapsed_s)
 
     async def stats(self, topic: str) -> dict[str, Any]:
-        return await self.stats_part.stats(topic)
+        return await self.topic_stats.stats(topic)
 
     async def partitioned_stats(self, topic: str) -> dict[str, Any]:
-        return await self.stats_part.partitioned_stats(topic)
+        return await self.topic_stats.partitioned_stats(topic)
 
     def metrics_snapshot(self) -> list[TopicSample]:
-        return self.stats_part.metrics_snapshot()
+        return self.topic_stats.metrics_snapshot()
 
     async def start(self) -> None:
         return await self.maintenance.start()
