@@ -15,7 +15,7 @@ import socket
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from app.kafka_listener.security import KafkaSecurity
     from app.pulsar_listener.config import PulsarConfig
     from app.pulsar_listener.listener import PulsarListener
-    from topics.service import TopicService
 
 VERSION = "0.1.0"
 
@@ -101,9 +100,7 @@ async def _start_kafka(
 ) -> KafkaListener:
     from app.kafka_listener.listener import KafkaListener
 
-    listener = KafkaListener(
-        cast("TopicService", topics), kafka, groups, security=kafka_security(app, security), ssl_context=tls
-    )
+    listener = KafkaListener(topics, kafka, groups, security=kafka_security(app, security), ssl_context=tls)
     await listener.start(sock)
     app.state.kafka_port = listener.port
     from app.routes.kafka_groups import install_group_coordinator

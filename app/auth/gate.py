@@ -38,7 +38,7 @@ from app.auth.tokens import TokenRefused, TokenVerifier, bearer_token
 from app.errors import domain_problem, problem
 from app.fastpath import Message, Scope, Send
 from common.errors import QuireError
-from topics.api import TopicsApi
+from topics.api import AdminApi
 
 log = logging.getLogger("quire.auth")
 
@@ -130,7 +130,7 @@ class Gate:
     def __init__(
         self,
         routes: list[Any],
-        topics: TopicsApi,
+        topics: AdminApi,
         config: SecurityConfig,
         on_error: Callable[[int], None] | None = None,
     ) -> None:

@@ -42,13 +42,12 @@ from common.kafka_records import (
     parse_produced_batch,
 )
 from managed_ledger.entry_format import KIND_KAFKA, StoredMessage, bytes_of, decode_batch, kafka_batch
+from topics.api import KafkaBatch, KafkaFetched, TopicsApi
 from topics.errors import TopicNotFoundError, TopicsError
-from topics.kafka_ops import KafkaBatch, KafkaFetched
-from topics.service import TopicService
 
 
 class DataPlane:
-    def __init__(self, topics: TopicService, config: KafkaConfig, access: Access | None = None) -> None:
+    def __init__(self, topics: TopicsApi, config: KafkaConfig, access: Access | None = None) -> None:
         self._topics = topics
         self._config = config
         self._access = access or Access()
