@@ -18,13 +18,17 @@ empty, it changes nothing. The kinds:
   rest zeroed, as unwritten blocks read), and started again;
 - `bit-rot`: `kill -9`, one bit flipped in 1 to 3 stored entries (records the index checkpoint
   covers, so that they are found by reads, not by replay), started again: readers must get those
-  entries from the other copy. The bookie does not repair a rotten copy, so after a bit rot no
-  bookie is wiped or replaced for the rest of the campaign (that would be a second loss);
+  entries from the other copy. The bookie does not repair a rotten copy, so while a bookie
+  holds one (until it is formatted) no bookie is wiped or replaced (that would be a second loss);
 - `twin-bookie`: a second process started under a running bookie's id, on another port, with an
   empty data directory or a copy of the first one's; the first must keep serving. What the
   second did (refused, with its exit status, or still running) is noted; it is then stopped;
 - `replace-bookie`: a bookie killed, its disk wiped, and a new bookie under a new id (a new proxy)
   started in its place; the lost one never returns and is decommissioned over the admin API.
+
+A fault that may end in a format (every kind above that kills a bookie, since a refused disk is
+formatted) loses that bookie's copies, so it is injected only while no earlier loss waits for
+re-replication, as a wipe is: a second loss of a ledger's copies is beyond Qw=2.
 """
 
 from __future__ import annotations
@@ -65,6 +69,9 @@ class Host(Protocol):
     async def loss_allowed(self) -> bool: ...
 
     def wiped(self) -> None: ...
+
+
+MAY_LOSE_COPIES = frozenset({"replace-bookie", "fsync-error", "lost-write", "power-loss", "bit-rot"})
 
 
 def set_faults(control: Path, **settings: object) -> None:
@@ -134,13 +141,17 @@ class DiskFaults:
         self.cluster = faults.cluster
         self.history = faults.history
         self.rng = faults.rng
-        self.rotten = False  # a copy is rotten for good: no more wipes or replacements
+        # Bookies holding a rotten copy (never repaired while the bookie keeps its disk): no more
+        # losses while any does; a bookie formatted since took its rotten copies with it.
+        self.rotten: set[str] = set()
 
     def _control(self, bookie: Proc) -> Path:
         return control_file(self.cluster.root, bookie.name)
 
     async def inject(self, kind: str) -> Fault | None:
-        if kind == "replace-bookie" and not await self.faults.loss_allowed():
+        # A fault that may end in a format loses a copy: only when an earlier loss is repaired
+        # (a second loss of a ledger's copies is beyond Qw=2, and not Quire's to survive).
+        if kind in MAY_LOSE_COPIES and not await self.faults.loss_allowed():
             return None
         candidates = list(self.cluster.bookies)
         if kind == "replace-bookie" and self.cluster.tmpfs is not None:
@@ -204,7 +215,8 @@ class DiskFaults:
     async def _bit_rot(self, bookie: Proc, fault: Fault) -> None:
         bookie.kill9()
         rotten = await asyncio.to_thread(rot, self.cluster.data_dir(bookie), self.rng, self.rng.randint(1, 3))
-        self.rotten = self.rotten or bool(rotten)
+        if rotten:
+            self.rotten.add(bookie.name)
         fault.detail = "rotten: " + (", ".join(f"{le[0]}:{le[1]}" for le in rotten) or "nothing to rot")
         await self._start_or_format(bookie, fault)
 
@@ -223,6 +235,7 @@ class DiskFaults:
             fault.detail += "; refused to start, formatted"
             await asyncio.to_thread(self.cluster.wipe, bookie)
             await self.cluster.restart(bookie, self.faults.config.recovery_timeout_s, "--format")
+            self.rotten.discard(bookie.name)
             self.faults.wiped()
         self.history.restarts["bookie"] += 1
 
