@@ -65,12 +65,12 @@ def no_offset(history: History) -> set[str]:
     out: set[str] = set()
     last: dict[tuple[str, int], int] = {}  # in a batch reported from -1: the offset reached
     for s in sorted(history.kafka_sent, key=lambda s: (s.producer, s.index)):
-        if s.error or s.reported_at is None or s.offset is None or s.partition is None:
+        if s.error or s.reported_at is None or s.partition is None:
             continue
         k, before = (s.producer, s.partition), last.get((s.producer, s.partition))
-        if s.offset < 0 or (before is not None and s.offset == before + 1):
+        if s.offset is None or s.offset < 0 or (before is not None and s.offset == before + 1):
             out.add(s.value)
-            last[k] = s.offset
+            last[k] = -1 if s.offset is None else s.offset
         else:
             last.pop(k, None)
     return out
@@ -80,13 +80,14 @@ BUMP_SEEN_WITHIN_S = 1.0  # a bump's log line reaches Python at the client's nex
 
 
 def epoch_resends(history: History, where: dict[str, list[tuple[str, int, int]]]) -> set[str]:
-    """Values stored twice because the client sent them again under a new producer epoch, which
-    Kafka's idempotence does not cover (a new epoch starts its sequences at 0, so no broker can
-    tell a resend from a new message): exactly two copies in one partition, the producer's client
-    bumped its epoch after the message was sent and before its delivery report (within
-    BUMP_SEEN_WITHIN_S of it), and, when the report is a success, the copies are in the partition
-    it names and the acknowledged one is the later (the earlier is the first try, whose answer
-    was lost). A report of failure (a message timed out in flight) makes no claim on either copy."""
+    """Values stored more than once because the client sent them again under a new producer
+    epoch, which Kafka's idempotence does not cover (a new epoch starts its sequences at 0, so no
+    broker can tell a resend from a new message): n copies in one partition, the producer's client
+    bumped its epoch at least n - 1 times after the message was sent and before its delivery
+    report (within BUMP_SEEN_WITHIN_S of it: one copy per epoch at most), and, when the report is
+    a success, the copies are in the partition it names and the acknowledged one is the last
+    (the earlier ones are tries whose answers were lost). A report of failure (a message timed
+    out in flight) makes no claim on any copy."""
     sends = {s.value: s for s in history.kafka_sent}
     bumps: dict[str, list[float]] = defaultdict(list)
     for b in history.kafka_epoch_bumps:
@@ -94,15 +95,17 @@ def epoch_resends(history: History, where: dict[str, list[tuple[str, int, int]]]
     out: set[str] = set()
     for value, places in where.items():
         s = sends.get(value)
-        if len(places) != 2 or s is None or s.reported_at is None:
+        if len(places) < 2 or s is None or s.reported_at is None:
             continue
-        (t1, p1, _), (t2, p2, o2) = sorted(places, key=lambda x: x[2])
-        if (t1, p1) != (t2, p2):
+        ordered = sorted(places, key=lambda x: x[2])
+        if len({(t, p) for t, p, _ in ordered}) != 1:
             continue
-        if not s.error and ((t2, p2) != (s.topic, s.partition) or s.offset != o2):
+        t, p, last = ordered[-1]
+        if not s.error and ((t, p) != (s.topic, s.partition) or s.offset != last):
             continue
         reported = s.reported_at
-        if any(s.sent_at <= at <= reported + BUMP_SEEN_WITHIN_S for at in bumps[s.producer]):
+        in_flight = sum(1 for at in bumps[s.producer] if s.sent_at <= at <= reported + BUMP_SEEN_WITHIN_S)
+        if in_flight >= len(places) - 1:
             out.add(value)
     return out
 

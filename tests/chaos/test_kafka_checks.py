@@ -158,6 +158,16 @@ def test_a_batch_answered_duplicate_has_no_offsets_but_must_be_stored() -> None:
     assert counts(history, log) == {MISSING: 1}
 
 
+def test_a_duplicate_batch_reported_from_no_offset_is_followed_too() -> None:
+    """confluent-kafka gives None for the batch's first message (offset -1), then 0, 1, ..."""
+    history, log = clean()
+    for i, offset in zip((4, 5, 6), (None, 0, 1), strict=True):
+        history.kafka_sent.append(send(i, offset, partition=1))
+    log.stored[T, 1] += [(1, "kafka-0-kp0/4"), (2, "kafka-0-kp0/5"), (3, "kafka-0-kp0/6")]
+    log.ends[T, 1] = 4
+    assert counts(history, log) == {}
+
+
 def test_a_resend_under_a_bumped_epoch_is_told_apart_from_a_duplicate() -> None:
     """Message 3's first try (offset 2) lost its answer; the client bumped its epoch while 3 was
     in flight and sent it again (offset 3, acknowledged there): Kafka would store it twice too.
@@ -178,6 +188,13 @@ def test_a_resend_under_a_bumped_epoch_is_told_apart_from_a_duplicate() -> None:
     assert any("bumped producer epoch" in n for n in history.notes)
     history.kafka_sent[3].offset = 2  # acknowledged at the first copy: the second is no resend
     assert counts(history, log) == {TWICE: 1}
+    history.kafka_sent[3].offset = 4  # a third copy, acknowledged: one bump covers one resend only
+    log.stored[T, 0].append((4, "kafka-0-kp0/3"))
+    log.ends[T, 0] = log.committed[T, 0] = 5
+    history.kafka_deliveries.append(KafkaDelivery("m0", T, 0, 4, "kafka-0-kp0/3", 3.0))
+    assert counts(history, log) == {TWICE: 2}
+    history.kafka_epoch_bumps.append(KafkaEpochBump("kafka-0-kp0", 1.8, 7, 2))
+    assert counts(history, log) == {}  # two bumps in flight: one copy per epoch
 
 
 def test_a_message_reported_failed_may_be_stored_once_per_epoch() -> None:
