@@ -43,6 +43,12 @@ NOT_ERRORS = {
     "app.kafka_listener.server._Stop",
     "app.kafka_listener.wire.WireError",
     "common.kafka_records.RecordBatchError",
+    # The Pulsar listener's: a refusal becomes a ServerError in its answer, a bad frame closes
+    # the connection.
+    "app.pulsar_listener.errors.PulsarError",
+    "app.pulsar_listener.errors.FrameError",
+    "app.pulsar_listener.frames.ChecksumMismatch",
+    "app.pulsar_listener.server.CloseConnection",
     "bookie.auth.AuthRefused",
 }
 
