@@ -23,6 +23,7 @@ from fastapi.openapi.utils import get_openapi
 from app import body_cap, docs_ui, errors, schemas
 from app.auth.gate import Gate, RouteTable, SecurityConfig
 from app.auth.spec import document_security
+from app.console.install import install as install_console
 from app.fastpath import FastPath, Receive, Scope, Send
 from app.metrics import Metrics
 from app.routes.admin import admin_router
@@ -178,6 +179,7 @@ def create_app(
     app.include_router(cluster_router())
     app.include_router(brokers_router(topics))
     app.include_router(kafka_groups_router(topics))
+    install_console(app)  # /console and `/`: pages over the API above, through the gate below
     metrics.registry.register(OwnershipCollector(topics))
     metrics.registry.register(TopicCollector(topics, metrics_max_topics, metrics_max_subscriptions_per_topic))
     if security is not None:
