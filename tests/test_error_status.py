@@ -44,6 +44,10 @@ NOT_ERRORS = {
     "app.kafka_listener.wire.WireError",
     "common.kafka_records.RecordBatchError",
     "bookie.auth.AuthRefused",
+    # The web console's signals inside its page wrapper (app.console.web.page): an API refusal
+    # becomes the page's answer showing its problem, a missing login the login page.
+    "app.console.client.ApiRefused",
+    "app.console.web.LoginRequired",
 }
 
 _500 = "Internal server error"

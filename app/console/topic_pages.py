@@ -103,6 +103,10 @@ def topic_routes(router: APIRouter, console: Console) -> None:
             horizon=(internal or {}).get("compactionHorizon"),
         )
 
+    topic_action_routes(router, console)
+
+
+def topic_action_routes(router: APIRouter, console: Console) -> None:
     @router.get(TOPIC_URL + "/messages", include_in_schema=False)
     @page(console)
     async def peek(ctx: Ctx, tenant: str, namespace: str, topic: str) -> Response:

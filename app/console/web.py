@@ -11,6 +11,7 @@ from __future__ import annotations
 import hmac
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -143,14 +144,18 @@ def page(console: Console, *, login: bool = True) -> Callable[[Handler], Handler
 
     def wrap(handler: Handler) -> Handler:
         async def run(request: Request, **params: Any) -> Response:
+            started = time.perf_counter()
             try:
                 ctx = console.begin(request, login=login)
             except LoginRequired:
                 return RedirectResponse(f"{CONSOLE_URL}/login?next={request.url.path}", status_code=303)
             try:
-                return await handler(ctx, **params)
+                response = await handler(ctx, **params)
             except ApiRefused as exc:
-                return _refused(ctx, exc.problem)
+                response = _refused(ctx, exc.problem)
+            # the page's time on the server, API calls included (`make bench-console` reads it)
+            response.headers["server-timing"] = f"console;dur={(time.perf_counter() - started) * 1000:.1f}"
+            return response
 
         # FastAPI reads the signature: the request, then the handler's path parameters (all str).
         wanted = list(inspect.signature(handler).parameters)[1:]
