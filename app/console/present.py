@@ -106,4 +106,4 @@ def render_payload(message: dict[str, Any], mode: str = "auto") -> tuple[str, st
     return "hex", hexdump(data)
 
 
-FILTERS = {"count": count, "size": size, "ago": ago, "when": when}
+FILTERS = {"num": count, "size": size, "ago": ago, "when": when}

@@ -89,9 +89,10 @@ def topic_routes(router: APIRouter, console: Console) -> None:
     @page(console)
     async def compaction_status(ctx: Ctx, tenant: str, namespace: str, topic: str) -> Response:
         urls = _names(tenant, namespace, topic)
-        (status, problem), (internal, _) = await asyncio.gather(
+        (status, problem), (internal, _), (stats, _) = await asyncio.gather(
             attempt(ctx.api.get(urls["admin"] + "/compaction")),
             attempt(ctx.api.get(urls["admin"] + "/internalStats")),
+            attempt(ctx.api.get(urls["admin"] + "/stats")),
         )
         return ctx.render(
             "compaction.html",
@@ -101,6 +102,7 @@ def topic_routes(router: APIRouter, console: Console) -> None:
             compaction_problem=problem,
             internal=internal,
             horizon=(internal or {}).get("compactionHorizon"),
+            stats=stats,
         )
 
     topic_action_routes(router, console)

@@ -100,7 +100,9 @@ def test_produce_from_the_page(standalone: Standalone, page: Watched) -> None:
     assert page.errors == []
 
 
-def test_compaction_from_the_page_reaches_success(standalone: Standalone, page: Watched) -> None:
+def test_compaction_from_the_page_reaches_success(
+    standalone: Standalone, page: Watched, artifacts: Path
+) -> None:
     url, topic = standalone.url, "public/default/compacted"
     produce(url, topic, *({"key": f"k{i % 3}", "value": f"v{i}"} for i in range(12)))
     p = page.page
@@ -113,6 +115,7 @@ def test_compaction_from_the_page_reaches_success(standalone: Standalone, page: 
     )
     horizon = p.inner_text("#compaction-horizon")
     assert re.fullmatch(r"\d+:\d+(:\d+)?", horizon), horizon
+    p.screenshot(path=str(artifacts / "topic-compacted.png"), full_page=True)
     assert httpx.get(f"{url}/admin/v2/persistent/{topic}/compaction").json()["status"] == "SUCCESS"
     assert page.errors == []
 
