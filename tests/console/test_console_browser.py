@@ -141,6 +141,34 @@ def test_subscription_reset_from_the_page_moves_its_backlog(standalone: Standalo
     assert page.errors == []
 
 
+def test_decommission_button_shows_the_api_guard(standalone: Standalone, page: Watched) -> None:
+    p = page.page
+    p.on("dialog", lambda dialog: dialog.accept())  # the confirmation htmx asks for
+    p.goto(f"{standalone.url}/console")
+    p.click("#bookies button:has-text('Decommission')")
+    refusal = p.wait_for_selector(".flash.error")
+    assert refusal.inner_text().startswith("409 "), refusal.inner_text()  # the only bookie: refused
+    assert "writable" in p.inner_text("#bookies")
+    assert page.errors == []
+
+
+def test_a_missing_topic_is_a_page_that_says_so(standalone: Standalone, page: Watched) -> None:
+    p = page.page
+    p.goto(f"{standalone.url}/console/namespaces/public/default")
+    p.fill("input[name=name]", "fresh")
+    p.click("form:has(input[name=partitions]) button")
+    p.wait_for_url(re.compile(r"/console/topics/public/default/fresh$"))
+    p.click("button:has-text('Delete topic')")  # dismissed: nothing happens
+    p.on("dialog", lambda dialog: dialog.accept())
+    p.click("button:has-text('Delete topic')")
+    p.wait_for_selector(".flash.ok:has-text('topic deleted')")
+    p.click("a:has-text('Tenants')")  # a boosted link, then a boosted visit of the deleted topic
+    p.wait_for_url(re.compile(r"/console/tenants$"))
+    p.evaluate("htmx.ajax('GET', '/console/topics/public/default/fresh', {target: 'body'})")
+    p.wait_for_selector("h1:has-text('404')")
+    assert [e for e in page.errors if "404" not in e] == []
+
+
 def test_with_auth_a_consumer_role_sees_admin_actions_refused(
     secured_standalone: Standalone, page: Watched
 ) -> None:
