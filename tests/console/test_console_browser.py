@@ -155,8 +155,8 @@ def test_decommission_button_shows_the_api_guard(standalone: Standalone, page: W
 def test_a_missing_topic_is_a_page_that_says_so(standalone: Standalone, page: Watched) -> None:
     p = page.page
     p.goto(f"{standalone.url}/console/namespaces/public/default")
-    p.fill("input[name=name]", "fresh")
-    p.click("form:has(input[name=partitions]) button")
+    p.fill("#create-topic input[name=name]", "fresh")
+    p.click("#create-topic button")
     p.wait_for_url(re.compile(r"/console/topics/public/default/fresh$"))
     p.click("button:has-text('Delete topic')")  # dismissed: nothing happens
     p.on("dialog", lambda dialog: dialog.accept())
