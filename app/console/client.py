@@ -9,6 +9,7 @@ ASGI app (no socket, no port to know), so a page costs a few function calls, not
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -92,9 +93,22 @@ class ApiClient:
         return response.text
 
 
+class _NotConsoleCalls(logging.Filter):
+    """httpx logs every request at INFO; the console's in-process calls (several per page, and
+    polls every few seconds) would bury the broker's own lines, so those are left out."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not any(
+            isinstance(a, httpx.URL) and str(a).startswith(CONSOLE_ORIGIN) for a in record.args or ()
+        )
+
+
 def in_process_client(app: Any) -> httpx.AsyncClient:
     """An httpx client whose requests to CONSOLE_ORIGIN are served by `app` itself, through its
     full ASGI entry (gate, body cap, fast path, routes); redirects to other brokers go out."""
+    log = logging.getLogger("httpx")
+    if not any(isinstance(f, _NotConsoleCalls) for f in log.filters):
+        log.addFilter(_NotConsoleCalls())
     return httpx.AsyncClient(
         base_url=CONSOLE_ORIGIN,
         mounts={CONSOLE_ORIGIN: httpx.ASGITransport(app=app)},

@@ -146,3 +146,19 @@ async def test_forms_need_the_session_csrf_token_and_payloads_are_escaped() -> N
         assert "no action" in (await s.client.get("/console/topics/acme/ns/t")).text
         assert (await s.client.post("/console/logout", data={"csrf": csrf})).status_code == 303
         assert (await s.client.get("/console")).status_code == 303
+
+
+def test_the_console_calls_stay_out_of_the_broker_log() -> None:
+    import logging
+
+    from app.console.client import CONSOLE_ORIGIN, _NotConsoleCalls
+
+    def record(url: str) -> logging.LogRecord:
+        args = ("GET", httpx.URL(url), "HTTP/1.1", 200, "OK")
+        return logging.LogRecord(
+            "httpx", logging.INFO, __file__, 1, 'HTTP Request: %s %s "%s %d %s"', args, None
+        )
+
+    quiet = _NotConsoleCalls()
+    assert not quiet.filter(record(f"{CONSOLE_ORIGIN}/admin/v2/brokers"))
+    assert quiet.filter(record("http://127.0.0.1:8081/metrics"))  # another broker's: logged
