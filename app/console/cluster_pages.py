@@ -86,8 +86,15 @@ def cluster_routes(router: APIRouter, console: Console) -> None:
         for text, _problem in texts:
             for i, v in enumerate(rates_from_metrics(text or "")):
                 total[i] += v
+        problems = [p for text, p in texts if p is not None]
+        if len(problems) == len(texts):  # no broker's rates could be read: say why, draw nothing
+            return ctx.render(
+                "chart.html", fragment=True, charts=[], scope="the cluster", problem=problems[0]
+            )
         points = console.history.add("cluster", now_point(*total))
-        return ctx.render("chart.html", fragment=True, charts=_charts(points), scope="the cluster")
+        return ctx.render(
+            "chart.html", fragment=True, charts=_charts(points), scope="the cluster", problem=None
+        )
 
     @router.post(CONSOLE_URL + "/bookies/{bookie_id}/decommission", include_in_schema=False)
     @page(console)

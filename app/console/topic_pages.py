@@ -83,7 +83,7 @@ def topic_routes(router: APIRouter, console: Console) -> None:
         charts = [
             {"kind": k, "svg": svg(points, k), "legend": legend(points, k)} for k in ("messages", "bytes")
         ]
-        return ctx.render("chart.html", fragment=True, charts=charts, scope="this topic")
+        return ctx.render("chart.html", fragment=True, charts=charts, scope="this topic", problem=None)
 
     @router.get(TOPIC_URL + "/compaction", include_in_schema=False)
     @page(console)

@@ -162,3 +162,16 @@ def test_the_console_calls_stay_out_of_the_broker_log() -> None:
     quiet = _NotConsoleCalls()
     assert not quiet.filter(record(f"{CONSOLE_ORIGIN}/admin/v2/brokers"))
     assert quiet.filter(record("http://127.0.0.1:8081/metrics"))  # another broker's: logged
+
+
+async def test_cluster_rates_say_why_they_are_not_shown() -> None:
+    from tests.api.auth_support import security
+
+    async with secured(security(metrics_require_token=True)) as s:
+        await login(s.client, "consumer")
+        chart = await s.client.get("/console/cluster/chart")
+        assert chart.status_code == 200 and "Rates are not shown: <b>403 Forbidden</b>" in chart.text
+    async with secured() as s:
+        await login(s.client, "consumer")  # /metrics is open: this broker's rates are drawn
+        chart = await s.client.get("/console/cluster/chart")
+        assert chart.text.count('<svg class="chart"') == 2 and "not shown" not in chart.text
