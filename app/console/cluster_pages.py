@@ -255,6 +255,8 @@ def login_routes(router: APIRouter, console: Console) -> None:
             return ctx.back(
                 f"{CONSOLE_URL}/login", problem=Problem(401, "Unauthorized", f"token refused: {exc}")
             )
+        ctx.session = console.sessions.rotate(ctx.session)
+        ctx.fresh = True  # the new id goes out in the cookie
         ctx.session.token, ctx.session.role = token, role
         return ctx.back(form.get("next") or CONSOLE_URL, ok=f"logged in as {role}")
 

@@ -69,6 +69,14 @@ class SessionStore:
             self._sessions.popitem(last=False)
         return session
 
+    def rotate(self, old: Session) -> Session:
+        """A new id (and CSRF token) for a session whose privileges change, as at login: an id
+        someone planted or saw before cannot ride the new login."""
+        self.drop(old.sid)
+        session = self.new()
+        session.flashes = old.flashes
+        return session
+
     def drop(self, sid: str) -> None:
         self._sessions.pop(sid, None)
 

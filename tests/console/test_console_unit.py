@@ -98,10 +98,15 @@ async def login(client: httpx.AsyncClient, role: str) -> str:
     page = await client.get("/console/login")
     csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
     assert csrf
+    before = client.cookies.get("quire_console")
     r = await client.post("/console/login", data={"csrf": csrf[1], "token": token(role), "next": "/console"})
     assert r.status_code == 303 and r.headers["location"] == "/console"
+    assert client.cookies.get("quire_console") not in (None, before)  # a new session id at login
     assert "token" not in r.headers["location"] and token(role) not in r.headers.get("set-cookie", "")
-    return csrf[1]
+    page = await client.get("/console/login")  # the new session's CSRF token
+    fresh = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert fresh and fresh[1] != csrf[1]
+    return fresh[1]
 
 
 async def test_pages_need_a_login_and_show_what_the_role_may_see() -> None:
