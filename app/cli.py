@@ -58,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
             p.add_argument(
                 "--kafka-port", type=int, help="Kafka listener port, 0 turns it off (QUIRE_KAFKA_PORT)"
             )
+            p.add_argument(
+                "--pulsar-port", type=int, help="Pulsar listener port, 0 turns it off (QUIRE_PULSAR_PORT)"
+            )
         if name in ("bookie", "compactor"):
             p.add_argument(
                 "--metrics-port",
@@ -96,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         "QUIRE_ACK_QUORUM": getattr(args, "ack_quorum", None),
         f"QUIRE_{args.process.upper()}_METRICS_PORT": getattr(args, "metrics_port", None),
         "QUIRE_KAFKA_PORT": getattr(args, "kafka_port", None),
+        "QUIRE_PULSAR_PORT": getattr(args, "pulsar_port", None),
     }
     if args.port is not None:
         overrides["QUIRE_BOOKIE_PORT" if args.process == "bookie" else "QUIRE_PORT"] = args.port

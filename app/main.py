@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from app.kafka_listener.groups import GroupConfig
     from app.kafka_listener.listener import KafkaListener
     from app.kafka_listener.security import KafkaSecurity
+    from app.pulsar_listener.config import PulsarConfig
+    from app.pulsar_listener.listener import PulsarListener
     from topics.service import TopicService
 
 VERSION = "0.1.0"
@@ -121,6 +123,27 @@ def kafka_security(app: Any, security: SecurityConfig | None) -> KafkaSecurity |
     return KafkaSecurity(security.verifier, authorizer)
 
 
+async def _start_pulsar(
+    app: Any,
+    topics: TopicsApi,
+    pulsar: PulsarConfig,
+    security: SecurityConfig | None,
+    tls: ssl.SSLContext | None,
+    sock: socket.socket | None,
+) -> PulsarListener:
+    """The Pulsar listener, with the HTTP API's token verifier and its gate's authorizer."""
+    from app.pulsar_listener.listener import PulsarListener
+    from app.pulsar_listener.security import PulsarSecurity
+
+    access = None
+    if security is not None:
+        access = PulsarSecurity(security.verifier, app.gate.authorizer if security.authorization else None)
+    listener = PulsarListener(topics, pulsar, access=access, ssl_context=tls)
+    await listener.start(sock)
+    app.state.pulsar_port = listener.port
+    return listener
+
+
 def create_app(
     topics: TopicsApi,
     *,
@@ -133,25 +156,29 @@ def create_app(
     kafka_groups: GroupConfig | None = None,
     kafka_tls: ssl.SSLContext | None = None,
     kafka_socket: socket.socket | None = None,
+    pulsar: PulsarConfig | None = None,
+    pulsar_socket: socket.socket | None = None,
 ) -> QuireApp:
-    """The app around `topics`; `security` turns authentication (and authorization) on, `kafka`
-    the Kafka listener (started after the topics service, stopped before it; on `kafka_socket`
-    when the process bound its port already, `app.listen`)."""
+    """The app around `topics`; `security` turns authentication (and authorization) on; `kafka`
+    and `pulsar` the doors (started after the topics service, stopped before it; on their
+    `*_socket` when the process bound its port already, `app.listen`)."""
     metrics = Metrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await topics.start()
-        listener = None
+        doors: list[KafkaListener | PulsarListener] = []  # each door, once started
         try:
             if kafka is not None:
-                listener = await _start_kafka(
-                    app, topics, kafka, kafka_groups, security, kafka_tls, kafka_socket
+                doors.append(
+                    await _start_kafka(app, topics, kafka, kafka_groups, security, kafka_tls, kafka_socket)
                 )
+            if pulsar is not None:
+                doors.append(await _start_pulsar(app, topics, pulsar, security, None, pulsar_socket))
             yield
         finally:
-            if listener is not None:
-                await listener.close()
+            for door in reversed(doors):
+                await door.close()
             if close_topics:
                 await topics.close()
 
@@ -180,8 +207,7 @@ def create_app(
     app.include_router(brokers_router(topics))
     app.include_router(kafka_groups_router(topics))
     install_console(app)  # /console and `/`: pages over the API above, through the gate below
-    metrics.registry.register(OwnershipCollector(topics))
-    metrics.registry.register(TopicCollector(topics, metrics_max_topics, metrics_max_subscriptions_per_topic))
+    _register_collectors(metrics, topics, metrics_max_topics, metrics_max_subscriptions_per_topic)
     if security is not None:
         app.gate = Gate(app.router.routes, topics, security, metrics.error)
     else:
@@ -189,6 +215,14 @@ def create_app(
     app.state.gate = app.gate
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
+
+
+def _register_collectors(
+    metrics: Metrics, topics: TopicsApi, max_topics: int, max_subscriptions: int
+) -> None:
+    """The series read from the topics service at each scrape: ownership, and per topic."""
+    metrics.registry.register(OwnershipCollector(topics))
+    metrics.registry.register(TopicCollector(topics, max_topics, max_subscriptions))
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:

@@ -142,6 +142,15 @@ class Settings(BaseSettings):
     kafka_group_min_session_timeout_ms: int = Field(6_000, gt=0)
     kafka_group_max_session_timeout_ms: int = Field(1_800_000, gt=0)
 
+    # --- Pulsar listener (docs/pulsar.md) ------------------------------------------------------
+    # Pulsar clients connect here (0: no listener). The advertised address is what LOOKUP tells
+    # clients (default: the HTTP advertised host with this port); the listen address defaults
+    # to `host`.
+    pulsar_port: int = Field(6650, ge=0, le=65_535)
+    pulsar_host: str = ""
+    pulsar_advertised_address: str = ""
+    pulsar_max_message_bytes: int = Field(5 * 1024 * 1024, gt=0, le=100 * 1024 * 1024)
+
     # --- security (docs/operations.md#security) ----------------------------------------------
     # Off by default (as Pulsar standalone), for a first run; turn it on in production.
     authentication_enabled: bool = False
@@ -360,6 +369,15 @@ class Settings(BaseSettings):
             return self.kafka_advertised_address
         host = self.effective_advertised_address.rpartition(":")[0]
         return f"{host}:{self.kafka_port}"
+
+    @property
+    def effective_pulsar_advertised_address(self) -> str:
+        """Where LOOKUP sends Pulsar clients: the setting, else the HTTP advertised host with the
+        Pulsar port."""
+        if self.pulsar_advertised_address:
+            return self.pulsar_advertised_address
+        host = self.effective_advertised_address.rpartition(":")[0]
+        return f"{host}:{self.pulsar_port}"
 
     @property
     def effective_bookies(self) -> list[str]:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from app.auth.gate import SecurityConfig
     from app.kafka_listener.common import KafkaConfig
     from app.kafka_listener.groups import GroupConfig
+    from app.pulsar_listener.config import PulsarConfig
     from bookie.auth import ClientSecurity
     from bookie.connection import BookieClientConfig
 
@@ -189,6 +190,23 @@ def kafka_config(settings: Settings) -> KafkaConfig | None:
         namespace=settings.kafka_namespace,
         default_partitions=settings.kafka_default_partitions,
         max_fetch_wait_ms=settings.kafka_max_fetch_wait_ms,
+    )
+
+
+def pulsar_config(settings: Settings) -> PulsarConfig | None:
+    """The Pulsar listener's settings; None when it is off (port 0)."""
+    if settings.pulsar_port == 0:
+        return None
+    from app.pulsar_listener.config import PulsarConfig
+
+    host, _, port = settings.effective_pulsar_advertised_address.rpartition(":")
+    return PulsarConfig(
+        host=settings.pulsar_host or settings.host,
+        port=settings.pulsar_port,
+        advertised_host=host,
+        advertised_port=int(port),
+        broker_name=settings.effective_advertised_address.replace(":", "-"),
+        max_message_bytes=settings.pulsar_max_message_bytes,
     )
 
 

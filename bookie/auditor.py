@@ -205,9 +205,11 @@ class Auditor:
     def _finish_decommissions(self, drained: set[str], result: AuditResult) -> None:
         for bookie_id in sorted(drained):
             try:
-                self.store.set_bookie_state(bookie_id, BookieState.DECOMMISSIONED)
-            except NotFoundError:
-                continue
+                self.store.set_bookie_state(
+                    bookie_id, BookieState.DECOMMISSIONED, expect=BookieState.DECOMMISSIONING
+                )
+            except (NotFoundError, BadVersionError):
+                continue  # gone, or an operator cancelled the decommission since this pass read it
             log.info("auditor: bookie %s is drained: decommissioned", bookie_id)
             result.decommissioned.append(bookie_id)
 

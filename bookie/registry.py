@@ -110,9 +110,13 @@ class BookieDirectory(Protocol):
         sender is a stale process and must stop), checked in the same transaction as the write."""
         ...
 
-    def set_bookie_state(self, bookie_id: str, state: BookieState) -> BookieRecord:
+    def set_bookie_state(
+        self, bookie_id: str, state: BookieState, *, expect: BookieState | None = None
+    ) -> BookieRecord:
         """Set a registered bookie's stored state (decommission, and the auditor marking it
-        drained); NotFoundError for an unknown bookie. Returns the record as stored."""
+        drained); NotFoundError for an unknown bookie. With `expect`, a compare-and-set: the
+        state changes only from `expect`, else BadVersionError (an operator's cancel and the
+        auditor's "drained" must not overwrite each other). Returns the record as stored."""
         ...
 
     def list_bookies(self) -> list[BookieRecord]:

@@ -18,7 +18,7 @@ import pytest
 
 from tests.support import REPO, free_port
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.process, pytest.mark.timeout(120)]
 
 
 @pytest.fixture
@@ -36,6 +36,7 @@ def _run(
         "QUIRE_HOST": "127.0.0.1",
         "QUIRE_BOOKIE_HOST": "127.0.0.1",
         "QUIRE_KAFKA_PORT": "0",
+        "QUIRE_PULSAR_PORT": "0",
         "QUIRE_BOOKIE_WAIT_TIMEOUT_MS": "60000",  # a broker that got past its ports would wait
         **(env or {}),
     }
@@ -67,6 +68,11 @@ def test_broker_kafka_port(taken: int, tmp_path: Path) -> None:
     _assert_one_line(_run(args, tmp_path), taken, "QUIRE_KAFKA_PORT (--kafka-port")
 
 
+def test_broker_pulsar_port(taken: int, tmp_path: Path) -> None:
+    args = ["broker", "--port", str(free_port()), "--pulsar-port", str(taken)]
+    _assert_one_line(_run(args, tmp_path), taken, "QUIRE_PULSAR_PORT (--pulsar-port")
+
+
 def test_bookie_port(taken: int, tmp_path: Path) -> None:
     _assert_one_line(_run(["bookie", "--port", str(taken)], tmp_path), taken, "QUIRE_BOOKIE_PORT (--port)")
 
@@ -91,6 +97,7 @@ def test_compactor_metrics_port(taken: int, tmp_path: Path) -> None:
     [
         ("--port", "QUIRE_PORT (--port)"),
         ("--kafka-port", "QUIRE_KAFKA_PORT (--kafka-port"),
+        ("--pulsar-port", "QUIRE_PULSAR_PORT (--pulsar-port"),
         ("--bookie-port", "QUIRE_BOOKIE_PORT (--bookie-port)"),
     ],
 )
@@ -98,6 +105,7 @@ def test_standalone_refuses_before_starting_anything(
     flag: str, setting: str, taken: int, tmp_path: Path
 ) -> None:
     ports = {"--port": free_port(), "--kafka-port": free_port(), "--bookie-port": free_port(), flag: taken}
+    ports.setdefault("--pulsar-port", free_port())
     args = ["standalone", *(f"{k}={v}" for k, v in ports.items())]
     env = {"QUIRE_BOOKIE_METRICS_PORT": str(free_port()), "QUIRE_COMPACTOR_METRICS_PORT": str(free_port())}
     done = _run(args, tmp_path, env)

@@ -54,6 +54,7 @@ EXERCISED = {
     "Q=http://127.0.0.1:8080": "test_first_session_admin_cli_python_and_kafka",
     "quire admin topics list public/default": "test_first_session_admin_cli_python_and_kafka",
     "from quire_client import Client": "test_first_session_admin_cli_python_and_kafka",
+    "import pulsar": "test_first_session_admin_cli_python_and_kafka",
     "quire standalone --bookies 4": "test_replicated_ledgers_survive_a_killed_bookie",
     "# produce two keyed records with kcat": "test_first_session_admin_cli_python_and_kafka",
     "# an empty PostgreSQL database first": "test_several_brokers_on_one_machine",
@@ -106,7 +107,9 @@ def free_ports(*wanted: int) -> dict[int, int]:
 
 def env(**extra: str) -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("QUIRE_")}
-    return {**base, "PATH": f"{BIN}:{base.get('PATH', '')}", "QUIRE_HOST": "127.0.0.1", **extra}
+    # No Pulsar listener on 6650 unless a test gives it a free port (--pulsar-port).
+    pulsar_off = {"QUIRE_PULSAR_PORT": "0"}
+    return {**base, "PATH": f"{BIN}:{base.get('PATH', '')}", "QUIRE_HOST": "127.0.0.1", **pulsar_off, **extra}
 
 
 @contextlib.contextmanager
@@ -163,13 +166,15 @@ def _ready(port: int) -> bool:
     return False
 
 
+@pytest.mark.process
 def test_first_session_admin_cli_python_and_kafka(tmp_path: Path) -> None:
     """`make run` (a fresh standalone), then the curl session, the admin CLI, the Python client
     and kcat, in the README's order, on one standalone."""
-    ports = free_ports(8080, 9092, 3181, 8000, 8001)
+    ports = free_ports(8080, 9092, 3181, 8000, 8001, 6650)
     standalone = QuireProcess(
         ["standalone", "--data-dir", str(tmp_path / "data"), "--port", str(ports[8080]),
-         "--bookie-port", str(ports[3181]), "--kafka-port", str(ports[9092])],
+         "--bookie-port", str(ports[3181]), "--kafka-port", str(ports[9092]),
+         "--pulsar-port", str(ports[6650])],
         env(QUIRE_BOOKIE_METRICS_PORT=str(ports[8000]), QUIRE_COMPACTOR_METRICS_PORT=str(ports[8001])),
         tmp_path / "standalone.log",
     ).start()  # fmt: skip
@@ -185,10 +190,15 @@ def test_first_session_admin_cli_python_and_kafka(tmp_path: Path) -> None:
         python = moved(_block("from quire_client import Client").text, ports, {})
         done = subprocess.run([sys.executable, "-c", python], capture_output=True, text=True, timeout=60)
         assert done.returncode == 0 and "ProduceResponse(results=[" in done.stdout, done.stdout + done.stderr
+        pulsar = moved(_block("import pulsar").text, ports, {})
+        done = subprocess.run([sys.executable, "-c", pulsar], capture_output=True, text=True, timeout=90)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert_printed(pulsar, done.stdout)
     finally:
         standalone.stop()
 
 
+@pytest.mark.process
 def test_replicated_ledgers_survive_a_killed_bookie(tmp_path: Path) -> None:
     ports = free_ports(8080, 3181, 9092)
     block = moved(_block("quire standalone --bookies 4").text, ports, {"/tmp/q": str(tmp_path / "q")})
@@ -212,6 +222,7 @@ def test_replicated_ledgers_survive_a_killed_bookie(tmp_path: Path) -> None:
     assert "3 of 4 bookies left" in text, text[-4000:]
 
 
+@pytest.mark.process
 @pytest.mark.postgres
 def test_several_brokers_on_one_machine(tmp_path: Path, postgres_url: str) -> None:
     import psycopg
@@ -235,6 +246,7 @@ def test_several_brokers_on_one_machine(tmp_path: Path, postgres_url: str) -> No
             conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
+@pytest.mark.process
 def test_security_session(tmp_path: Path) -> None:
     ports = free_ports(8080, 3181, 9092)
     block = moved(_block("# a key, and tokens for three roles").text, ports, {"/tmp/q": str(tmp_path / "q")})

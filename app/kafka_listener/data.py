@@ -33,6 +33,7 @@ from app.kafka_listener.errors import ErrorCode
 from app.kafka_listener.security import Access
 from app.kafka_listener.server import Handler, RequestContext
 from app.kafka_listener.versions import ApiKey
+from common.errors import QuireError
 from common.kafka_records import (
     KafkaRecord,
     RecordBatchError,
@@ -192,7 +193,7 @@ class DataPlane:
             base = await self._topics.kafka_produce(quire_topic(self._config, name), partition, batch)
         except RecordBatchError as exc:
             return ErrorCode(exc.code), -1
-        except TopicsError as exc:
+        except QuireError as exc:  # the topics layer's, or the managed ledger's from opening the topic
             return error_code(exc), -1
         return ErrorCode.NONE, base
 
@@ -234,7 +235,7 @@ class DataPlane:
                 fetched = await self._topics.kafka_fetch(
                     quire_topic(self._config, name), partition, offset, limit
                 )
-            except TopicsError as exc:
+            except QuireError as exc:
                 out.append((error_code(exc), None, b""))
                 continue
             records = batches(fetched)
@@ -295,7 +296,7 @@ class DataPlane:
                         quire_topic(self._config, t.name), p.partition_index, p.timestamp
                     )
                     code = ErrorCode.NONE
-                except TopicsError as exc:
+                except QuireError as exc:
                     offset, timestamp, code = -1, -1, error_code(exc)
                 except _NotAllowed:
                     offset, timestamp, code = -1, -1, ErrorCode.TOPIC_AUTHORIZATION_FAILED

@@ -12,35 +12,38 @@ import logging
 import socket
 import ssl
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import uvicorn
 
+from app.listen import BoundPort, bind_tcp
 from app.settings import Settings
 from topics.api import TopicsApi
+
+if TYPE_CHECKING:
+    from app.kafka_listener.common import KafkaConfig
+    from app.pulsar_listener.config import PulsarConfig
 
 HANDOVER_TIMEOUT_S = 20.0
 log = logging.getLogger("quire.broker")
 
 
 def run(settings: Settings) -> None:
-    from app.listen import bind_tcp
     from app.main import create_app
     from app.registry import broker_registry
     from app.routes.cluster import install_registry
-    from app.wiring import bootstrap, group_config, kafka_config, kafka_tls, security_config
+    from app.wiring import bootstrap, group_config, kafka_config, kafka_tls, pulsar_config, security_config
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # Ports first: a taken one is one line and exit 2 now, not after waiting for bookies.
     http_port = bind_tcp(
         settings.host, settings.port, process="broker", what="HTTP", setting="QUIRE_PORT (--port)"
     )
-    kafka = kafka_config(settings)
-    kafka_port = None
-    if kafka is not None:
-        kafka_port = bind_tcp(
-            kafka.host, kafka.port, process="broker", what="Kafka",
-            setting="QUIRE_KAFKA_PORT (--kafka-port; 0 turns the Kafka listener off)",
-        )  # fmt: skip
+    kafka, pulsar = kafka_config(settings), pulsar_config(settings)
+    kafka_port = _bind_door(kafka, "Kafka", "QUIRE_KAFKA_PORT (--kafka-port; 0 turns the Kafka listener off)")
+    pulsar_port = _bind_door(
+        pulsar, "Pulsar", "QUIRE_PULSAR_PORT (--pulsar-port; 0 turns the Pulsar listener off)"
+    )
     registry, registry_store = broker_registry(settings)
     app = create_app(
         bootstrap(settings),
@@ -52,6 +55,8 @@ def run(settings: Settings) -> None:
         kafka_groups=group_config(settings),
         kafka_tls=kafka_tls(settings),
         kafka_socket=kafka_port.sock if kafka_port is not None else None,
+        pulsar=pulsar,
+        pulsar_socket=pulsar_port.sock if pulsar_port is not None else None,
     )
     install_registry(app, registry, registry_store, settings.ensemble_size)
     # The broker's heap (cursors, pending maps, decoded entries) is large and long-lived; with
@@ -78,11 +83,19 @@ def run(settings: Settings) -> None:
     )
     try:
         sockets = [http_port.listening()]
-        if kafka_port is not None:
-            kafka_port.listening()  # served once the app has started (its lifespan)
+        for door_port in (kafka_port, pulsar_port):
+            if door_port is not None:
+                door_port.listening()  # served once the app has started (its lifespan)
         HandoverServer(config, app.state.topics).run(sockets=sockets)
     finally:
         registry_store.close()
+
+
+def _bind_door(config: KafkaConfig | PulsarConfig | None, what: str, setting: str) -> BoundPort | None:
+    """The port of a door (the Kafka or Pulsar listener), bound now; None when it is off."""
+    if config is None:
+        return None
+    return bind_tcp(config.host, config.port, process="broker", what=what, setting=setting)
 
 
 class HandoverServer(uvicorn.Server):

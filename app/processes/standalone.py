@@ -220,6 +220,11 @@ def probe_ports(settings: Settings, bookies: int) -> None:
     if settings.kafka_port:
         kafka_host = settings.kafka_host or settings.host
         wanted.append((kafka_host, settings.kafka_port, "Kafka", "QUIRE_KAFKA_PORT (--kafka-port; 0: off)"))
+    if settings.pulsar_port:
+        pulsar_host = settings.pulsar_host or settings.host
+        wanted.append(
+            (pulsar_host, settings.pulsar_port, "Pulsar", "QUIRE_PULSAR_PORT (--pulsar-port; 0: off)")
+        )
     for i in range(bookies):
         wanted.append(
             (

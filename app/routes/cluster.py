@@ -21,7 +21,7 @@ from starlette.responses import Response
 
 from app.errors import ApiError
 from app.routes.common import NO_CONTENT, empty, problems
-from bookie.ledger_metadata import NotFoundError
+from bookie.ledger_metadata import BadVersionError, NotFoundError
 from bookie.ledgers import COUNTERS as ledger_counters
 from bookie.recovery_store import RecoveryStore
 from bookie.registry import OPERATOR_STATES, BookieDirectory, BookieRegistry, BookieState, BookieStatus
@@ -128,10 +128,12 @@ def _add_decommission_routes(router: APIRouter) -> None:
     )
     def decommission(request: Request, bookie_id: BookieId) -> Response:
         store = _store(request.app)
-        state = _stored_state(store, bookie_id)
-        if state not in OPERATOR_STATES:  # asking again changes nothing
+        for state in _stored_states(store, bookie_id):
+            if state in OPERATOR_STATES:  # asking again changes nothing
+                break
             _refuse_short_of_writable(request.app, bookie_id)
-            _set_state(store, bookie_id, BookieState.DECOMMISSIONING)
+            if _set_state(store, bookie_id, BookieState.DECOMMISSIONING, expect=state):
+                break
         return empty()
 
     @router.delete(
@@ -142,28 +144,40 @@ def _add_decommission_routes(router: APIRouter) -> None:
         "made elsewhere stay. A bookie that is not being decommissioned is left as it is.",
         status_code=NO_CONTENT,
         response_class=Response,
-        responses=problems(404, 422),
+        responses=problems(404, 409, 422),
     )
     def cancel_decommission(request: Request, bookie_id: BookieId) -> Response:
         store = _store(request.app)
-        if _stored_state(store, bookie_id) in OPERATOR_STATES:
+        for state in _stored_states(store, bookie_id):
+            if state not in OPERATOR_STATES:
+                break
             # Writable until its next heartbeat says otherwise (read-only on a full disk).
-            _set_state(store, bookie_id, BookieState.WRITABLE)
+            if _set_state(store, bookie_id, BookieState.WRITABLE, expect=state):
+                break
         return empty()
 
 
-def _stored_state(store: ClusterStore, bookie_id: str) -> BookieState:
-    known = {r.bookie_id: r.state for r in store.list_bookies()}
-    if bookie_id not in known:
-        raise ApiError(404, f"bookie {bookie_id} is not registered", title="Unknown bookie")
-    return known[bookie_id]
+def _stored_states(store: ClusterStore, bookie_id: str, tries: int = 5) -> Iterator[BookieState]:
+    """The bookie's stored state, read again for each retry of a compare-and-set that lost a race
+    with the auditor (which marks a drained bookie decommissioned); 409 when it keeps moving."""
+    for _ in range(tries):
+        known = {r.bookie_id: r.state for r in store.list_bookies()}
+        if bookie_id not in known:
+            raise ApiError(404, f"bookie {bookie_id} is not registered", title="Unknown bookie")
+        yield known[bookie_id]
+    detail = f"bookie {bookie_id} changed state while this request ran: try again"
+    raise ApiError(409, detail, title="Conflict")
 
 
-def _set_state(store: ClusterStore, bookie_id: str, state: BookieState) -> None:
+def _set_state(store: ClusterStore, bookie_id: str, state: BookieState, *, expect: BookieState) -> bool:
+    """Compare-and-set from `expect`; False when the state moved meanwhile (read it again)."""
     try:
-        store.set_bookie_state(bookie_id, state)
+        store.set_bookie_state(bookie_id, state, expect=expect)
+    except BadVersionError:
+        return False
     except NotFoundError as exc:
         raise ApiError(404, f"bookie {bookie_id} is not registered", title="Unknown bookie") from exc
+    return True
 
 
 def _refuse_short_of_writable(app: FastAPI, bookie_id: str) -> None:

@@ -96,13 +96,19 @@ class SqlBookieMethods:
             else:
                 conn.execute(update(BOOKIES).where(BOOKIES.c.bookie_id == new.bookie_id).values(**values))
 
-    def set_bookie_state(self: Transactional, bookie_id: str, state: BookieState) -> BookieRecord:
+    def set_bookie_state(
+        self: Transactional, bookie_id: str, state: BookieState, *, expect: BookieState | None = None
+    ) -> BookieRecord:
         if state not in STORED_STATES:
             raise ValueError(f"bookie state {state} is not stored")
         where = BOOKIES.c.bookie_id == bookie_id
+        guarded = where if expect is None else where & (BOOKIES.c.state == str(expect))
         with self._write() as conn:
-            if conn.execute(update(BOOKIES).where(where).values(state=str(state))).rowcount != 1:
-                raise NotFoundError(f"bookie {bookie_id} is not registered")
+            if conn.execute(update(BOOKIES).where(guarded).values(state=str(state))).rowcount != 1:
+                row = conn.execute(select(BOOKIES).where(where)).mappings().first()
+                if row is None:
+                    raise NotFoundError(f"bookie {bookie_id} is not registered")
+                raise BadVersionError(f"bookie {bookie_id} is {row['state']}, not {expect}")
             row = conn.execute(select(BOOKIES).where(where)).mappings().one()
         return _record_from_row(row)
 
@@ -154,13 +160,17 @@ class InMemoryBookieMethods:
             state = _kept_state(None if stored is None else stored.state, new.state)
             self._bookies[new.bookie_id] = replace(new, state=state)
 
-    def set_bookie_state(self, bookie_id: str, state: BookieState) -> BookieRecord:
+    def set_bookie_state(
+        self, bookie_id: str, state: BookieState, *, expect: BookieState | None = None
+    ) -> BookieRecord:
         if state not in STORED_STATES:
             raise ValueError(f"bookie state {state} is not stored")
         with self._bookie_lock:
             stored = self._bookies.get(bookie_id)
             if stored is None:
                 raise NotFoundError(f"bookie {bookie_id} is not registered")
+            if expect is not None and stored.state != expect:
+                raise BadVersionError(f"bookie {bookie_id} is {stored.state}, not {expect}")
             self._bookies[bookie_id] = replace(stored, state=state)
             return self._bookies[bookie_id]
 

@@ -401,3 +401,17 @@ async def test_a_ledger_still_naming_a_drained_bookie_is_listed_and_moved_off_it
     cluster.dead.add(d)  # stopped, as a drained bookie may be
     cluster.assert_fully_replicated(meta.ledger_id)
     assert d not in {x for _, bs in cluster.store.get_ledger(meta.ledger_id).history() for x in bs}
+
+
+async def test_a_decommission_cancelled_while_a_pass_ran_stays_cancelled(cluster: Cluster) -> None:
+    """The auditor found the bookie drained, then the operator cancelled its decommission before
+    the pass marked it: the pass's "decommissioned" is a compare-and-set from decommissioning, so
+    the cancel wins and the bookie takes ledgers again."""
+    a, *_ = _addresses(cluster)
+    cluster.store.set_bookie_state(a, BookieState.DECOMMISSIONING)
+    result = cluster.auditor.audit_once()  # nothing names a: drained at once
+    assert result.decommissioned == [a]
+    cluster.store.set_bookie_state(a, BookieState.DECOMMISSIONING)
+    cluster.store.set_bookie_state(a, BookieState.WRITABLE, expect=BookieState.DECOMMISSIONING)  # cancel
+    cluster.auditor._finish_decommissions({a}, result)  # the racing pass's late write
+    assert {r.bookie_id: r.state for r in cluster.store.list_bookies()}[a] == BookieState.WRITABLE

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import httpx
 import pytest
 
+from tests.kinds import kind
 from tests.support import QuireProcess, free_port, wait_until
 from tests.test_cli_standalone import START_TIMEOUT_S, free_port_run
 
@@ -64,6 +65,7 @@ def start_standalone(tmp: Path, env: dict[str, str] | None = None) -> QuireProce
 
 
 @pytest.fixture(scope="module")
+@kind("live")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
     proc = start_standalone(tmp_path_factory.mktemp("standalone"))
     try:
@@ -73,6 +75,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]
 
 
 @pytest.fixture(scope="module")
+@kind("live")
 def secured_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
     tmp = tmp_path_factory.mktemp("secured")
     key = secrets.token_bytes(32)
@@ -99,6 +102,7 @@ def artifacts() -> Path:
 
 
 @pytest.fixture(scope="module")
+@kind("live")
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 

@@ -91,3 +91,14 @@ def test_operator_states_survive_heartbeats_and_unknown_bookies_are_refused(
         (stored,) = store.list_bookies()
         assert (stored.state, stored.heartbeat_ms, stored.ledgers) == (state, 2, 3)
     assert store.set_bookie_state("b1:3181", BookieState.WRITABLE).state == BookieState.WRITABLE
+
+
+def test_a_state_change_with_an_expected_state_is_a_compare_and_set(store) -> None:  # noqa: F811
+    store.put_bookie(BookieRecord("b1:3181", "i1", BookieState.WRITABLE, heartbeat_ms=1))
+    with pytest.raises(BadVersionError):
+        store.set_bookie_state("b1:3181", BookieState.DECOMMISSIONED, expect=BookieState.DECOMMISSIONING)
+    assert store.list_bookies()[0].state == BookieState.WRITABLE
+    done = store.set_bookie_state("b1:3181", BookieState.DECOMMISSIONING, expect=BookieState.WRITABLE)
+    assert done.state == BookieState.DECOMMISSIONING
+    with pytest.raises(NotFoundError):
+        store.set_bookie_state("b9:3181", BookieState.WRITABLE, expect=BookieState.DECOMMISSIONING)

@@ -1,0 +1,332 @@
+"""SUBSCRIBE, FLOW, ACK, REDELIVER_UNACKNOWLEDGED_MESSAGES, CLOSE_CONSUMER, UNSUBSCRIBE and
+GET_LAST_MESSAGE_ID, over Quire's durable subscriptions.
+
+A consumer is a task that, while the client has given it permits (FLOW), long-polls its
+subscription through the topics service's `receive` -- the same dispatch REST consumers get,
+with the subscription's type (shared, exclusive, failover, key_shared) deciding who gets what --
+and pushes what it gets as MESSAGEs (`entries`), one per entry. It remembers which messages it
+holds unacked; ACK acks them (individual: the ids, or of a batch the members its `ack_set` marks
+acked; cumulative: up to the id), REDELIVER_UNACKNOWLEDGED_MESSAGES nacks them (all, or the
+entries listed), and closing nacks what is left so that it comes again, to this consumer's
+successor or another consumer.
+
+Pulsar's subscription rules at SUBSCRIBE: one consumer on an exclusive subscription, and every
+consumer of a subscription of the same type (else ConsumerBusy). A subscription the listener
+creates gets the client's initial position and type and a long ack timeout (config); one that
+exists keeps its own type.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+
+from app.auth.policy import Need
+from managed_ledger.position import MessageId, Position
+from topics import names
+from topics.api import Delivery, SubscriptionOptions, SubscriptionType, TopicsApi
+from topics.errors import SubscriptionNotFoundError, TopicNotFoundError
+
+from .entries import encode_batch, encode_single
+from .errors import PulsarError
+from .proto import pulsar_api_pb2 as pb
+from .registry import Registry
+from .security import Access
+from .server import Connection, Handler
+from .session import partitions_of, quire_topic
+
+log = logging.getLogger("quire.pulsar")
+T = pb.BaseCommand
+S = pb.CommandSubscribe
+TYPES: dict[int, SubscriptionType] = {
+    S.Exclusive: "exclusive",
+    S.Shared: "shared",
+    S.Failover: "failover",
+    S.Key_Shared: "key_shared",
+}
+MAX_RECEIVE = 1_000
+NO_ID = 2**64 - 1
+RETRY_S = 1.0
+
+
+class Consumer:
+    def __init__(
+        self,
+        conn: Connection,
+        request: pb.CommandSubscribe,
+        topic: str,
+        topics: TopicsApi,
+        registry: Registry,
+    ) -> None:
+        self.conn = conn
+        self.consumer_id = request.consumer_id
+        self.topic = topic
+        self.subscription = request.subscription
+        self.sub_type = request.subType
+        self.topics = topics
+        self._registry = registry
+        # An exclusive subscription's one consumer keeps one Quire consumer id across reconnects
+        # (the listener lets only one in); the others are told apart by connection and id.
+        name = request.consumer_name or "consumer"
+        exclusive = request.subType == S.Exclusive
+        self.quire_id = "pulsar" if exclusive else f"pulsar-{name}-{conn.number}-{request.consumer_id}"
+        index = names.partition_index(topic)
+        self.partition = -1 if index is None else index[1]
+        self.permits = 0
+        self.wake = asyncio.Event()
+        self.unacked: dict[Position, set[int]] = {}
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self._run())
+
+    def flow(self, permits: int) -> None:
+        self.permits += permits
+        self.wake.set()
+
+    async def _run(self) -> None:
+        wait_ms = self.conn.config.receive_wait_ms
+        while not self.conn.closed:
+            if self.permits <= 0:
+                self.wake.clear()
+                await self.wake.wait()
+                continue
+            try:
+                deliveries = await self.topics.receive(
+                    self.topic, self.subscription, min(self.permits, MAX_RECEIVE), wait_ms, self.quire_id
+                )
+            except (SubscriptionNotFoundError, TopicNotFoundError):
+                close = pb.CommandCloseConsumer(consumer_id=self.consumer_id, request_id=0)
+                self.conn.send(T(type=T.CLOSE_CONSUMER, close_consumer=close))  # the client subscribes again
+                return
+            except Exception as exc:
+                log.info("Pulsar consumer %s on %s: receive failed: %s", self.quire_id, self.topic, exc)
+                await asyncio.sleep(RETRY_S)
+                continue
+            if deliveries:
+                self._push(deliveries)
+                await self.conn.drain()
+
+    def _push(self, deliveries: list[Delivery]) -> None:
+        entries: dict[Position, list[Delivery]] = {}
+        for d in deliveries:
+            entries.setdefault(d.message.message_id.position, []).append(d)
+        for position, group in entries.items():
+            group.sort(key=lambda d: d.message.message_id.batch_index)
+            held = self.unacked.setdefault(position, set())
+            held.update(d.message.message_id.batch_index for d in group)
+            self.permits -= len(group)
+            command = pb.CommandMessage(
+                consumer_id=self.consumer_id,
+                message_id=pb.MessageIdData(
+                    ledgerId=position.ledger_id, entryId=position.entry_id, partition=self.partition
+                ),
+            )
+            count = max(d.redelivery_count for d in group)
+            if count:
+                command.redelivery_count = count
+            messages = [d.message for d in group]
+            if len(group) == 1 and messages[0].message_id.batch_index == 0:
+                metadata, payload = encode_single(messages[0])
+            else:
+                metadata, payload, ack_set = encode_batch(messages)
+                if len(messages) != messages[-1].message_id.batch_index + 1:
+                    command.ack_set.extend(ack_set)
+            self.conn.send_message(T(type=T.MESSAGE, message=command), metadata, payload)
+
+    # --- acks --------------------------------------------------------------------------------
+    def acked_ids(self, data: pb.MessageIdData) -> list[MessageId]:
+        """The messages an individual ack of `data` acks, forgotten as unacked."""
+        position = Position(data.ledgerId, data.entryId)
+        held = self.unacked.get(position, set())
+        if data.ack_set:
+            bits = [w & (2**64 - 1) for w in data.ack_set]
+            chosen = {i for i in held if not (i // 64 < len(bits) and bits[i // 64] >> (i % 64) & 1)}
+        elif data.HasField("batch_index") and data.batch_index >= 0:
+            chosen = {data.batch_index}
+        else:
+            chosen = set(held) or {0}
+        held.difference_update(chosen)
+        if not held:
+            self.unacked.pop(position, None)
+        return [MessageId(position.ledger_id, position.entry_id, i) for i in sorted(chosen)]
+
+    def cumulative_id(self, data: pb.MessageIdData) -> MessageId:
+        position = Position(data.ledgerId, data.entryId)
+        if data.HasField("batch_index") and data.batch_index >= 0:
+            index = data.batch_index
+        else:
+            index = max(self.unacked.get(position, {0}) or {0})
+        for held in [p for p in self.unacked if p <= position]:
+            del self.unacked[held]
+        return MessageId(position.ledger_id, position.entry_id, index)
+
+    def take_unacked(self, positions: Iterable[Position] | None = None) -> list[MessageId]:
+        """The messages held unacked (of `positions`, or all), forgotten: to be nacked."""
+        chosen = list(self.unacked) if positions is None else [p for p in positions if p in self.unacked]
+        out: list[MessageId] = []
+        for position in chosen:
+            out += [
+                MessageId(position.ledger_id, position.entry_id, i)
+                for i in sorted(self.unacked.pop(position))
+            ]
+        return out
+
+    async def close(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        self._registry.remove_consumer(self.topic, self.subscription, self)
+        ids = self.take_unacked()
+        if ids:
+            try:
+                await self.topics.nack(self.topic, self.subscription, ids)
+            except Exception as exc:  # the ack timeout redelivers them instead
+                log.info("Pulsar consumer %s: nack on close failed: %s", self.quire_id, exc)
+
+
+def _real(data: pb.MessageIdData) -> bool:
+    """Not one of the client's sentinels (earliest/latest: -1 or INT64_MAX as uint64)."""
+    return data.ledgerId < 2**63 - 1 and data.entryId < 2**63 - 1
+
+
+class Consumers:
+    def __init__(self, topics: TopicsApi, registry: Registry, access: Access) -> None:
+        self.topics = topics
+        self.registry = registry
+        self.access = access
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            T.SUBSCRIBE: self.subscribe,
+            T.FLOW: self.flow,
+            T.ACK: self.ack,
+            T.REDELIVER_UNACKNOWLEDGED_MESSAGES: self.redeliver,
+            T.CLOSE_CONSUMER: self.close_consumer,
+            T.UNSUBSCRIBE: self.unsubscribe,
+            T.GET_LAST_MESSAGE_ID: self.last_message_id,
+        }
+
+    async def subscribe(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
+        request = command.subscribe
+        if request.consumer_id in conn.consumers:
+            conn.send_success(request.request_id)
+            return
+        try:
+            consumer = await self._open(conn, request)
+        except Exception as exc:
+            conn.send_failure(request.request_id, exc)
+            return
+        conn.consumers[request.consumer_id] = consumer
+        conn.send_success(request.request_id)
+        consumer.start()
+
+    async def _open(self, conn: Connection, request: pb.CommandSubscribe) -> Consumer:
+        topic = quire_topic(request.topic)
+        await self.access.check(conn, topic, Need.CONSUME)
+        if not request.durable:
+            raise PulsarError("readers (non-durable subscriptions) are not supported yet", pb.NotAllowedError)
+        await partitions_of(self.topics, topic)
+        options = SubscriptionOptions(
+            initial_position="earliest" if request.initialPosition == S.Earliest else "latest",
+            type=TYPES[request.subType],
+            read_compacted=request.read_compacted,
+            ack_timeout_ms=conn.config.subscription_ack_timeout_ms,
+        )
+        consumer = Consumer(conn, request, topic, self.topics, self.registry)
+        self.registry.add_consumer(topic, request.subscription, request.subType, consumer)
+        try:
+            await self.topics.create_subscription(topic, request.subscription, options)
+        except Exception:
+            self.registry.remove_consumer(topic, request.subscription, consumer)
+            raise
+        return consumer
+
+    async def flow(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
+        consumer = conn.consumers.get(command.flow.consumer_id)
+        if consumer is not None:
+            consumer.flow(command.flow.messagePermits)
+
+    async def ack(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
+        ack = command.ack
+        consumer = conn.consumers.get(ack.consumer_id)
+        error: Exception | None = None
+        if consumer is not None:
+            ids = [data for data in ack.message_id if _real(data)]
+            try:
+                if ack.ack_type == pb.CommandAck.Cumulative and ids:
+                    await self.topics.ack_cumulative(
+                        consumer.topic, consumer.subscription, consumer.cumulative_id(ids[-1])
+                    )
+                elif ids:
+                    acked = [mid for data in ids for mid in consumer.acked_ids(data)]
+                    await self.topics.ack(consumer.topic, consumer.subscription, acked)
+            except Exception as exc:
+                log.info("Pulsar consumer %s: ack failed: %s", consumer.quire_id, exc)
+                error = exc
+        if ack.HasField("request_id"):
+            response = pb.CommandAckResponse(consumer_id=ack.consumer_id, request_id=ack.request_id)
+            if error is not None:
+                response.error, response.message = pb.UnknownError, str(error)
+            conn.send(T(type=T.ACK_RESPONSE, ackResponse=response))
+
+    async def redeliver(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
+        request = command.redeliverUnacknowledgedMessages
+        consumer = conn.consumers.get(request.consumer_id)
+        if consumer is None:
+            return
+        positions = None
+        if request.message_ids:
+            positions = [Position(d.ledgerId, d.entryId) for d in request.message_ids]
+        ids = consumer.take_unacked(positions)
+        if ids:
+            await self.topics.nack(consumer.topic, consumer.subscription, ids)
+            consumer.wake.set()
+
+    async def close_consumer(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
+        request = command.close_consumer
+        consumer = conn.consumers.pop(request.consumer_id, None)
+        if consumer is not None:
+            await consumer.close()
+        conn.send_success(request.request_id)
+
+    async def unsubscribe(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
+        request = command.unsubscribe
+        consumer = conn.consumers.get(request.consumer_id)
+        if consumer is None:
+            conn.send_error(request.request_id, pb.ConsumerNotFound, "no such consumer")
+            return
+        others = [
+            c
+            for c in self.registry.consumers.get((consumer.topic, consumer.subscription), [])
+            if c is not consumer
+        ]
+        if others:
+            conn.send_error(request.request_id, pb.UnknownError, "the subscription has other consumers")
+            return
+        conn.consumers.pop(request.consumer_id, None)
+        await consumer.close()
+        try:
+            await self.topics.delete_subscription(consumer.topic, consumer.subscription)
+        except Exception as exc:
+            conn.send_failure(request.request_id, exc)
+            return
+        conn.send_success(request.request_id)
+
+    async def last_message_id(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
+        request = command.getLastMessageId
+        consumer = conn.consumers.get(request.consumer_id)
+        if consumer is None:
+            conn.send_error(request.request_id, pb.ConsumerNotFound, "no such consumer")
+            return
+        try:
+            last = await self.topics.last_message_id(consumer.topic, False)
+        except Exception as exc:
+            conn.send_failure(request.request_id, exc)
+            return
+        data = pb.MessageIdData(ledgerId=NO_ID, entryId=NO_ID, partition=consumer.partition)
+        if last is not None:
+            data.ledgerId, data.entryId = last.ledger_id, last.entry_id
+            data.batch_index = last.batch_index if last.batch_index > 0 else -1
+        response = pb.CommandGetLastMessageIdResponse(last_message_id=data, request_id=request.request_id)
+        conn.send(T(type=T.GET_LAST_MESSAGE_ID_RESPONSE, getLastMessageIdResponse=response))

@@ -1,0 +1,122 @@
+"""Session and discovery commands: CONNECT, PING/PONG, LOOKUP, PARTITIONED_METADATA.
+
+CONNECT answers CONNECTED with protocol version min(client's, 20) -- 20 is what pulsar-client
+3.13 (C++ 4.2) sends and the newest this listener's commands follow -- and the largest message
+taken. PARTITIONED_METADATA answers 0 partitions for every topic (see there). LOOKUP answers this
+broker, authoritative: with several brokers the client then connects
+here, and a topic owned by another broker is refused with ServiceNotReady (the client looks up
+again); redirecting to the owner's Pulsar address needs it in the broker registry (not yet).
+"""
+
+from __future__ import annotations
+
+from app.auth.policy import Need
+from topics import names
+from topics.api import TopicsApi
+from topics.errors import TopicNotFoundError
+
+from .errors import PulsarError, server_error_of
+from .proto import pulsar_api_pb2 as pb
+from .security import Access
+from .server import CloseConnection, Connection, Handler
+
+T = pb.BaseCommand
+PROTOCOL_VERSION = 20
+SERVER_VERSION = "Quire"
+NON_PERSISTENT = "non-persistent://"
+
+
+def quire_topic(name: str) -> str:
+    """A Pulsar topic name as Quire's `tenant/namespace/topic` (InvalidNameError when it is not
+    one); Quire's topics are all persistent."""
+    if name.startswith(NON_PERSISTENT):
+        raise PulsarError(f"{name}: Quire has persistent topics only", pb.NotAllowedError)
+    return names.validate_topic(name)
+
+
+class Session:
+    def __init__(self, topics: TopicsApi, access: Access) -> None:
+        self.topics = topics
+        self.access = access
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            T.CONNECT: self.connect,
+            T.PING: self.ping,
+            T.PONG: self.pong,
+            T.LOOKUP: self.lookup,
+            T.PARTITIONED_METADATA: self.partitioned_metadata,
+        }
+
+    async def connect(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
+        if conn.connected:
+            raise CloseConnection  # a second CONNECT: the client is confused
+        connect = command.connect
+        try:
+            self.access.authenticate(conn, connect)
+        except PulsarError as exc:
+            conn.send_error(0, exc.server_error, str(exc))
+            await conn.drain()
+            raise CloseConnection from exc
+        conn.connected = True
+        conn.client_version = connect.client_version
+        conn.protocol_version = min(connect.protocol_version, PROTOCOL_VERSION)
+        connected = pb.CommandConnected(
+            server_version=SERVER_VERSION,
+            protocol_version=conn.protocol_version,
+            max_message_size=conn.config.max_message_bytes,
+        )
+        conn.send(T(type=T.CONNECTED, connected=connected))
+
+    async def ping(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
+        conn.send(T(type=T.PONG, pong=pb.CommandPong()))
+
+    async def pong(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
+        return None
+
+    async def lookup(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
+        request = command.lookupTopic
+        reply = pb.CommandLookupTopicResponse(request_id=request.request_id)
+        try:
+            topic = quire_topic(request.topic)
+            await self.access.check(conn, topic, Need.LOOKUP)
+        except Exception as exc:
+            reply.response = reply.Failed
+            reply.error = server_error_of(exc)
+            reply.message = str(exc)
+        else:
+            reply.response = reply.Connect
+            reply.brokerServiceUrl = conn.config.service_url
+            reply.authoritative = True
+        conn.send(T(type=T.LOOKUP_RESPONSE, lookupTopicResponse=reply))
+
+    async def partitioned_metadata(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
+        request = command.partitionMetadata
+        reply = pb.CommandPartitionedTopicMetadataResponse(request_id=request.request_id)
+        try:
+            topic = quire_topic(request.topic)
+            await self.access.check(conn, topic, Need.LOOKUP)
+            await partitions_of(self.topics, topic)  # TopicNotFound when its namespace does not exist
+            # Always 0: Quire's topics service serves a partitioned topic as a whole (it routes by
+            # key itself) and refuses its partitions by name, so the client must use the base
+            # name. Answering the count needs the partitions addressable (docs/pulsar.md).
+            reply.partitions = 0
+            reply.response = reply.Success  # set explicitly: the client tests has_response()
+        except Exception as exc:
+            reply.response = reply.Failed
+            reply.error = server_error_of(exc)
+            reply.message = str(exc)
+        conn.send(T(type=T.PARTITIONED_METADATA_RESPONSE, partitionMetadataResponse=reply))
+
+
+async def partitions_of(topics: TopicsApi, topic: str) -> int:
+    """The topic's partitions; 0 for a topic not partitioned or not created yet (a producer or
+    consumer creates it), TopicNotFound when its namespace does not exist."""
+    try:
+        return await topics.get_partitions(topic)
+    except TopicNotFoundError:
+        tenant, namespace, _ = topic.split("/", 2)
+        known = await topics.list_namespaces(tenant)
+        if namespace not in known and f"{tenant}/{namespace}" not in known:
+            raise PulsarError(f"namespace {tenant}/{namespace} does not exist", pb.TopicNotFound) from None
+        return 0
