@@ -200,13 +200,7 @@ def create_app(
     handlers = DataHandlers(topics, metrics)
     app.fast_path = FastPath(handlers, metrics)
     app.state.fast_path = app.fast_path
-    app.include_router(data_router_for(handlers))
-    app.include_router(admin_router(topics))
-    app.include_router(ops_router(topics, metrics))
-    app.include_router(cluster_router())
-    app.include_router(brokers_router(topics))
-    app.include_router(kafka_groups_router(topics))
-    install_console(app)  # /console and `/`: pages over the API above, through the gate below
+    _include_routes(app, topics, metrics, handlers)
     _register_collectors(metrics, topics, metrics_max_topics, metrics_max_subscriptions_per_topic)
     if security is not None:
         app.gate = Gate(app.router.routes, topics, security, metrics.error)
@@ -215,6 +209,18 @@ def create_app(
     app.state.gate = app.gate
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
+
+
+def _include_routes(app: FastAPI, topics: TopicsApi, metrics: Metrics, handlers: DataHandlers) -> None:
+    """Every route the app serves: the API's routers, then the console's pages, which call that
+    API back through the gate (app.console)."""
+    app.include_router(data_router_for(handlers))
+    app.include_router(admin_router(topics))
+    app.include_router(ops_router(topics, metrics))
+    app.include_router(cluster_router())
+    app.include_router(brokers_router(topics))
+    app.include_router(kafka_groups_router(topics))
+    install_console(app)  # /console and `/`
 
 
 def _register_collectors(
