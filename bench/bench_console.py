@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import re
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
-from bench.common import free_port, pct, wait_ready
+from bench.common import pct
+from devtools.procs import Proc, free_port
 from tests.test_cli_standalone import free_port_run  # runs of ports for the bookies and their metrics
 
 BAR_MS = 300.0
@@ -123,38 +121,19 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="quire-bench-console-") as tmp:
         port = free_port()
-        cmd = [
-            sys.executable,
-            "-m",
-            "app.cli",
-            "standalone",
-            "--data-dir",
-            f"{tmp}/data",
-            "--port",
-            str(port),
-        ]
-        cmd += ["--bookie-port", str(free_port_run(4)), "--kafka-port", str(free_port())]
-        env_ports = {
+        quire_args = ["standalone", "--data-dir", f"{tmp}/data", "--port", str(port)]
+        quire_args += ["--bookie-port", str(free_port_run(4))]  # no Kafka or Pulsar listener (Proc)
+        env = {
             "QUIRE_BOOKIE_METRICS_PORT": str(free_port_run(4)),
             "QUIRE_COMPACTOR_METRICS_PORT": str(free_port()),
         }
-
-        log = Path(tmp) / "standalone.log"
-        with open(log, "ab") as out:
-            proc = subprocess.Popen(
-                cmd, env={**os.environ, **env_ports}, stdout=out, stderr=subprocess.STDOUT
-            )
+        proc = Proc.quire(quire_args, env, Path(tmp) / "standalone.log").start()
         try:
             base = f"http://127.0.0.1:{port}"
-            wait_ready(base)
+            proc.wait_ready(base, "standalone")
             print("\n".join(asyncio.run(run(base, args.topics))))
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            proc.stop()
 
 
 if __name__ == "__main__":

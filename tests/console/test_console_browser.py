@@ -17,7 +17,10 @@ import pytest
 from app.auth.tokens import create_token
 from tests.console.conftest import Standalone, Watched
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(360)
+# The compactor starts its Spark session on the first run: on a loaded shared machine that alone
+# has taken three minutes (a run on a quiet one is seconds).
+COMPACTION_BOUND_MS = 240_000
 
 
 def produce(
@@ -111,7 +114,9 @@ def test_compaction_from_the_page_reaches_success(
     p.click("#compact-now")
     p.wait_for_selector(".flash.ok:has-text('compaction requested')")
     p.wait_for_function(
-        "document.querySelector('#compaction-status').textContent === 'SUCCESS'", timeout=120_000, polling=500
+        "document.querySelector('#compaction-status').textContent === 'SUCCESS'",
+        timeout=COMPACTION_BOUND_MS,
+        polling=500,
     )
     horizon = p.inner_text("#compaction-horizon")
     assert re.fullmatch(r"\d+:\d+(:\d+)?", horizon), horizon
