@@ -131,7 +131,15 @@ def page(browser: Any) -> Iterator[Watched]:
     errors: list[str] = []
     page.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
     page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
-    page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url} {r.failure}"))
+    # a poll that htmx cancels because the page moved on (net::ERR_ABORTED) is not a failure
+    page.on(
+        "requestfailed",
+        lambda r: (
+            None
+            if "ERR_ABORTED" in (r.failure or "")
+            else errors.append(f"request failed: {r.url} {r.failure}")
+        ),
+    )
     try:
         yield Watched(page, errors)
     finally:
