@@ -23,6 +23,7 @@ from fastapi.openapi.utils import get_openapi
 from app import body_cap, docs_ui, errors, schemas
 from app.auth.gate import Gate, RouteTable, SecurityConfig
 from app.auth.spec import document_security
+from app.console.install import install as install_console
 from app.fastpath import FastPath, Receive, Scope, Send
 from app.metrics import Metrics
 from app.routes.admin import admin_router
@@ -196,12 +197,7 @@ def create_app(
     handlers = DataHandlers(topics, metrics)
     app.fast_path = FastPath(handlers, metrics)
     app.state.fast_path = app.fast_path
-    app.include_router(data_router_for(handlers))
-    app.include_router(admin_router(topics))
-    app.include_router(ops_router(topics, metrics))
-    app.include_router(cluster_router())
-    app.include_router(brokers_router(topics))
-    app.include_router(kafka_groups_router(topics))
+    _include_routes(app, topics, metrics, handlers)
     _register_collectors(metrics, topics, metrics_max_topics, metrics_max_subscriptions_per_topic)
     if security is not None:
         app.gate = Gate(app.router.routes, topics, security, metrics.error)
@@ -210,6 +206,18 @@ def create_app(
     app.state.gate = app.gate
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
+
+
+def _include_routes(app: FastAPI, topics: TopicsApi, metrics: Metrics, handlers: DataHandlers) -> None:
+    """Every route the app serves: the API's routers, then the console's pages, which call that
+    API back through the gate (app.console)."""
+    app.include_router(data_router_for(handlers))
+    app.include_router(admin_router(topics))
+    app.include_router(ops_router(topics, metrics))
+    app.include_router(cluster_router())
+    app.include_router(brokers_router(topics))
+    app.include_router(kafka_groups_router(topics))
+    install_console(app)  # /console and `/`
 
 
 def _register_collectors(

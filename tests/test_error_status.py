@@ -50,6 +50,10 @@ NOT_ERRORS = {
     "app.pulsar_listener.frames.ChecksumMismatch",
     "app.pulsar_listener.server.CloseConnection",
     "bookie.auth.AuthRefused",
+    # The web console's signals inside its page wrapper (app.console.web.page): an API refusal
+    # becomes the page's answer showing its problem, a missing login the login page.
+    "app.console.client.ApiRefused",
+    "app.console.web.LoginRequired",
 }
 
 _500 = "Internal server error"
