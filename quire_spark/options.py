@@ -132,20 +132,21 @@ def _subscription(opts: dict[str, str]) -> tuple[tuple[str, ...], str | None]:
     return tuple(topic_name(n, given[0]) for n in names), None
 
 
-def read_options(options: Mapping[str, str], streaming: bool) -> ReadOptions:
+def read_options(options: Mapping[str, str], streaming: bool | None) -> ReadOptions:
+    """The read options, checked; `streaming` None: not known yet (what holds for both)."""
     opts = _known(options, _READ, "read")
     topics, pattern = _subscription(opts)
     starting = opts.get("startingOffsets", "latest" if streaming else "earliest")
     if starting not in ("earliest", "latest"):
         parse_offsets_json(starting, "startingOffsets")
     ending = opts.get("endingOffsets", "latest")
-    if streaming and "endingOffsets" in opts:
+    if streaming is True and "endingOffsets" in opts:
         raise QuireOptionError("endingOffsets: a streaming query has no end (a batch read does)")
     if ending == "earliest":
         raise QuireOptionError("endingOffsets: 'earliest' would read nothing; use 'latest' or JSON")
     if ending != "latest":
         parse_offsets_json(ending, "endingOffsets")
-    if not streaming and "maxMessagesPerTrigger" in opts:
+    if streaming is False and "maxMessagesPerTrigger" in opts:
         raise QuireOptionError("maxMessagesPerTrigger: only a streaming query has triggers")
     starting_time = None
     if "startingTime" in opts:

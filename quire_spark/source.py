@@ -158,6 +158,9 @@ class QuireDataSource(DataSource):  # type: ignore[misc]
         return "quire"
 
     def schema(self) -> str:
+        # called as the DataFrame is defined (load()): options are checked now; what needs the
+        # broker (topics exist) when the read is planned, still before any job
+        read_options(self.options, streaming=None)
         return ROW_DDL
 
     def reader(self, schema: StructType) -> DataSourceReader:
