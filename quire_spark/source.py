@@ -121,7 +121,7 @@ class QuireStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         end = {tp.ml_name: max(states[tp.ml_name].latest(), begin.get(tp.ml_name, EARLIEST)) for tp in tps}
         self._latest = to_json(end)
         if isinstance(limit, ReadMaxRows):
-            budget = limit.maxRows
+            budget = limit.max_rows
             for tp in tps:  # the budget goes to the partitions in name order
                 first = plan.lost(tp, states[tp.ml_name], begin.get(tp.ml_name, EARLIEST), False)
                 todo = list(plan.ranges(tp, states[tp.ml_name], first, end[tp.ml_name], 1 << 30))

@@ -50,6 +50,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.host", "127.0.0.1")
+        # a loaded 2-core machine starts a Python worker slowly (the default wait is 15 s)
+        .config("spark.python.authenticate.socketTimeout", "120s")
         .config("spark.local.dir", str(tmp_path_factory.mktemp("spark-local")))
         .getOrCreate()
     )
