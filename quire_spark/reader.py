@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,7 +142,9 @@ def _add_entry(out: _Columns, r: LedgerRange, eid: int, payload: bytes) -> None:
         out.add(r.tp, mid, row, pt, prod, False)
 
 
-async def _read_range(r: LedgerRange, secret: str, fail_on_data_loss: bool) -> AsyncIterator[pa.RecordBatch]:
+async def _read_range(
+    r: LedgerRange, secret: str, fail_on_data_loss: bool
+) -> AsyncGenerator[pa.RecordBatch, None]:
     client = client_factory(secret)
     spec = spec_of(r)
     step = max(1, READ_CHUNK_BYTES // r.ledger.entry_bytes)

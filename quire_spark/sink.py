@@ -61,9 +61,8 @@ def check_schema(schema: StructType, options: WriteOptions) -> None:
         if kinds is None:
             raise QuireOptionError(f"column {name!r} is not one the sink writes: {sorted(_COLUMNS)}")
         if not isinstance(field.dataType, kinds):
-            raise QuireOptionError(
-                f"column {name!r} is {field.dataType.simpleString()}, not {kinds[0]().simpleString()}"
-            )
+            wanted = " or ".join(k.__name__ for k in kinds)
+            raise QuireOptionError(f"column {name!r} is {field.dataType.simpleString()}, not {wanted}")
     if options.topic is None and "topic" not in names:
         raise QuireOptionError("name the topic: the `topic` option or a `topic` column")
 
@@ -199,10 +198,10 @@ class QuireBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
     def write(self, iterator: Iterator[pa.RecordBatch]) -> QuireCommitMessage:
         return _write(self.options, self.prefix, 0, iterator)
 
-    def commit(self, messages: list[QuireCommitMessage | None]) -> None:
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """The messages are stored already (each as its request returned): nothing to publish."""
 
-    def abort(self, messages: list[QuireCommitMessage | None]) -> None:
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """What the failed write's tasks produced stays: a re-run with the same producerName
         completes it without duplicates."""
 
@@ -245,8 +244,8 @@ class QuireStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
             raise QuireServiceError("no micro-batch id in the task (streaming.sql.batchId)")
         return _write(self.options, self.prefix, int(batch_id) << SEQUENCE_BITS, iterator)
 
-    def commit(self, messages: list[QuireCommitMessage | None], batchId: int) -> None:
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         self.committed.append(batchId)
 
-    def abort(self, messages: list[QuireCommitMessage | None], batchId: int) -> None:
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Produced rows stay; the batch run again after a restart is deduplicated."""

@@ -61,7 +61,7 @@ def _partitions(
     return out
 
 
-def _read(options: ReadOptions, partition: QuirePartition) -> Iterator[pa.RecordBatch]:
+def _read(options: ReadOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
     value = partition.value
     if isinstance(value, CompactedRead):
         yield from read_compacted(value, options.service_url, options.token)
