@@ -1,0 +1,1 @@
+"""Bookie: durable ledger storage server, its wire protocol, and the ledger client."""

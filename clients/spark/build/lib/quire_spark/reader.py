@@ -1,0 +1,227 @@
+"""How a Spark task reads: a ledger range straight from the bookies, or the compacted view.
+
+Imports no PySpark: an executor needs PyArrow, msgpack, httpx and Quire's bookie client and
+entry format (`bookie`, `managed_ledger.entry_format`, `common`), none of which needs the
+broker's server dependencies. A range is read in chunks through one ledger client inside
+`asyncio.run`, the next chunk asked for before the current one is decoded, and each chunk
+becomes one Arrow record batch of ROW_SCHEMA.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from collections.abc import AsyncGenerator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from bookie.auth import ClientSecurity
+from bookie.client import BookieLedgerClient
+from bookie.connection import BookieClientConfig
+from bookie.errors import NoSuchLedgerError
+from bookie.types import LedgerSpec
+from managed_ledger.entry_format import EntryFormatError, decode_batch_header
+from quire_spark.errors import QuireDataLossError
+from quire_spark.offsets import Id
+from quire_spark.plan import LedgerRange, TopicPartition
+from quire_spark.service import Service
+
+log = logging.getLogger(__name__)
+_TS = pa.timestamp("us", tz="UTC")
+ROW_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("value", pa.binary()),
+        ("valueString", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("messageId", pa.string()),
+        ("publishTime", _TS),
+        ("eventTime", _TS),
+        ("properties", pa.map_(pa.string(), pa.string())),
+        ("producerName", pa.string()),
+        ("sequenceId", pa.int64()),
+        ("fromCompactedView", pa.bool_()),
+    ]
+)
+ROW_DDL = (
+    "key string, value binary, valueString string, topic string, partition int, messageId string, "
+    "publishTime timestamp, eventTime timestamp, properties map<string,string>, producerName string, "
+    "sequenceId long, fromCompactedView boolean"
+)
+READ_CHUNK_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class CompactedRead:
+    """One topic-partition's messages in [start, end) through the compacted view (REST reader)."""
+
+    tp: TopicPartition
+    start: Id
+    end: Id
+    horizon: Id | None
+
+
+class _Columns:
+    def __init__(self) -> None:
+        self.cols: list[list[Any]] = [[] for _ in ROW_SCHEMA]
+
+    def add(self, tp: TopicPartition, mid: Id, row: list[Any], pt: int, prod: Any, view: bool) -> None:
+        c = self.cols
+        key, value, props, event_time, seq = row
+        c[0].append(key)
+        c[1].append(value)
+        c[3].append(tp.topic)
+        c[4].append(tp.partition)
+        c[5].append(f"{mid[0]}:{mid[1]}:{mid[2]}")
+        c[6].append(pt * 1000)
+        c[7].append(None if event_time is None else event_time * 1000)
+        c[8].append(list(props.items()) if props else [])
+        c[9].append(prod)
+        c[10].append(seq)
+        c[11].append(view)
+
+    def __len__(self) -> int:
+        return len(self.cols[0])
+
+    def batch(self) -> pa.RecordBatch:
+        c = self.cols
+        values = pa.array(c[1], pa.binary())
+        arrays = [
+            pa.array(col, f.type) if i not in (1, 2) else None
+            for i, (col, f) in enumerate(zip(c, ROW_SCHEMA, strict=True))
+        ]
+        arrays[1], arrays[2] = values, _as_text(values)
+        self.cols = [[] for _ in ROW_SCHEMA]
+        return pa.RecordBatch.from_arrays(arrays, schema=ROW_SCHEMA)
+
+
+def _as_text(values: pa.Array) -> pa.Array:
+    """The values as strings where they are UTF-8, else null (one cast when all are)."""
+    try:
+        return values.cast(pa.string())
+    except (pa.ArrowInvalid, UnicodeDecodeError):
+        out = []
+        for v in values.to_pylist():
+            try:
+                out.append(v.decode())
+            except UnicodeDecodeError:
+                out.append(None)
+        return pa.array(out, pa.string())
+
+
+def client_factory(secret: str) -> BookieLedgerClient:
+    security = ClientSecurity(secret=secret.encode()) if secret else ClientSecurity()
+    return BookieLedgerClient(BookieClientConfig(security=security))
+
+
+def spec_of(r: LedgerRange) -> LedgerSpec:
+    ensembles = r.ledger.ensembles
+    return LedgerSpec(
+        r.ledger.ledger_id, ensembles[0][1], r.ledger.write_quorum, r.ledger.ack_quorum, ensembles
+    )
+
+
+def _add_entry(out: _Columns, r: LedgerRange, eid: int, payload: bytes) -> None:
+    lid = r.ledger.ledger_id
+    try:
+        pt, prod, rows = decode_batch_header(payload)
+    except EntryFormatError as exc:  # as the broker's reader: not ours to serve, skipped
+        log.warning("%s: skipping undecodable entry %d:%d: %s", r.tp.ml_name, lid, eid, exc)
+        return
+    start, end = r.start, r.end
+    for i, row in enumerate(rows):
+        mid = Id(lid, eid, i)
+        if mid < start:
+            continue
+        if mid >= end:
+            break
+        out.add(r.tp, mid, row, pt, prod, False)
+
+
+async def _read_range(
+    r: LedgerRange, secret: str, fail_on_data_loss: bool
+) -> AsyncGenerator[pa.RecordBatch, None]:
+    client = client_factory(secret)
+    spec = spec_of(r)
+    step = max(1, READ_CHUNK_BYTES // r.ledger.entry_bytes)
+    try:
+        first = r.first_entry
+        pending: asyncio.Future[list[bytes]] | None = asyncio.ensure_future(
+            client.read_entries(spec, first, min(first + step - 1, r.last_entry))
+        )
+        while pending is not None:
+            try:
+                payloads = await pending
+            except NoSuchLedgerError:
+                text = f"{r.tp.ml_name}: ledger {r.ledger.ledger_id} entries {first}..{r.last_entry} are gone"
+                if fail_on_data_loss:
+                    raise QuireDataLossError(text + " (retention); failOnDataLoss=false skips them") from None
+                log.warning("%s; skipped (failOnDataLoss=false)", text)
+                return
+            start, first = first, first + len(payloads)
+            nxt = min(first + step - 1, r.last_entry)
+            # the next chunk is asked for before this one is decoded, so the bookie works meanwhile
+            pending = (
+                asyncio.ensure_future(client.read_entries(spec, first, nxt))
+                if first <= r.last_entry
+                else None
+            )
+            cols = _Columns()
+            for eid, payload in enumerate(payloads, start=start):
+                _add_entry(cols, r, eid, payload)
+            if len(cols):
+                yield cols.batch()
+    finally:
+        await client.close()
+
+
+def read_range(r: LedgerRange, secret: str, fail_on_data_loss: bool) -> Iterator[pa.RecordBatch]:
+    """The range's messages, one record batch per chunk read (one event loop for the task)."""
+    loop = asyncio.new_event_loop()
+    batches = _read_range(r, secret, fail_on_data_loss)
+    try:
+        while True:
+            try:
+                yield loop.run_until_complete(anext(batches))
+            except StopAsyncIteration:
+                return
+    finally:
+        loop.run_until_complete(batches.aclose())
+        loop.close()
+
+
+def read_compacted(
+    c: CompactedRead, url: str, token: str | None, page: int = 1000
+) -> Iterator[pa.RecordBatch]:
+    """The REST reader with read_compacted, from start until end; rows at or below the horizon
+    come from the view."""
+    start = "earliest" if c.start.ledger_id < 0 else str(c.start)
+    with Service(url, token) as service:
+        while True:
+            body = service.read_page(c.tp.ml_name, start, True, page)
+            cols = _Columns()
+            done = not body["messages"] or body["next"] is None
+            for m in body["messages"]:
+                lid, eid, bi = (int(x) for x in m["message_id"].split(":"))
+                mid = Id(lid, eid, bi)
+                if mid >= c.end:
+                    done = True
+                    break
+                row = [
+                    m["key"],
+                    base64.b64decode(m["value"] or ""),
+                    m["properties"] or None,
+                    m["event_time"],
+                    m["sequence_id"],
+                ]
+                view = c.horizon is not None and mid <= c.horizon
+                cols.add(c.tp, mid, row, m["publish_time"], m["producer_name"], view)
+            if len(cols):
+                yield cols.batch()
+            if done:
+                return
+            start = body["next"]
