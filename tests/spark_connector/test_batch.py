@@ -135,3 +135,20 @@ def test_bad_options_are_refused_before_any_job(
     with pytest.raises(PySparkException, match=message):
         reader.load().collect()  # load() checks the options; planning asks the broker
     assert spark.sparkContext.statusTracker().getJobIdsForGroup("bad-options") == []
+
+
+def test_read_compacted_equals_the_compacted_view(spark: Any, quire: Standalone) -> None:
+    topic = "public/default/prices"
+    _produce(quire, topic, [[{"key": f"k{i % 7}", "value": f"v{i}"}] for i in range(40)])
+    _produce(quire, topic, [[{"key": "k3", "value": ""}]])  # a tombstone
+    quire.compact(["prices"])
+    _produce(quire, topic, [[{"key": "k1", "value": "after"}]])  # the tail, after the horizon
+    horizon = quire.rest("GET", f"/admin/v2/persistent/{topic}/internalStats").json()["compactionHorizon"]
+    assert horizon is not None
+    expected = _rest_rows(quire, topic, read_compacted="true")
+    df = _read(spark, quire, topic=topic, readCompacted="true")
+    assert _spark_rows(df) == expected
+    assert len(expected) < 42  # the view dropped the overwritten ones
+    flags = {r.messageId: r.fromCompactedView for r in df.select("messageId", "fromCompactedView").collect()}
+    last = max(flags, key=lambda m: tuple(int(x) for x in m.split(":")))
+    assert not flags[last] and all(v for m, v in flags.items() if m != last)
