@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from bookie.auth import ClientSecurity
 from bookie.client import BookieLedgerClient
@@ -31,6 +32,7 @@ from quire_spark.service import Service
 
 log = logging.getLogger(__name__)
 _TS = pa.timestamp("us", tz="UTC")
+_TS_MS = pa.timestamp("ms", tz="UTC")
 ROW_SCHEMA = pa.schema(
     [
         ("key", pa.string()),
@@ -66,37 +68,96 @@ class CompactedRead:
 
 
 class _Columns:
-    def __init__(self) -> None:
-        self.cols: list[list[Any]] = [[] for _ in ROW_SCHEMA]
+    """A record batch in the making, filled one entry at a time (column-wise: per message only
+    C-level work, so the decode of msgpack stays the main cost)."""
 
-    def add(self, tp: TopicPartition, mid: Id, row: list[Any], pt: int, prod: Any, view: bool) -> None:
-        c = self.cols
-        key, value, props, event_time, seq = row
-        c[0].append(key)
-        c[1].append(value)
-        c[3].append(tp.topic)
-        c[4].append(tp.partition)
-        c[5].append(f"{mid[0]}:{mid[1]}:{mid[2]}")
-        c[6].append(pt * 1000)
-        c[7].append(None if event_time is None else event_time * 1000)
-        c[8].append(list(props.items()) if props else [])
-        c[9].append(prod)
-        c[10].append(seq)
-        c[11].append(view)
+    def __init__(self) -> None:
+        self.keys: list[Any] = []
+        self.values: list[Any] = []
+        self.properties: list[Any] = []
+        self.event_times: list[Any] = []
+        self.sequence_ids: list[Any] = []
+        self.ledgers: list[int] = []
+        self.entries: list[int] = []
+        self.batch_indexes: list[int] = []
+        self.publish_times: list[int] = []
+        self.producers: list[Any] = []
+        self.views: list[bool] = []
+        self.topics: list[str] = []
+        self.partitions: list[int] = []
+
+    def add(
+        self,
+        tp: TopicPartition,
+        lid: int,
+        eid: int,
+        rows: list[Any],
+        window: tuple[int, int],
+        pt: int,
+        prod: Any,
+        view: bool,
+    ) -> None:
+        """Rows lo..hi-1 of entry lid:eid (row = [key, value, properties, event_time, sequence_id])."""
+        lo, hi = window
+        n = hi - lo
+        if n <= 0:
+            return
+        keys, values, props, event_times, seqs = zip(
+            *(rows if (lo, hi) == (0, len(rows)) else rows[lo:hi]), strict=True
+        )
+        self.keys += keys
+        self.values += values
+        self.properties += props
+        self.event_times += event_times
+        self.sequence_ids += seqs
+        self.ledgers += [lid] * n
+        self.entries += [eid] * n
+        self.batch_indexes += range(lo, hi)
+        self.publish_times += [pt] * n
+        self.producers += [prod] * n
+        self.views += [view] * n
+        self.topics += [tp.topic] * n
+        self.partitions += [tp.partition] * n
 
     def __len__(self) -> int:
-        return len(self.cols[0])
+        return len(self.ledgers)
+
+    def _ids(self) -> pa.Array:
+        """`ledger:entry:batch_index` strings, joined by Arrow (no Python string per message)."""
+        parts = [
+            pa.array(x, pa.int64()).cast(pa.string())
+            for x in (self.ledgers, self.entries, self.batch_indexes)
+        ]
+        return pc.binary_join_element_wise(*parts, ":")
 
     def batch(self) -> pa.RecordBatch:
-        c = self.cols
-        values = pa.array(c[1], pa.binary())
+        values = pa.array(self.values, pa.binary())
         arrays = [
-            pa.array(col, f.type) if i not in (1, 2) else None
-            for i, (col, f) in enumerate(zip(c, ROW_SCHEMA, strict=True))
+            pa.array(self.keys, pa.string()),
+            values,
+            _as_text(values),
+            pa.array(self.topics, pa.string()),
+            pa.array(self.partitions, pa.int32()),
+            self._ids(),
+            pa.array(self.publish_times, _TS_MS).cast(_TS),
+            pa.array(self.event_times, _TS_MS).cast(_TS),
+            _maps(self.properties),
+            pa.array(self.producers, pa.string()),
+            pa.array(self.sequence_ids, pa.int64()),
+            pa.array(self.views, pa.bool_()),
         ]
-        arrays[1], arrays[2] = values, _as_text(values)
-        self.cols = [[] for _ in ROW_SCHEMA]
         return pa.RecordBatch.from_arrays(arrays, schema=ROW_SCHEMA)
+
+
+def _maps(properties: list[Any]) -> pa.Array:
+    """map<string,string> per message; messages without properties (most) cost nothing."""
+    map_type = ROW_SCHEMA.field("properties").type
+    if not any(properties):
+        offsets = pa.array([0] * (len(properties) + 1), pa.int32())
+        return pa.MapArray.from_arrays(
+            offsets, pa.array([], pa.string()), pa.array([], pa.string()), type=map_type
+        )
+    return pa.array([list(p.items()) if p else [] for p in properties], map_type)
 
 
 def _as_text(values: pa.Array) -> pa.Array:
@@ -125,6 +186,21 @@ def spec_of(r: LedgerRange) -> LedgerSpec:
     )
 
 
+def _window(r: LedgerRange, eid: int, n: int) -> tuple[int, int]:
+    """The rows of entry eid (of n) inside [r.start, r.end)."""
+    lid = r.ledger.ledger_id
+    lo, hi = 0, n
+    if (lid, eid) == (r.start.ledger_id, r.start.entry_id):
+        lo = r.start.batch_index
+    elif Id(lid, eid, 0) < r.start:
+        lo = n
+    if (lid, eid) == (r.end.ledger_id, r.end.entry_id):
+        hi = min(n, r.end.batch_index)
+    elif Id(lid, eid, 0) >= r.end:
+        hi = 0
+    return lo, hi
+
+
 def _add_entry(out: _Columns, r: LedgerRange, eid: int, payload: bytes) -> None:
     lid = r.ledger.ledger_id
     try:
@@ -132,14 +208,7 @@ def _add_entry(out: _Columns, r: LedgerRange, eid: int, payload: bytes) -> None:
     except EntryFormatError as exc:  # as the broker's reader: not ours to serve, skipped
         log.warning("%s: skipping undecodable entry %d:%d: %s", r.tp.ml_name, lid, eid, exc)
         return
-    start, end = r.start, r.end
-    for i, row in enumerate(rows):
-        mid = Id(lid, eid, i)
-        if mid < start:
-            continue
-        if mid >= end:
-            break
-        out.add(r.tp, mid, row, pt, prod, False)
+    out.add(r.tp, lid, eid, rows, _window(r, eid, len(rows)), pt, prod, False)
 
 
 async def _read_range(
@@ -211,15 +280,11 @@ def read_compacted(
                 if mid >= c.end:
                     done = True
                     break
-                row = [
-                    m["key"],
-                    base64.b64decode(m["value"] or ""),
-                    m["properties"] or None,
-                    m["event_time"],
-                    m["sequence_id"],
-                ]
+                value = base64.b64decode(m["value"] or "")
+                row = [m["key"], value, m["properties"] or None, m["event_time"], m["sequence_id"]]
                 view = c.horizon is not None and mid <= c.horizon
-                cols.add(c.tp, mid, row, m["publish_time"], m["producer_name"], view)
+                rows = [None] * bi + [row]  # the message at its batch index
+                cols.add(c.tp, lid, eid, rows, (bi, bi + 1), m["publish_time"], m["producer_name"], view)
             if len(cols):
                 yield cols.batch()
             if done:
