@@ -43,10 +43,13 @@ def produce(url: str, topic: str, n: int) -> None:
     body = batch_body(BATCH)
 
     def send(_: int) -> None:
+        headers = {"content-type": "application/json"}
         with httpx.Client(base_url=url, timeout=60) as c:
-            r = c.post(
-                f"/v1/topics/{topic}/messages", content=body, headers={"content-type": "application/json"}
-            )
+            for _attempt in range(50):  # 503 is retriable (a ledger rolling over, a partition opening)
+                r = c.post(f"/v1/topics/{topic}/messages", content=body, headers=headers)
+                if r.status_code != 503:
+                    break
+                time.sleep(0.2)
             r.raise_for_status()
 
     with ThreadPoolExecutor(8) as pool:
