@@ -67,6 +67,8 @@ def rest_read(url: str, topic: str, n: int) -> int:
                 break
             got += len(body["messages"])
             start = body["next"]
+    if got != n:
+        raise RuntimeError(f"REST reader: {got} of {n} messages")
     return got
 
 

@@ -25,6 +25,7 @@ from bookie.connection import BookieClientConfig
 from bookie.errors import NoSuchLedgerError
 from bookie.types import LedgerSpec
 from managed_ledger.entry_format import EntryFormatError, decode_batch_header
+from quire_spark.entries import entry_chunks
 from quire_spark.errors import QuireDataLossError
 from quire_spark.offsets import Id
 from quire_spark.plan import LedgerRange, TopicPartition
@@ -218,32 +219,17 @@ async def _read_range(
     spec = spec_of(r)
     step = max(1, READ_CHUNK_BYTES // r.ledger.entry_bytes)
     try:
-        first = r.first_entry
-        pending: asyncio.Future[list[bytes]] | None = asyncio.ensure_future(
-            client.read_entries(spec, first, min(first + step - 1, r.last_entry))
-        )
-        while pending is not None:
-            try:
-                payloads = await pending
-            except NoSuchLedgerError:
-                text = f"{r.tp.ml_name}: ledger {r.ledger.ledger_id} entries {first}..{r.last_entry} are gone"
-                if fail_on_data_loss:
-                    raise QuireDataLossError(text + " (retention); failOnDataLoss=false skips them") from None
-                log.warning("%s; skipped (failOnDataLoss=false)", text)
-                return
-            start, first = first, first + len(payloads)
-            nxt = min(first + step - 1, r.last_entry)
-            # the next chunk is asked for before this one is decoded, so the bookie works meanwhile
-            pending = (
-                asyncio.ensure_future(client.read_entries(spec, first, nxt))
-                if first <= r.last_entry
-                else None
-            )
+        async for start, payloads in entry_chunks(client, spec, r.first_entry, r.last_entry, step):
             cols = _Columns()
             for eid, payload in enumerate(payloads, start=start):
                 _add_entry(cols, r, eid, payload)
             if len(cols):
                 yield cols.batch()
+    except NoSuchLedgerError:
+        text = f"{r.tp.ml_name}: ledger {r.ledger.ledger_id} entries {r.first_entry}..{r.last_entry} are gone"
+        if fail_on_data_loss:
+            raise QuireDataLossError(text + " (retention); failOnDataLoss=false skips them") from None
+        log.warning("%s; skipped (failOnDataLoss=false)", text)
     finally:
         await client.close()
 
