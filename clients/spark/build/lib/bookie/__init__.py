@@ -1,1 +1,0 @@
-"""Bookie: durable ledger storage server, its wire protocol, and the ledger client."""

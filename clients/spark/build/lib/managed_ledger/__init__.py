@@ -1,1 +1,0 @@
-"""Managed ledger: a topic's ordered list of ledgers, cursors, dedup, retention, metadata store."""
