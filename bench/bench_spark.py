@@ -104,11 +104,18 @@ def spark_rows(spark: Any, url: str, n: int, tmp: Path, rows: list[tuple[str, in
     def read(topic: str) -> Any:
         return spark.read.format("quire").option("serviceUrl", url).option("topic", topic).load()
 
+    def count(topic: str) -> None:
+        got = read(topic).count()
+        if got != n:
+            raise RuntimeError(f"spark count() of {topic}: {got} of {n} messages")
+
     read("public/default/one").count()  # warm-up: Python workers started
     for topic, label in (("public/default/one", "1 partition"), ("public/default/six", "6 partitions")):
-        timed(f"spark count(), {label}", n, lambda t=topic: read(t).count(), rows)
+        timed(f"spark count(), {label}", n, lambda t=topic: count(t), rows)
         out = tmp / f"parquet-{topic.rsplit('/', 1)[1]}"
         timed(f"spark to Parquet, {label}", n, lambda t=topic, o=out: read(t).write.parquet(str(o)), rows)
+        if spark.read.parquet(str(out)).count() != n:
+            raise RuntimeError(f"spark to Parquet of {topic}: not {n} rows")
 
     def stream() -> None:
         s = spark.readStream.format("quire").option("serviceUrl", url).option("topic", "public/default/one")
