@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-compaction bench-kafka bench-kafka-wire pulsar-proto bench-console soak chaos chaos-fuzz client openapi clean
+.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-compaction bench-spark bench-kafka bench-kafka-wire pulsar-proto bench-console soak chaos chaos-fuzz client openapi clean
 
 setup: $(STAMP)
 
@@ -65,6 +65,12 @@ BENCH_COMPACTION_MESSAGES ?= 5000000
 BENCH_COMPACTION_KEYS ?= 1000000
 bench-compaction: setup
 	$(PY) -m bench.bench_compaction --messages $(BENCH_COMPACTION_MESSAGES) --keys $(BENCH_COMPACTION_KEYS)
+
+# The Spark connector: batch reads into count() and Parquet, a stream, the sink with exactly once on
+# and off, against the REST reader and a Kafka consumer; BENCH_SPARK_MESSAGES messages of 100 B.
+BENCH_SPARK_MESSAGES ?= 500000
+bench-spark: setup
+	$(PY) -m bench.bench_spark --messages $(BENCH_SPARK_MESSAGES)
 
 # confluent-kafka against the Kafka listener, the same messages over REST, NATS JetStream as the
 # peer: one run, median of BENCH_KAFKA_ROUNDS rounds of BENCH_KAFKA_MESSAGES 100 B messages.

@@ -256,11 +256,13 @@ class TopicAdmin:
         for info in ledgers:
             ledger_id = int(info["ledgerId"])
             try:
-                history = (await self._r.call(self._r.store.get_ledger, ledger_id)).history()
+                meta = await self._r.call(self._r.store.get_ledger, ledger_id)
             except NotFoundError:  # deleted since the ledger list was read
-                history = ()
-            ensembles = {str(first): list(bookies) for first, bookies in history}
-            out.append({**info, "underReplicated": ledger_id in under, "ensembles": ensembles})
+                out.append({**info, "underReplicated": ledger_id in under, "ensembles": {}})
+                continue
+            ensembles = {str(first): list(bookies) for first, bookies in meta.history()}
+            quorums = {"writeQuorum": meta.write_quorum, "ackQuorum": meta.ack_quorum}
+            out.append({**info, "underReplicated": ledger_id in under, "ensembles": ensembles, **quorums})
         return out
 
     # --- policies ------------------------------------------------------------------------------
