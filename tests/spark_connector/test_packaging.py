@@ -7,6 +7,10 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.process  # each test runs a Python process (a blocked import, a wheel build)
+
 REPO = Path(__file__).resolve().parents[2]
 SERVER_ONLY = (
     "fastapi",
