@@ -9,7 +9,7 @@ this broker's coordinator is not deleted (409); members on another broker's are 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from fastapi import APIRouter, FastAPI, Path, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,8 +18,9 @@ from starlette.responses import Response
 from app.kafka_listener.group_offsets import GroupCoordinator
 from app.kafka_listener.groups import GroupSummary
 from app.routes.common import NO_CONTENT, empty, problems
+from common.errors import QuireError
 from managed_ledger.metadata.api import GroupOffset
-from topics.api import AdminApi
+from topics.api import AdminApi, KafkaApi
 from topics.errors import GroupNotFoundError
 from topics.group_offsets import MAX_GROUP_ID_LENGTH
 from topics.names import PERSISTENT_PREFIX
@@ -40,6 +41,19 @@ class KafkaGroupOffset(BaseModel):
     metadata: str = Field(examples=[""], description="what the client stored with the commit")
     commit_time_ms: int = Field(
         alias="commitTimeMs", title="Commit time (ms)", examples=[1_764_000_000_000], description="epoch ms"
+    )
+    log_end_offset: int | None = Field(
+        default=None,
+        alias="logEndOffset",
+        title="Log end offset",
+        examples=[50],
+        description="the partition's high watermark (the next offset a producer gets); null when "
+        "this broker cannot read it now (the topic is served by another broker, or gone)",
+    )
+    lag: int | None = Field(
+        default=None,
+        examples=[8],
+        description="logEndOffset minus the committed offset (0 at least); null as logEndOffset is",
     )
 
 
@@ -74,7 +88,11 @@ class KafkaGroup(BaseModel):
     members: list[KafkaGroupMember] | None = Field(default=None, description="null as state is")
 
 
-def kafka_groups_router(topics: AdminApi) -> APIRouter:
+class GroupsApi(AdminApi, KafkaApi, Protocol):
+    """What these routes call: the group offsets, and a partition's high watermark for the lag."""
+
+
+def kafka_groups_router(topics: GroupsApi) -> APIRouter:
     router = APIRouter(tags=["admin"])
 
     @router.get(
@@ -103,7 +121,12 @@ def kafka_groups_router(topics: AdminApi) -> APIRouter:
         summary = coordinator.describe(group) if coordinator is not None else None
         if not offsets and summary is None:
             raise GroupNotFoundError(group)
-        return _group_body(group, offsets, summary)
+        body = _group_body(group, offsets, summary)
+        for o, shown in zip(offsets, body.offsets, strict=True):
+            shown.log_end_offset = await _high_watermark(topics, o)
+            if shown.log_end_offset is not None:
+                shown.lag = max(0, shown.log_end_offset - o.offset)
+        return body
 
     @router.delete(
         "/admin/v2/kafka/groups/{group}",
@@ -153,6 +176,16 @@ def _group_body(group: str, offsets: list[GroupOffset], summary: GroupSummary | 
         ],
         **body,
     )
+
+
+async def _high_watermark(topics: KafkaApi, offset: GroupOffset) -> int | None:
+    """The partition's high watermark as this broker can read it now, else None: lag is a view,
+    so a partition served elsewhere (or deleted) leaves it blank rather than failing the page."""
+    try:
+        high, _ = await topics.kafka_list_offset(offset.topic, offset.partition, -1)
+    except QuireError:
+        return None
+    return high
 
 
 def _coordinator(app: FastAPI) -> GroupCoordinator | None:

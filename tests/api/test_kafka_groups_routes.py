@@ -50,7 +50,9 @@ async def test_groups_and_offsets_without_a_kafka_listener(s: Served) -> None:
     ]
     assert group.state is None and group.members is None  # no coordinator here
     raw = (await s.client.get("/admin/v2/kafka/groups/billing")).json()
-    assert raw["offsets"][0].keys() == {"topic", "partition", "offset", "metadata", "commitTimeMs"}
+    assert raw["offsets"][0].keys() == {
+        "topic", "partition", "offset", "metadata", "commitTimeMs", "logEndOffset", "lag"
+    }  # fmt: skip
     deleted = await delete_kafka_group.asyncio_detailed("billing", client=api)
     assert deleted.status_code == 204
     for call in (get_kafka_group.asyncio_detailed, delete_kafka_group.asyncio_detailed):
@@ -108,3 +110,16 @@ async def test_the_coordinators_view_and_a_group_with_members_is_not_deleted(s: 
 async def test_a_group_id_too_long_is_422(s: Served) -> None:
     response = await s.client.get("/admin/v2/kafka/groups/" + "x" * 256)
     assert response.status_code == 422
+
+
+async def test_each_committed_offset_shows_its_partitions_end_and_the_lag(s: Served) -> None:
+    batch = {"messages": [{"key": f"k{i}", "value": f"v{i}"} for i in range(10)]}
+    produced = await s.client.post(f"/v1/topics/{T}/messages", json=batch)
+    assert produced.status_code == 200, produced.text
+    await s.env.service.commit_group_offsets(
+        [GroupOffset("billing", T, 0, 1, "", 1_000), GroupOffset("billing", T, 1, 10_000, "", 1_000)]
+    )
+    raw = (await s.client.get("/admin/v2/kafka/groups/billing")).json()
+    ends = [o["logEndOffset"] for o in raw["offsets"]]
+    assert sum(ends) == 10  # every message is in one of the two partitions
+    assert [o["lag"] for o in raw["offsets"]] == [max(0, ends[0] - 1), 0]  # past the end: no lag

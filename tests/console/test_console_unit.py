@@ -14,7 +14,9 @@ import pytest
 from app.console import present
 from app.console.charts import KEEP_S, History, Point, svg
 from app.console.sessions import SessionStore
-from tests.api.auth_support import secured, token
+from managed_ledger.metadata.api import GroupOffset
+from tests.api.auth_support import SUPER_USER, secured, token
+from topics.api import Message
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -180,3 +182,16 @@ async def test_cluster_rates_say_why_they_are_not_shown() -> None:
         await login(s.client, "consumer")  # /metrics is open: this broker's rates are drawn
         chart = await s.client.get("/console/cluster/chart")
         assert chart.text.count('<svg class="chart"') == 2 and "not shown" not in chart.text
+
+
+async def test_the_kafka_groups_page_shows_each_partitions_end_and_lag() -> None:
+    async with secured() as s:
+        await login(s.client, SUPER_USER)  # groups are cluster-wide: a super-user's page
+        await s.env.service.produce("acme/ns/t", None, [Message(b"a"), Message(b"b"), Message(b"c")])
+        await s.env.service.commit_group_offsets([GroupOffset("billing", "acme/ns/t", 0, 1, "", 1_000)])
+        page = await s.client.get("/console/kafka/groups")
+        assert page.status_code == 200, page.text
+        row = re.search(r"<td>persistent://acme/ns/t</td>(.*?)</tr>", page.text, re.S)
+        assert row is not None, page.text
+        cells = re.findall(r'<td class="num">([^<]*)</td>', row[1])
+        assert cells == ["0", "1", "3", "2"]  # partition, committed, end offset, lag

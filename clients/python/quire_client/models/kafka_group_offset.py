@@ -8,6 +8,8 @@ from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
+from ..types import UNSET, Unset
+from typing import cast
 
 
 
@@ -27,6 +29,9 @@ class KafkaGroupOffset:
             offset (int): the committed offset: the next one the group consumes
             partition (int): the partition (0 for a topic that is not partitioned)
             topic (str): the Quire topic
+            lag (int | None | Unset): logEndOffset minus the committed offset (0 at least); null as logEndOffset is
+            log_end_offset (int | None | Unset): the partition's high watermark (the next offset a producer gets); null when
+                this broker cannot read it now (the topic is served by another broker, or gone)
      """
 
     commit_time_ms: int
@@ -34,6 +39,8 @@ class KafkaGroupOffset:
     offset: int
     partition: int
     topic: str
+    lag: int | None | Unset = UNSET
+    log_end_offset: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -51,6 +58,18 @@ class KafkaGroupOffset:
 
         topic = self.topic
 
+        lag: int | None | Unset
+        if isinstance(self.lag, Unset):
+            lag = UNSET
+        else:
+            lag = self.lag
+
+        log_end_offset: int | None | Unset
+        if isinstance(self.log_end_offset, Unset):
+            log_end_offset = UNSET
+        else:
+            log_end_offset = self.log_end_offset
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -61,6 +80,10 @@ class KafkaGroupOffset:
             "partition": partition,
             "topic": topic,
         })
+        if lag is not UNSET:
+            field_dict["lag"] = lag
+        if log_end_offset is not UNSET:
+            field_dict["logEndOffset"] = log_end_offset
 
         return field_dict
 
@@ -79,12 +102,34 @@ class KafkaGroupOffset:
 
         topic = d.pop("topic")
 
+        def _parse_lag(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        lag = _parse_lag(d.pop("lag", UNSET))
+
+
+        def _parse_log_end_offset(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        log_end_offset = _parse_log_end_offset(d.pop("logEndOffset", UNSET))
+
+
         kafka_group_offset = cls(
             commit_time_ms=commit_time_ms,
             metadata=metadata,
             offset=offset,
             partition=partition,
             topic=topic,
+            lag=lag,
+            log_end_offset=log_end_offset,
         )
 
 
