@@ -177,6 +177,12 @@ class TopicsApi(Protocol):
         self, topic: str, producer_name: str | None, messages: list[Message]
     ) -> list[ProduceResult]: ...
 
+    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
+        """The highest sequence id stored for the producer by the dedup `produce` applies (the
+        Pulsar listener's PRODUCER_SUCCESS.last_sequence_id); None when the topic's
+        deduplication is off or the producer stored nothing."""
+        ...
+
     async def create_subscription(self, topic: str, subscription: str, options: SubscriptionOptions) -> bool:
         """True when created, False when it already existed."""
         ...

@@ -107,6 +107,13 @@ class TopicService(KafkaOps):
             await self._quota_after_produce(t)
         return results
 
+    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
+        t = await self._topic(topic, create=True)
+        if not t.policies.deduplication_enabled:
+            return None
+        highest = [h for ml in t.mls if (h := ml.dedup_highest(producer_name)) is not None]
+        return max(highest, default=None)
+
     def _count_produced(
         self,
         t: OpenTopic,

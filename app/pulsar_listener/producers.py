@@ -122,8 +122,18 @@ class Producers:
         except Exception as exc:
             conn.send_failure(request.request_id, exc)
             return
+        try:
+            last = await self.publish.last_sequence_id(producer.topic, producer.name)
+        except Exception as exc:
+            conn.producers.pop(request.producer_id, None)
+            await producer.close()
+            conn.send_failure(request.request_id, exc)
+            return
+        # With dedup on, the client numbers its next message last + 1 (Pulsar's rule).
         success = pb.CommandProducerSuccess(
-            request_id=request.request_id, producer_name=producer.name, last_sequence_id=-1
+            request_id=request.request_id,
+            producer_name=producer.name,
+            last_sequence_id=-1 if last is None else last,
         )
         conn.send(T(type=T.PRODUCER_SUCCESS, producer_success=success))
 
