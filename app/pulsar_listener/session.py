@@ -46,6 +46,7 @@ class Session:
             T.PONG: self.pong,
             T.LOOKUP: self.lookup,
             T.PARTITIONED_METADATA: self.partitioned_metadata,
+            T.GET_TOPICS_OF_NAMESPACE: self.topics_of_namespace,
         }
 
     async def connect(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
@@ -90,6 +91,18 @@ class Session:
             reply.authoritative = True
         conn.send(T(type=T.LOOKUP_RESPONSE, lookupTopicResponse=reply))
 
+    async def topics_of_namespace(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
+        """The namespace's topics (`persistent://...`), for the client's multi-topic and regex
+        consumers: the client applies its pattern itself (and asks again every minute)."""
+        request = command.getTopicsOfNamespace
+        try:
+            found = await _topics_of_namespace(self, conn, request)
+        except Exception as exc:
+            conn.send_failure(request.request_id, exc)
+            return
+        reply = pb.CommandGetTopicsOfNamespaceResponse(request_id=request.request_id, topics=found)
+        conn.send(T(type=T.GET_TOPICS_OF_NAMESPACE_RESPONSE, getTopicsOfNamespaceResponse=reply))
+
     async def partitioned_metadata(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
         request = command.partitionMetadata
         reply = pb.CommandPartitionedTopicMetadataResponse(request_id=request.request_id)
@@ -120,3 +133,15 @@ async def partitions_of(topics: TopicsApi, topic: str) -> int:
         if namespace not in known and f"{tenant}/{namespace}" not in known:
             raise PulsarError(f"namespace {tenant}/{namespace} does not exist", pb.TopicNotFound) from None
         return 0
+
+
+async def _topics_of_namespace(
+    session: Session, conn: Connection, request: pb.CommandGetTopicsOfNamespace
+) -> list[str]:
+    namespace = request.namespace
+    if namespace.count("/") != 1:
+        raise PulsarError(f"namespace {namespace!r} is not tenant/namespace", pb.MetadataError)
+    await session.access.check(conn, f"{namespace}/", Need.LOOKUP)
+    if request.mode == request.NON_PERSISTENT:
+        return []  # Quire's topics are all persistent
+    return await session.topics.list_topics(namespace)
