@@ -201,6 +201,12 @@ class TopicsApi(Protocol):
 
     async def nack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None: ...
 
+    async def consumer_left(self, topic: str, subscription: str, consumer_id: str) -> None:
+        """A consumer of a failover or key_shared subscription says it is gone (a Pulsar consumer
+        closing): it leaves now rather than after the consumer idle time, so that failover's
+        active consumer and key_shared's keys move at once."""
+        ...
+
     async def seek(self, topic: str, subscription: str, target: SeekTarget) -> None: ...
 
     async def read(

@@ -76,6 +76,12 @@ class Consumer:
         name = request.consumer_name or "consumer"
         exclusive = request.subType == S.Exclusive
         self.quire_id = "pulsar" if exclusive else f"pulsar-{name}-{conn.number}-{request.consumer_id}"
+        if request.subType == S.Failover:
+            # Quire's failover subscription makes the least id active: this one sorts as Pulsar's
+            # rule (priority level, then consumer name).
+            priority = max(request.priority_level, 0)
+            self.quire_id = f"pulsar-{priority:010d}-{name}-{conn.number}-{request.consumer_id}"
+        self.active: bool | None = None  # failover: what ACTIVE_CONSUMER_CHANGE last said
         index = names.partition_index(topic)
         self.partition = -1 if index is None else index[1]
         self.permits = 0
@@ -195,6 +201,11 @@ class Consumer:
                 await self.topics.nack(self.topic, self.subscription, ids)
             except Exception as exc:  # the ack timeout redelivers them instead
                 log.info("Pulsar consumer %s: nack on close failed: %s", self.quire_id, exc)
+        if self.durable and self.sub_type in (S.Failover, S.Key_Shared):
+            try:  # leave now: failover's active consumer and key_shared's keys move at once
+                await self.topics.consumer_left(self.topic, self.subscription, self.quire_id)
+            except Exception as exc:  # it leaves after the consumer idle time instead
+                log.info("Pulsar consumer %s: leaving failed: %s", self.quire_id, exc)
 
 
 def _real(data: pb.MessageIdData) -> bool:
@@ -234,6 +245,7 @@ class Consumers:
             return
         conn.consumers[request.consumer_id] = consumer
         conn.send_success(request.request_id)
+        self.registry.announce_active(consumer.topic, consumer.subscription)
         consumer.start()
 
     async def _open(self, conn: Connection, request: pb.CommandSubscribe) -> Consumer:
