@@ -12,15 +12,17 @@ import httpx
 import pulsar
 import pytest
 
-from tests.pulsar_listener.support import CLIENT_TIMEOUT_S, Standalone, serving
+from tests.pulsar_listener.support import CLIENT_TIMEOUT_S, STORES, Standalone, serving_on
 from tests.pulsar_listener.test_clients import rest_read, topic
 
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture(scope="module")
-def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
-    yield from serving(Path(tmp_path_factory.mktemp("pulsar-dedup")))
+@pytest.fixture(scope="module", params=STORES)
+def standalone(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Standalone]:
+    yield from serving_on(request, Path(tmp_path_factory.mktemp("pulsar-dedup")))
 
 
 @pytest.fixture

@@ -14,16 +14,18 @@ import httpx
 import pulsar
 import pytest
 
-from tests.pulsar_listener.support import CLIENT_TIMEOUT_S, Standalone, serving
+from tests.pulsar_listener.support import CLIENT_TIMEOUT_S, STORES, Standalone, serving_on
 from tests.pulsar_listener.test_clients import topic
 
 pytestmark = pytest.mark.timeout(300)
 RECEIVE_MS = 10_000
 
 
-@pytest.fixture(scope="module")
-def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
-    yield from serving(Path(tmp_path_factory.mktemp("pulsar-readers")))
+@pytest.fixture(scope="module", params=STORES)
+def standalone(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Standalone]:
+    yield from serving_on(request, Path(tmp_path_factory.mktemp("pulsar-readers")))
 
 
 @pytest.fixture
