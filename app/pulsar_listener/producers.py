@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import time
 from typing import cast
 
 from app.auth.policy import Need
@@ -47,6 +48,7 @@ class Producer:
         self.name = name
         self._publish = publish
         self._registry = registry
+        self.connected_ms = int(time.time() * 1000)
         self.queue: asyncio.Queue[tuple[int, int, memoryview]] = asyncio.Queue(MAX_QUEUED_SENDS)
         self.task = asyncio.get_running_loop().create_task(self._pump())
 

@@ -230,3 +230,26 @@ def test_compressed_messages_are_stored_and_read_as_sent(
     assert len(entries) == (1 if batching else 5)
     consumer = client.subscribe(name, "s", initial_position=pulsar.InitialPosition.Earliest)
     assert [consumer.receive(RECEIVE_MS).data() for _ in values] == values
+
+
+def test_topic_stats_show_each_pulsar_producer_and_consumer_connection(
+    client: pulsar.Client, standalone: Standalone
+) -> None:
+    name, quire_name = topic()
+    consumer = client.subscribe(
+        name, "s", consumer_type=pulsar.ConsumerType.Shared, initial_position=pulsar.InitialPosition.Earliest
+    )
+    client.create_producer(name, producer_name="idle")
+    busy = client.create_producer(name, producer_name="busy")
+    busy.send(b"x")
+    consumer.acknowledge(consumer.receive(RECEIVE_MS))
+    r = httpx.get(f"{standalone.http}/admin/v2/persistent/{quire_name}/stats", timeout=10)
+    assert r.status_code == 200, r.text
+    stats = r.json()
+    publishers = {p["producerName"]: p for p in stats["publishers"]}
+    assert set(publishers) == {"idle", "busy"}
+    assert (publishers["busy"]["msgCounter"], publishers["idle"]["msgCounter"]) == (1, 0)
+    (consumer_stats,) = stats["subscriptions"]["s"]["consumers"]
+    for entry in [*publishers.values(), consumer_stats]:
+        assert entry["address"].startswith("127.0.0.1:"), entry
+        assert entry["clientVersion"].startswith("Pulsar"), entry
