@@ -8,7 +8,7 @@ import pulsar
 import pytest
 
 from tests.cluster.conftest import StartCluster
-from tests.cluster.harness import admin, owner_url
+from tests.cluster.harness import admin, lookup_path, owner_url
 
 pytestmark = pytest.mark.timeout(300)
 TOPIC = "pulsar-owned"
@@ -19,7 +19,9 @@ def test_lookup_redirects_to_the_owner(start_cluster: StartCluster) -> None:
     with cluster.client() as http:
         assert http.put(admin(TOPIC)).status_code in (200, 204)
         owner = owner_url(http, TOPIC)
+        native = http.get(lookup_path(TOPIC)).json()["nativeUrl"]
     other = next(b for b in cluster.brokers if b.url != owner)
+    assert native == next(b for b in cluster.brokers if b.url == owner).pulsar  # REST lookup too
     # Asked at the broker that does not own the topic; without the redirect that broker
     # refuses (ServiceNotReady) and the client gives up after its operation timeout.
     client = pulsar.Client(other.pulsar, operation_timeout_seconds=20)
