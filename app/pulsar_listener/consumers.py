@@ -88,6 +88,7 @@ class Consumer:
         self.wake = asyncio.Event()
         self.unacked: dict[Position, set[int]] = {}
         self.task: asyncio.Task[None] | None = None
+        self.closed = False
 
     def start(self) -> None:
         self.task = asyncio.get_running_loop().create_task(self._run())
@@ -113,9 +114,23 @@ class Consumer:
                 log.info("Pulsar consumer %s on %s: receive failed: %s", self.quire_id, self.topic, exc)
                 await asyncio.sleep(RETRY_S)
                 continue
+            if self.closed:
+                # Closed while its receive was under way, and the receive ended all the same (a
+                # long poll that a cancel does not stop): what it got goes back at once, else it
+                # would wait out the ack timeout under this consumer's id.
+                await self._give_back(deliveries)
+                return
             if deliveries:
                 self._push(deliveries)
                 await self.conn.drain()
+
+    async def _give_back(self, deliveries: list[Delivery]) -> None:
+        if deliveries and self.durable:
+            try:
+                ids = [d.message.message_id for d in deliveries]
+                await self.topics.nack(self.topic, self.subscription, ids)
+            except Exception as exc:  # the ack timeout redelivers them instead
+                log.info("Pulsar consumer %s: nack after close failed: %s", self.quire_id, exc)
 
     async def fetch(self, max_messages: int, wait_ms: int) -> list[Delivery]:
         """The next messages for this consumer: its subscription's dispatch decides (a
@@ -192,6 +207,7 @@ class Consumer:
     async def close(self, nack: bool = True) -> None:
         """Stop; what it held unacked is nacked (`nack`), or forgotten when a seek moved the
         subscription."""
+        self.closed = True
         if self.task is not None:
             self.task.cancel()
         self._registry.remove_consumer(self.topic, self.subscription, self)
