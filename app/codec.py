@@ -4,7 +4,7 @@ as plain dicts for orjson.
 Why not pydantic here: a model per message costs about three times what orjson alone does, and
 produce/consume are the paths users measure. The envelope is checked by hand, and every malformed
 part is a 422 that names where it is (`messages[3].value_encoding`). Size limits are not checked
-here: topics checks them once (`TopicService.produce`), so the codec only judges form. Nothing is
+here: topics checks them once (`DataPlane.produce`), so the codec only judges form. Nothing is
 written unless the whole batch parses.
 """
 

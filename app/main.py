@@ -15,7 +15,7 @@ import socket
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
@@ -23,6 +23,7 @@ from fastapi.openapi.utils import get_openapi
 from app import body_cap, docs_ui, errors, schemas
 from app.auth.gate import Gate, RouteTable, SecurityConfig
 from app.auth.spec import document_security
+from app.console.install import install as install_console
 from app.fastpath import FastPath, Receive, Scope, Send
 from app.metrics import Metrics
 from app.routes.admin import admin_router
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     from app.kafka_listener.security import KafkaSecurity
     from app.pulsar_listener.config import PulsarConfig
     from app.pulsar_listener.listener import PulsarListener
-    from topics.service import TopicService
 
 VERSION = "0.1.0"
 
@@ -101,9 +101,7 @@ async def _start_kafka(
 ) -> KafkaListener:
     from app.kafka_listener.listener import KafkaListener
 
-    listener = KafkaListener(
-        cast("TopicService", topics), kafka, groups, security=kafka_security(app, security), ssl_context=tls
-    )
+    listener = KafkaListener(topics, kafka, groups, security=kafka_security(app, security), ssl_context=tls)
     await listener.start(sock)
     app.state.kafka_port = listener.port
     from app.routes.kafka_groups import install_group_coordinator
@@ -203,12 +201,7 @@ def create_app(
     handlers = DataHandlers(topics, metrics)
     app.fast_path = FastPath(handlers, metrics)
     app.state.fast_path = app.fast_path
-    app.include_router(data_router_for(handlers))
-    app.include_router(admin_router(topics))
-    app.include_router(ops_router(topics, metrics))
-    app.include_router(cluster_router())
-    app.include_router(brokers_router(topics))
-    app.include_router(kafka_groups_router(topics))
+    _include_routes(app, topics, metrics, handlers)
     _register_collectors(metrics, topics, metrics_max_topics, metrics_max_subscriptions_per_topic)
     if security is not None:
         app.gate = Gate(app.router.routes, topics, security, metrics.error)
@@ -217,6 +210,18 @@ def create_app(
     app.state.gate = app.gate
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
+
+
+def _include_routes(app: FastAPI, topics: TopicsApi, metrics: Metrics, handlers: DataHandlers) -> None:
+    """Every route the app serves: the API's routers, then the console's pages, which call that
+    API back through the gate (app.console)."""
+    app.include_router(data_router_for(handlers))
+    app.include_router(admin_router(topics))
+    app.include_router(ops_router(topics, metrics))
+    app.include_router(cluster_router())
+    app.include_router(brokers_router(topics))
+    app.include_router(kafka_groups_router(topics))
+    install_console(app)  # /console and `/`
 
 
 def _register_collectors(

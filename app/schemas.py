@@ -420,6 +420,10 @@ class LedgerInfo(BaseModel):
         examples=[{"0": ["127.0.0.1:3181", "127.0.0.1:3182"]}],
         description="its ensemble history: first entry id -> the bookies from that entry on",
     )
+    writeQuorum: int | None = Field(
+        None, examples=[2], description="copies of each entry (absent when the ledger was just deleted)"
+    )
+    ackQuorum: int | None = Field(None, examples=[2], description="copies that acknowledged each entry")
 
 
 class CursorStats(BaseModel):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from topics.api import SubscriptionSample, TopicSample, TopicsApi
+from topics.api import ClusterApi, SubscriptionSample, TopicSample
 
 OTHERS = "_others"
 TOPIC_LABELS = ["namespace", "topic"]
@@ -145,9 +145,9 @@ def _family(
 
 
 class TopicCollector(Collector):
-    """The topic and subscription series, read from `TopicsApi.metrics_snapshot` at scrape."""
+    """The topic and subscription series, read from `ClusterApi.metrics_snapshot` at scrape."""
 
-    def __init__(self, topics: TopicsApi, max_topics: int, max_subscriptions: int) -> None:
+    def __init__(self, topics: ClusterApi, max_topics: int, max_subscriptions: int) -> None:
         self._topics = topics
         self._max_topics = max_topics
         self._max_subscriptions = max_subscriptions

@@ -26,10 +26,7 @@ import asyncio
 import contextlib
 import os
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,8 +38,10 @@ import orjson
 from fastapi import FastAPI, Request
 from starlette.responses import Response
 
-from bench.common import REPO, free_port, pct, scraping, wait_ready
+from bench.common import free_port, pct, scraping
 from bench.http_load import Connection, run_wrk, wrk_path
+from devtools.cluster import LocalCluster
+from devtools.procs import Proc, running
 
 DURATION_S = float(os.environ.get("QUIRE_BENCH_DURATION_S", "5"))
 CONSUME_MESSAGES = int(os.environ.get("QUIRE_BENCH_CONSUME_MESSAGES", "200000"))
@@ -58,36 +57,15 @@ T = TypeVar("T")
 PHASE_TIMEOUT_S = 300.0
 
 
-def wait_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout_s: float = 90) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with {proc.returncode}")
-        with contextlib.suppress(OSError), socket.create_connection((HOST, port), timeout=0.2):
-            return
-        time.sleep(0.1)
-    raise TimeoutError(f"{what} did not listen on {port}")
-
-
 @contextlib.contextmanager
 def child(
     args: list[str], port: int, what: str, log: Path, env: dict[str, str] | None = None
 ) -> Iterator[None]:
-    """A process of the bench's own: started, waited for on `port`, stopped by its pid."""
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            args, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
-        )
-        try:
-            wait_port(port, proc, what)
-            yield
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    """A process of the bench's own (a peer's server): started in a session of its own, waited
+    for on `port`, stopped by process group on the way out."""
+    with running(Proc(args, env or {}, log)) as proc:
+        proc.wait_port(port, what)
+        yield
 
 
 def batch_body(n: int) -> bytes:
@@ -446,29 +424,16 @@ async def _redis_consume(r: object) -> float:
 # --- the run -------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def quire_stack(tmp: Path, extra_env: dict[str, str] | None = None) -> Iterator[int]:
-    """A bookie and a broker process on free ports (stopped by pid on exit); yields the HTTP port."""
-    port, bookie_port = free_port(), free_port()
-    env = {
-        "QUIRE_KAFKA_PORT": "0",  # no Kafka listener: bench_auth runs two stacks at once
-        **(extra_env or {}),
-        "QUIRE_DATA_DIR": str(tmp / "quire"),
-        "QUIRE_BOOKIES": f'["{HOST}:{bookie_port}"]',
-        "QUIRE_BOOKIE_PORT": str(bookie_port),
-        "QUIRE_PORT": str(port),
-        # One metadata store for both: the bookie registers there and the broker looks for it.
-        "QUIRE_DATABASE_URL": f"sqlite:///{tmp / 'quire' / 'metadata.db'}",
-    }
-    bookie_dir = tmp / "quire" / "bookie"
-    bookie_dir.mkdir(parents=True)
-    py = sys.executable
-    bookie = [py, "-m", "app.cli", "bookie", "--data-dir", str(bookie_dir), "--port", str(bookie_port)]
-    with (
-        child(bookie, bookie_port, "quire bookie", tmp / "bookie.log", env),
-        child([py, "-m", "app.cli", "broker"], port, "quire broker", tmp / "broker.log", env),
-    ):
-        wait_ready(f"http://{HOST}:{port}")
-        with scraping(f"http://{HOST}:{port}/metrics", SCRAPE_INTERVAL_S, SCRAPES):
-            yield port
+    """A bookie and a broker process on free ports over one SQLite store (a local cluster,
+    stopped on exit); yields the HTTP port. `extra_env` goes to both (bench_auth runs two stacks
+    at once, so neither has a Kafka listener unless `extra_env` gives it a port)."""
+    with LocalCluster(
+        tmp / "quire", env={"QUIRE_KAFKA_PORT": "0", "QUIRE_PULSAR_PORT": "0", **(extra_env or {})}
+    ) as cluster:
+        cluster.bookie()
+        broker = cluster.broker()
+        with scraping(f"{broker.url}/metrics", SCRAPE_INTERVAL_S, SCRAPES):
+            yield broker.port
 
 
 SCRAPE_INTERVAL_S = 1.0

@@ -46,11 +46,11 @@ from compactor.job import BookieClientFactory, SparkEngine
 from compactor.runner import CompactionRunner
 from compactor.spark import stop_session
 from compactor.writer import delete_ledger
+from devtools.cluster import LocalCluster
 from managed_ledger.entry_format import decode_batch, encode_batch_raw
 from managed_ledger.metadata.api import CompactionState
 from managed_ledger.metadata.sql import SqlMetadataStore
 from managed_ledger.position import MessageId
-from tests.compactor.conftest import Bookie
 from tests.compactor.topic_writer import TopicWriter
 from topics.compacted import CompactedView
 
@@ -234,10 +234,11 @@ class Bench:
 
 async def run(args: argparse.Namespace) -> list[tuple[str, str]]:
     root = Path(tempfile.mkdtemp(prefix="quire-bench-compaction-"))
-    bookie = Bookie(root / "bookie").start()
+    cluster = LocalCluster(root / "cluster")  # the bookie registers in a store of its own
     store = SqlMetadataStore(f"sqlite:///{root / 'metadata.db'}")
     client = BookieLedgerClient(bookie_client_config())
     try:
+        bookie = cluster.bookie()
         bench = Bench(args, store, client, bookie.address)
         await bench.topic(FEW, args.messages, args.few_keys, seed=3)
         cold, _ = await timed_run(bench.spark, FEW)
@@ -262,7 +263,7 @@ async def run(args: argparse.Namespace) -> list[tuple[str, str]]:
     finally:
         await client.close()
         store.close()
-        bookie.stop()
+        cluster.close()
         stop_session()
 
 

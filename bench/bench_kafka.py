@@ -400,7 +400,11 @@ def main() -> None:
     kafka_port, ceiling_port = free_port(), free_port()
     bootstrap, ceiling = f"{HOST}:{kafka_port}", f"{HOST}:{ceiling_port}"
     ceiling_args = [sys.executable, "-m", "bench.kafka_ceiling", str(ceiling_port), str(args.messages)]
-    env = {"QUIRE_KAFKA_PORT": str(kafka_port), "QUIRE_KAFKA_ADVERTISED_ADDRESS": bootstrap}
+    env = {
+        "QUIRE_KAFKA_PORT": str(kafka_port),
+        "QUIRE_KAFKA_ADVERTISED_ADDRESS": bootstrap,
+        "QUIRE_PULSAR_PORT": "0",
+    }
     rounds: list[dict[str, Row]] = []
     with (
         tempfile.TemporaryDirectory(prefix="quire-kbench-", ignore_cleanup_errors=True) as tmp,

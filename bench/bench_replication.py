@@ -48,7 +48,9 @@ from bench.bench_api import (
     wrk_rate,
 )
 from bench.http_load import Connection, wrk_path
-from bench.replication_stack import FAST_HEARTBEAT, HOST, Stack, nats_cluster, nats_server_path, quire_stack
+from bench.replication_stack import Stack, nats_cluster, nats_server_path, quire_stack
+from devtools.cluster import FAST_HEARTBEAT
+from devtools.procs import HOST
 
 Row = dict[str, float]
 QUORUMS = ((1, 1, 1, 1), (3, 2, 2, 3), (3, 3, 2, 3))  # E, Qw, Qa, bookies

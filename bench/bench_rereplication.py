@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
 import sys
 import tempfile
 import time
@@ -130,16 +129,14 @@ def main() -> None:
                 procs.append((f"127.0.0.1:{port}", start_bookie(tmp / f"b{i}", port, tmp / f"b{i}.log")))
 
             def kill() -> None:
-                os.killpg(procs[0][1].pid, signal.SIGKILL)
-                procs[0][1].wait(timeout=15)
+                procs[0][1].kill9()
 
             pids = [p.pid for _, p in procs[1:]]
             with asyncio.Runner(loop_factory=_loop_factory()) as runner:
                 runner.run(run(tmp, [a for a, _ in procs], pids, kill))
         finally:
             for _, proc in procs:
-                if proc.poll() is None:
-                    stop_bookie(proc)
+                stop_bookie(proc)
 
 
 if __name__ == "__main__":

@@ -13,16 +13,14 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
-import subprocess
 import time
 from pathlib import Path
 
 import httpx
-import orjson
 
-from bench.common import create_schema, drop_schema, free_port, postgres_sql
-from bench.replication_stack import HOST, STOP_TIMEOUT_S, Stack, wait_ready
+from bench.common import create_schema, drop_schema, postgres_sql
+from bench.replication_stack import Stack
+from devtools.procs import Proc
 
 POSTGRES_URL = os.environ.get("QUIRE_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 SETTLE_TIMEOUT_S = 30.0
@@ -48,11 +46,13 @@ class BrokerStack(Stack):
     """One bookie, brokers writing at 1/1/1 to it, one PostgreSQL schema; closed together."""
 
     def __init__(self, tmp: Path) -> None:
-        super().__init__(tmp)
-        self.db_url, self.schema = create_schema(POSTGRES_URL, "bench")
-        self.env["QUIRE_DATABASE_URL"] = self.db_url
-        self.brokers: dict[str, subprocess.Popen[bytes]] = {}  # base URL -> process
-        self.started = 0
+        url, self.schema = create_schema(POSTGRES_URL, "bench")
+        try:
+            super().__init__(tmp, {"QUIRE_DATABASE_URL": url})
+        except BaseException:
+            drop_schema(POSTGRES_URL, self.schema)
+            raise
+        self.brokers: dict[str, Proc] = {}  # base URL -> process
         try:
             self.bookie_address = self.bookie()
         except BaseException:
@@ -66,25 +66,13 @@ class BrokerStack(Stack):
 
     def start_broker(self) -> str:
         """One more broker on a free port; its base URL once /readyz says 200."""
-        port, n = free_port(), self.started
-        self.started += 1
-        env = {
-            "QUIRE_DATA_DIR": str(self.tmp / f"broker-{n}"),
-            "QUIRE_BOOKIES": orjson.dumps([self.bookie_address]).decode(),
-            "QUIRE_ENSEMBLE_SIZE": "1",
-            "QUIRE_WRITE_QUORUM": "1",
-            "QUIRE_ACK_QUORUM": "1",
-        }
-        proc = self.quire("broker", port, f"broker-{n}", env=env)
-        base = f"http://{HOST}:{port}"
-        wait_ready(base)
-        self.brokers[base] = proc
-        return base
+        quorum = {"QUIRE_ENSEMBLE_SIZE": "1", "QUIRE_WRITE_QUORUM": "1", "QUIRE_ACK_QUORUM": "1"}
+        node = self.cluster.broker(env=quorum, bookies=[self.bookie_address])
+        self.brokers[node.url] = node.proc
+        return node.url
 
     def kill9_broker(self, base: str) -> None:
-        proc = self.brokers.pop(base)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=STOP_TIMEOUT_S)
+        self.brokers.pop(base).kill9()
 
     def settle(self) -> None:
         """Return once every broker has seen every other: the store lists them all, and each has

@@ -1,36 +1,35 @@
-"""Helpers the benchmarks share: free ports, an open-port probe, a percentile, a real
-`quire bookie` process, and the bookie client config to talk to it."""
+"""Helpers the benchmarks share: a percentile, a real `quire bookie` process and the bookie
+client config to talk to it. Processes, ports, waits and PostgreSQL schemas are
+`devtools.procs`' and `devtools.postgres`'; their names are kept here for the benchmarks."""
 
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from devtools.postgres import create_schema, drop_schema
+from devtools.postgres import execute as postgres_sql
+from devtools.procs import HOST, REPO, Proc, free_port, port_open, wait_ready
+
 if TYPE_CHECKING:
     from bookie.connection import BookieClientConfig
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def port_open(port: int, timeout_s: float = 0.3) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=timeout_s):
-        return True
-    return False
+__all__ = [
+    "REPO",
+    "bookie_client_config",
+    "create_schema",
+    "drop_schema",
+    "free_port",
+    "pct",
+    "port_open",
+    "postgres_sql",
+    "scraping",
+    "start_bookie",
+    "stop_bookie",
+    "wait_ready",
+]
 
 
 def bookie_client_config(**overrides: object) -> BookieClientConfig:
@@ -50,70 +49,20 @@ def pct(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(len(s) * q / 100))] if s else float("nan")
 
 
-def postgres_sql(base_url: str, sql: str) -> None:
-    """One statement on the PostgreSQL server of a metadata URL (autocommit)."""
-    import psycopg
-
-    dsn = base_url.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(dsn, autocommit=True, connect_timeout=10) as conn:
-        conn.execute(sql)
-
-
-def create_schema(base_url: str, prefix: str) -> tuple[str, str]:
-    """A new, empty schema; the metadata URL whose connections use it (search_path), and its name."""
-    schema = f"{prefix}_{uuid.uuid4().hex[:12]}"
-    postgres_sql(base_url, f'CREATE SCHEMA "{schema}"')
-    sep = "&" if "?" in base_url else "?"
-    return f"{base_url}{sep}options=-csearch_path%3D{schema}", schema
-
-
-def drop_schema(base_url: str, schema: str) -> None:
-    postgres_sql(base_url, f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
-def start_bookie(data_dir: Path, port: int, log_path: Path) -> subprocess.Popen[bytes]:
-    env = {"QUIRE_KAFKA_PORT": "0", **os.environ, "QUIRE_BOOKIE_HOST": "127.0.0.1"}
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "bookie", "--data-dir", str(data_dir), "--port", str(port)],
-            cwd=REPO,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if port_open(port, 0.2):
-            return proc
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    proc.kill()
-    raise SystemExit(f"bookie did not start:\n{log_path.read_text(errors='replace')}")
-
-
-def stop_bookie(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
+def start_bookie(data_dir: Path, port: int, log_path: Path) -> Proc:
+    """A `quire bookie` on `port`, listening when this returns (SystemExit with its log if not)."""
+    args = ["bookie", "--data-dir", str(data_dir), "--port", str(port)]
+    proc = Proc.quire(args, {"QUIRE_BOOKIE_HOST": HOST}, log_path).start()
     try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+        proc.wait_port(port, "bookie", timeout_s=30)
+    except (RuntimeError, TimeoutError) as exc:
+        proc.stop()
+        raise SystemExit(f"bookie did not start: {exc}\n{proc.log()}") from None
+    return proc
 
 
-def wait_ready(base_url: str, timeout_s: float = 90) -> None:
-    """Until the broker at `base_url` answers /readyz 200 (TimeoutError past `timeout_s`)."""
-    import httpx
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{base_url}/readyz").status_code == 200:
-                return
-        time.sleep(0.2)
-    raise TimeoutError(f"{base_url} not ready")
+def stop_bookie(proc: Proc) -> None:
+    proc.stop()
 
 
 @contextlib.contextmanager

@@ -4,7 +4,7 @@ nothing grows or slows down with time.
 The cluster: three `quire bookie` processes and two `quire broker` processes (E=2, Qw=2, Qa=2)
 on PostgreSQL (QUIRE_SOAK_POSTGRES_URL, default postgres@127.0.0.1:5432/test) in a schema of
 their own, created at the start and dropped at the end. Every process runs in a session of its
-own and is stopped by process group, on success and on error alike (bench/replication_stack.py).
+own and is stopped by process group, on success and on error alike (devtools/cluster.py).
 
 The load, open loop: a batch of BATCH messages every 1/(rate/BATCH) seconds, round robin over
 TOPICS topics (spread over both brokers by lookup; a 307 is followed and the owner looked up
@@ -34,7 +34,8 @@ from pathlib import Path
 import httpx
 
 from bench.common import create_schema, drop_schema, free_port, pct
-from bench.replication_stack import HOST, Stack, wait_ready
+from bench.replication_stack import Stack
+from devtools.procs import HOST, wait_ready
 
 POSTGRES_URL = os.environ.get("QUIRE_SOAK_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 TOPICS = 4

@@ -311,6 +311,8 @@ class ReplicationWorker:
             for offset in range(min(stride, last - first + 1))
             if lost in spec.write_set(first + offset)
         ]
+        if not runs:  # a segment shorter than its ensemble may write no entry to `lost`
+            return
         adds = await self.io.recovery_adds(
             replacement,
             meta.ledger_id,

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 # Every package below app/: shipping one that a task does not import costs a few kilobytes, missing
 # one fails every task on a real cluster (local[*] would not notice: it shares the driver's path).
-SHIPPED_PACKAGES = ("common", "bookie", "managed_ledger", "topics", "compactor")
+SHIPPED_PACKAGES = ("common", "bookie", "managed_ledger", "topics", "quire_spark", "compactor")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _QUIET_LOG4J2 = """\
 rootLogger.level = error
@@ -136,6 +136,9 @@ def get_session(config: CompactorConfig) -> SparkSession:
         session = builder.getOrCreate()
         session.sparkContext.setLogLevel("ERROR")
         session.sparkContext.addPyFile(str(zip_packages(work)))
+        from quire_spark import QuireDataSource
+
+        session.dataSource.register(QuireDataSource)  # format "quire" in the compactor's session too
         log.info("spark session up: master %s", config.spark_master)
         _session = session
         return session

@@ -5,7 +5,8 @@ need nothing but the zip of Quire's packages the driver ships. Functions here ar
 plain values (`TaskPlan`) and pickled to the executors with the job.
 
 Read stage (`read_partition`, one task per few ledger ranges): each task reads its ranges in big
-chunks through its own ledger client inside `asyncio.run`, decodes each entry with one msgpack
+chunks through its own ledger client inside `asyncio.run` (`quire_spark.entries.entry_chunks`, the
+Spark connector's tasks read ledgers the same way), decodes each entry with one msgpack
 call, and keeps the newest message per key seen in its ranges (the map-side half of the
 latest-per-key aggregation: ranges are read in id order, so the last one seen wins). Per message
 that is a dict store; rows are encoded only for each task's survivors. Output rows (READ_SCHEMA):
@@ -56,6 +57,7 @@ from managed_ledger.entry_format import (
     entry_offsets,
     header,
 )
+from quire_spark.entries import entry_chunks
 
 ClientFactory = Callable[[], LedgerClient]
 
@@ -184,41 +186,38 @@ async def _read_range(client: LedgerClient, plan: TaskPlan, r: dict[str, Any], l
         )
     )
     lid, compacted, step = spec.ledger_id, r["compacted"], max(1, r["entries_per_read"])
-    unpackb = msgpack.unpackb
     first, last = r["first_entry_id"], r["last_entry_id"]
-    pending: asyncio.Future[list[bytes]] | None = asyncio.ensure_future(
-        client.read_entries(spec, first, min(first + step - 1, last))
-    )
-    while pending is not None:
-        try:
-            payloads = await pending
-        except NoSuchLedgerError:
-            if compacted:
-                raise
-            return  # trimmed by retention while we read: its data is gone from the view too
-        start = first
-        first += len(payloads)
-        # ask for the next chunk before decoding this one, so the bookie works meanwhile
-        nxt = min(first + step - 1, last)
-        pending = asyncio.ensure_future(client.read_entries(spec, first, nxt)) if first <= last else None
-        for eid, payload in enumerate(payloads, start=start):
-            if payload[0] != MAGIC or payload[1] not in (VERSION, VERSION_1):
-                raise ValueError(f"entry {lid}:{eid} is not a Quire entry of version 1 or {VERSION}")
-            offsets = entry_offsets(payload)
-            if payload[2] == KIND_KAFKA:  # records decoded into topic batch rows
-                pt, prod, rows = decode_batch_header(payload)
-                base = offsets[0] if offsets is not None else NO_OFFSET
-                latest.add_topic_rows(lid, eid, pt, prod, rows, _window(plan, lid, eid, len(rows)), base)
-                continue
-            body = unpackb(memoryview(payload)[body_start(payload) :], raw=False, strict_map_key=False)
-            if payload[2] == KIND_TOPIC:
-                window = _window(plan, lid, eid, len(body[2]))
-                base = offsets[0] if offsets is not None else NO_OFFSET
-                latest.add_topic_rows(lid, eid, body[0], body[1], body[2], window, base)
-            elif payload[2] == KIND_COMPACTED:
-                latest.add_compacted_rows(body, r.get("layer", 0) > 0)
-            else:
-                raise ValueError(f"entry {lid}:{eid} is of kind {payload[2]}, which compaction cannot read")
+    try:
+        async for start, payloads in entry_chunks(client, spec, first, last, step):
+            _decode_chunk(plan, lid, start, payloads, r, latest)
+    except NoSuchLedgerError:
+        if compacted:
+            raise
+        # trimmed by retention while we read: its data is gone from the view too
+
+
+def _decode_chunk(
+    plan: TaskPlan, lid: int, start: int, payloads: list[bytes], r: dict[str, Any], latest: _Latest
+) -> None:
+    unpackb = msgpack.unpackb
+    for eid, payload in enumerate(payloads, start=start):
+        if payload[0] != MAGIC or payload[1] not in (VERSION, VERSION_1):
+            raise ValueError(f"entry {lid}:{eid} is not a Quire entry of version 1 or {VERSION}")
+        offsets = entry_offsets(payload)
+        if payload[2] == KIND_KAFKA:  # records decoded into topic batch rows
+            pt, prod, rows = decode_batch_header(payload)
+            base = offsets[0] if offsets is not None else NO_OFFSET
+            latest.add_topic_rows(lid, eid, pt, prod, rows, _window(plan, lid, eid, len(rows)), base)
+            continue
+        body = unpackb(memoryview(payload)[body_start(payload) :], raw=False, strict_map_key=False)
+        if payload[2] == KIND_TOPIC:
+            window = _window(plan, lid, eid, len(body[2]))
+            base = offsets[0] if offsets is not None else NO_OFFSET
+            latest.add_topic_rows(lid, eid, body[0], body[1], body[2], window, base)
+        elif payload[2] == KIND_COMPACTED:
+            latest.add_compacted_rows(body, r.get("layer", 0) > 0)
+        else:
+            raise ValueError(f"entry {lid}:{eid} is of kind {payload[2]}, which compaction cannot read")
 
 
 def _read_order(r: dict[str, Any]) -> tuple[bool, int, int, int]:

@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol
 
 from managed_ledger.offsets import OffsetIndex
 from managed_ledger.position import MessageId, Position
+from managed_ledger.ranges import LedgerList
 
 GIB = 1024**3
 
@@ -283,6 +284,11 @@ class ManagedLedger(Protocol):
 
     def internal_stats(self) -> dict[str, object]:
         """Pulsar's internalStats shape (docs/rest-api.md), minus compaction fields."""
+        ...
+
+    @property
+    def ledger_list(self) -> LedgerList:
+        """The ledgers it holds, oldest first (read it; the managed ledger changes it)."""
         ...
 
     @property

@@ -8,11 +8,13 @@ skipped with the reason, unless QUIRE_TEST_REQUIRE_POSTGRES=1 (CI), where they f
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from devtools import postgres
+from tests import kinds
 
 # Brokers started by tests (and the processes they start) run without a Kafka listener unless a
 # test turns one on with a free port: the default 9092 would clash between brokers of one test,
@@ -25,7 +27,7 @@ os.environ["QUIRE_PULSAR_PORT"] = "0"  # the Pulsar listener's 6650 likewise
 for _name in [n for n in os.environ if n == "QUIRE_BOOKIE_AUTH_SECRET" or n.startswith("QUIRE_BOOKIE_TLS_")]:
     del os.environ[_name]
 
-POSTGRES_URL = os.environ.get("QUIRE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+POSTGRES_URL = postgres.server_url("QUIRE_TEST_POSTGRES_URL")
 
 
 def _postgres_reachable() -> str | None:
@@ -51,22 +53,11 @@ def postgres_url() -> Iterator[str]:
 
 def fresh_postgres_schema_url(base_url: str) -> tuple[str, str]:
     """A URL whose connections use a new, empty schema (search_path), and the schema name."""
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    import psycopg
-
-    dsn = base_url.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    sep = "&" if "?" in base_url else "?"
-    return f"{base_url}{sep}options=-csearch_path%3D{schema}", schema
+    return postgres.create_schema(base_url, "t")
 
 
 def drop_postgres_schema(base_url: str, schema: str) -> None:
-    import psycopg
-
-    dsn = base_url.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    postgres.drop_schema(base_url, schema)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -81,3 +72,19 @@ def metadata_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
         yield url
     finally:
         drop_postgres_schema(base, schema)
+
+
+# --- test kinds (tests/kinds.py) -------------------------------------------------------------
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by the marks given here
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    try:
+        kinds.assign(items, str(Path(__file__).parent))
+    except kinds.KindError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests_start_no_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = kinds.kind_of(request.node)
+    if name in kinds.FAST:
+        kinds.refuse_processes(monkeypatch, request.node.nodeid, name)

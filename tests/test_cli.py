@@ -188,6 +188,7 @@ def test_a_long_value_is_shortened(
     assert "QUIRE_PORT='999" in err and len(err) < 300
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("text", "named"),
     [('QUIRE_BOOKIES=["127.0.0.1:3181"\n', "QUIRE_BOOKIES"), ("QUIRE_WRITE_QUORUM=2\n", "write_quorum=2")],

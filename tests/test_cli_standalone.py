@@ -94,6 +94,7 @@ def children(proc: QuireProcess) -> dict[str, int]:
     return {name: int(pid) for name, pid in re.findall(r"started (\w+) \(pid (\d+)\)", proc.log())}
 
 
+@pytest.mark.process
 def test_standalone_serves_and_stops_every_child_on_sigterm(tmp_path: Path) -> None:
     proc, port = start(tmp_path)
     kids = children(proc)
@@ -125,6 +126,7 @@ def test_standalone_serves_and_stops_every_child_on_sigterm(tmp_path: Path) -> N
     proc.stop()
 
 
+@pytest.mark.process
 def test_a_dead_child_stops_the_standalone_with_exit_1(tmp_path: Path) -> None:
     proc, _ = start(tmp_path)
     kids = children(proc)
@@ -146,6 +148,7 @@ def produce(port: int, count: int, start: int = 0) -> None:
         assert r.status_code == 200, r.text
 
 
+@pytest.mark.process
 @pytest.mark.slow
 def test_standalone_with_four_bookies_keeps_writing_after_one_is_killed(tmp_path: Path) -> None:
     replicated = ("--ensemble-size", "3", "--write-quorum", "2", "--ack-quorum", "2")
@@ -186,6 +189,7 @@ def test_standalone_with_four_bookies_keeps_writing_after_one_is_killed(tmp_path
         proc.stop()
 
 
+@pytest.mark.process
 def test_standalone_refuses_fewer_bookies_than_the_ensemble(tmp_path: Path) -> None:
     proc = QuireProcess(
         ["standalone", "--data-dir", str(tmp_path / "data"), "--bookies", "2", "--ensemble-size", "3"],

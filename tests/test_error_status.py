@@ -43,7 +43,17 @@ NOT_ERRORS = {
     "app.kafka_listener.server._Stop",
     "app.kafka_listener.wire.WireError",
     "common.kafka_records.RecordBatchError",
+    # The Pulsar listener's: a refusal becomes a ServerError in its answer, a bad frame closes
+    # the connection.
+    "app.pulsar_listener.errors.PulsarError",
+    "app.pulsar_listener.errors.FrameError",
+    "app.pulsar_listener.frames.ChecksumMismatch",
+    "app.pulsar_listener.server.CloseConnection",
     "bookie.auth.AuthRefused",
+    # The web console's signals inside its page wrapper (app.console.web.page): an API refusal
+    # becomes the page's answer showing its problem, a missing login the login page.
+    "app.console.client.ApiRefused",
+    "app.console.web.LoginRequired",
 }
 
 _500 = "Internal server error"

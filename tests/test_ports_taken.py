@@ -18,7 +18,7 @@ import pytest
 
 from tests.support import REPO, free_port
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.process, pytest.mark.timeout(120)]
 
 
 @pytest.fixture

@@ -166,6 +166,7 @@ def _ready(port: int) -> bool:
     return False
 
 
+@pytest.mark.process
 def test_first_session_admin_cli_python_and_kafka(tmp_path: Path) -> None:
     """`make run` (a fresh standalone), then the curl session, the admin CLI, the Python client
     and kcat, in the README's order, on one standalone."""
@@ -197,6 +198,7 @@ def test_first_session_admin_cli_python_and_kafka(tmp_path: Path) -> None:
         standalone.stop()
 
 
+@pytest.mark.process
 def test_replicated_ledgers_survive_a_killed_bookie(tmp_path: Path) -> None:
     ports = free_ports(8080, 3181, 9092)
     block = moved(_block("quire standalone --bookies 4").text, ports, {"/tmp/q": str(tmp_path / "q")})
@@ -220,6 +222,7 @@ def test_replicated_ledgers_survive_a_killed_bookie(tmp_path: Path) -> None:
     assert "3 of 4 bookies left" in text, text[-4000:]
 
 
+@pytest.mark.process
 @pytest.mark.postgres
 def test_several_brokers_on_one_machine(tmp_path: Path, postgres_url: str) -> None:
     import psycopg
@@ -243,6 +246,7 @@ def test_several_brokers_on_one_machine(tmp_path: Path, postgres_url: str) -> No
             conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
+@pytest.mark.process
 def test_security_session(tmp_path: Path) -> None:
     ports = free_ports(8080, 3181, 9092)
     block = moved(_block("# a key, and tokens for three roles").text, ports, {"/tmp/q": str(tmp_path / "q")})

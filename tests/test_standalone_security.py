@@ -23,6 +23,8 @@ from tests.support import wait_until
 from tests.test_cli_standalone import _stop_what_was_started, start  # noqa: F401 - the fixture stops it
 from tests.tls_support import CertAuthority
 
+pytestmark = pytest.mark.process
+
 SECRET = "the bookies' secret, shared by the cluster"
 TOPIC = "public/default/door"
 RUN_BOUND_S = 180.0

@@ -1,5 +1,5 @@
 """The house rules as a ratchet: short functions, short modules, no citations of documents that
-are not in the repository, and no import circles.
+are not in the repository, no import circles, and no inheritance chains in the product.
 
 Each rule is a small checker over a repository root that returns its offenders, so the same code
 runs on the real tree and on a synthetic tree built in a temporary directory; the synthetic tests
@@ -10,6 +10,7 @@ real tree breaks fails the suite: fix the offender, do not mark the test.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -22,9 +23,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The packages the rules cover. `clients/` is generated code and stays out; `common` is listed
 # so that the rules cover it the day it exists.
-PACKAGES = ("app", "bookie", "managed_ledger", "topics", "compactor", "common", "bench", "tests")
+PACKAGES = ("app", "bookie", "managed_ledger", "topics", "compactor", "common", "devtools", "bench", "tests")
+
+# The packages that ship: the inheritance rule covers these (tests and bench may subclass freely).
+PRODUCT = ("app", "bookie", "managed_ledger", "topics", "compactor", "common")
 
 MAX_FUNCTION_LINES = 70
+# A product class and the project classes above it form a chain of at most this many classes:
+# a class may extend one project class, never one that extends another (composition instead).
+MAX_CLASS_CHAIN = 2
+# Bases that make a class exempt, wherever they sit in its ancestry: typing Protocols (a
+# protocol extends protocols by design), Pydantic models and settings, and exceptions (their
+# hierarchy is the errors' taxonomy, as STYLE asks).
+_EXEMPT_BASES = {"Protocol", "BaseModel", "BaseSettings"}
 MAX_MODULE_LINES = 600
 
 # A markdown document named in text: a path of word characters, dots, slashes and dashes that
@@ -184,6 +195,71 @@ def _shortest_cycle(start: str, members: set[str], edges: dict[str, set[str]]) -
     raise AssertionError(f"{start} is on no circle inside {sorted(members)}")
 
 
+def _is_exception_name(name: str) -> bool:
+    found = getattr(builtins, name, None)
+    return isinstance(found, type) and issubclass(found, BaseException)
+
+
+def _module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _class_bases(root: Path, packages: Sequence[str]) -> dict[str, list[str]]:
+    """Every class of the packages, as `module.Class`, with its bases: a project class as its
+    qualified name, anything else as its bare name (`Protocol`, `Exception`, `BaseModel`)."""
+    found: dict[str, list[ast.expr]] = {}
+    scopes: dict[str, dict[str, str]] = {}  # module -> local name -> qualified name
+    for path in python_files(root, packages):
+        module = _module_name(root, path)
+        scope = scopes.setdefault(module, {})
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    scope[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, ast.ClassDef):
+                scope[node.name] = f"{module}.{node.name}"
+                found[f"{module}.{node.name}"] = node.bases
+    out: dict[str, list[str]] = {}
+    for qualified, bases in found.items():
+        scope = scopes[qualified.rsplit(".", 1)[0]]
+        names = []
+        for base in bases:
+            text = ast.unparse(base.value if isinstance(base, ast.Subscript) else base)
+            bare = text.rsplit(".", 1)[-1]
+            resolved = scope.get(text, text)
+            names.append(resolved if resolved in found else bare)
+        out[qualified] = names
+    return out
+
+
+def inheritance_chains(root: Path, packages: Sequence[str] = PRODUCT) -> list[str]:
+    """Product classes whose chain of project classes (the class, its project base, that one's
+    project base...) is longer than the limit, as `module.Class (a -> b -> c)`; Protocols,
+    Pydantic models and exceptions aside."""
+    bases = _class_bases(root, packages)
+
+    def exempt(name: str, seen: frozenset[str] = frozenset()) -> bool:
+        for base in bases.get(name, []):
+            if base in bases and base not in seen:
+                if exempt(base, seen | {name}):
+                    return True
+            elif base in _EXEMPT_BASES or _is_exception_name(base):
+                return True
+        return False
+
+    def longest(name: str, seen: frozenset[str] = frozenset()) -> list[str]:
+        above = [longest(b, seen | {name}) for b in bases[name] if b in bases and b not in seen]
+        return [name, *max(above, key=len, default=[])]
+
+    offenders = []
+    for name in sorted(bases):
+        chain = longest(name)
+        if len(chain) > MAX_CLASS_CHAIN and not exempt(name):
+            offenders.append(f"{name} ({' -> '.join(chain)})")
+    return offenders
+
+
 # The real tree.
 
 
@@ -205,6 +281,11 @@ def test_no_reference_to_a_document_outside_the_repository() -> None:
 def test_no_import_circle() -> None:
     offenders = import_cycles(ROOT)
     assert not offenders, "import circles:\n" + "\n".join(offenders)
+
+
+def test_no_product_class_is_a_chain_of_more_than_two_project_classes() -> None:
+    offenders = inheritance_chains(ROOT)
+    assert not offenders, "inheritance chains (compose instead):\n" + "\n".join(offenders)
 
 
 # Each checker, proved able to fail on a synthetic tree.
@@ -259,3 +340,22 @@ def test_checker_reports_a_two_module_circle(tree: Path, monkeypatch: pytest.Mon
     assert import_cycles(tree, ["tidy_circle_fixture"]) == [
         "tidy_circle_fixture.a -> tidy_circle_fixture.b -> tidy_circle_fixture.a"
     ]
+
+
+def test_checker_reports_a_three_deep_chain_and_not_the_exempt_ones(tree: Path) -> None:
+    (tree / "app" / "base.py").write_text("class Base:\n    pass\n")
+    (tree / "app" / "chain.py").write_text(
+        "from typing import Protocol\n"
+        "from app.base import Base\n"
+        "import app.base\n\n"
+        "class Middle(Base):\n    pass\n\n"  # two deep: allowed
+        "class Top(Middle):\n    pass\n\n"  # three deep: the offender
+        "class Other(app.base.Base):\n    pass\n\n"
+        "class Api(Protocol):\n    pass\n\n"
+        "class MoreApi(Api, Protocol):\n    pass\n\n"
+        "class AllApi(MoreApi, Protocol):\n    pass\n\n"  # protocols extend protocols
+        "class Failure(Exception):\n    pass\n\n"
+        "class Refused(Failure):\n    pass\n\n"
+        "class Busy(Refused):\n    pass\n"  # an exception taxonomy
+    )
+    assert inheritance_chains(tree) == ["app.chain.Top (app.chain.Top -> app.chain.Middle -> app.base.Base)"]

@@ -1,12 +1,16 @@
 """The topics service: what the REST API (app/) calls. Domain only: no HTTP here.
 
-`topics.service.TopicService` implements it over the managed ledger. Errors are the types in
-`topics.errors`; app/ maps each to a problem+json status in one table. Topic names are full
-`tenant/namespace/topic` strings validated by `topics.names`.
+The API is split by consumer, each a Protocol: `DataApi` (clients), `AdminApi`
+(administration), `ClusterApi` (the broker process and its cluster), `KafkaApi` (the Kafka
+listener); `TopicsApi` is all of them, and `topics.service.TopicService` implements it over the
+managed ledger. Errors are the types in `topics.errors`; app/ maps each to a problem+json
+status in one table. Topic names are full `tenant/namespace/topic` strings validated by
+`topics.names`.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -64,6 +68,28 @@ StartPosition = (
     | tuple[Literal["after"], tuple[MessageId | None, ...]]
 )
 SeekTarget = Literal["earliest", "latest"] | MessageId | int  # int = publish timestamp ms
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaBatch:
+    """One produced record batch (magic 2), already validated by the listener."""
+
+    data: bytes
+    count: int
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+
+
+@dataclass(slots=True)
+class KafkaFetched:
+    """What a fetch found: compacted messages (each with its offset) first, then stored entries
+    as (base offset, entry payload); the partition's bounds."""
+
+    high_watermark: int
+    log_start_offset: int
+    compacted: list[StoredMessage] = field(default_factory=list)
+    entries: list[tuple[int, bytes]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +197,9 @@ PolicyName = Literal[
 ]
 
 
-class TopicsApi(Protocol):
-    # --- data plane --------------------------------------------------------------------------
+class DataApi(Protocol):
+    """What clients call: produce, subscriptions, readers (the REST data routes)."""
+
     async def produce(
         self, topic: str, producer_name: str | None, messages: list[Message]
     ) -> list[ProduceResult]: ...
@@ -217,7 +244,15 @@ class TopicsApi(Protocol):
 
     async def last_message_id(self, topic: str, read_compacted: bool) -> MessageId | None: ...
 
-    # --- admin -------------------------------------------------------------------------------
+    async def reached_end_of_topic(self, topic: str, subscription: str) -> bool:
+        """The topic is terminated and the subscription acked all of it."""
+        ...
+
+
+class AdminApi(Protocol):
+    """Tenants, namespaces, topics, policies, backlogs, stats and group offsets (the admin
+    routes, the admin CLI through them, the authorizer)."""
+
     async def list_tenants(self) -> list[str]: ...
 
     async def create_tenant(self, tenant: str, info: TenantInfo | None = None) -> None:
@@ -265,27 +300,10 @@ class TopicsApi(Protocol):
 
     async def unload(self, topic: str) -> None: ...
 
-    # --- cluster (several brokers; topics.ownership) ---
-    async def lookup(self, topic: str) -> BrokerInfo | None:
-        """The owner of the topic (assigned now if none); None: this broker."""
-        ...
-
-    async def brokers(self) -> list[BrokerRecord]: ...
-
-    async def handover(self) -> None:
-        """Hand every topic over to other brokers (close, then release): a graceful stop."""
-        ...
-
-    def ownership_stats(self) -> dict[str, int]: ...
-
     async def stats(self, topic: str) -> dict[str, Any]: ...
 
     async def partitioned_stats(self, topic: str) -> dict[str, Any]:
         """The sum (`stats`) and each partition's own under `partitions` (404: not partitioned)."""
-        ...
-
-    def metrics_snapshot(self) -> Sequence[TopicSample]:
-        """Every open topic's figures for the metrics endpoint, read without I/O."""
         ...
 
     async def internal_stats(self, topic: str) -> dict[str, Any]: ...
@@ -369,10 +387,6 @@ class TopicsApi(Protocol):
         MessageIdBeyondEndError past the end."""
         ...
 
-    async def reached_end_of_topic(self, topic: str, subscription: str) -> bool:
-        """The topic is terminated and the subscription acked all of it."""
-        ...
-
     async def trigger_compaction(self, topic: str) -> None:
         """Ask for a run; raises CompactionConflictError while one is running."""
         ...
@@ -398,6 +412,27 @@ class TopicsApi(Protocol):
         """Delete the group's offsets; how many there were."""
         ...
 
+
+class ClusterApi(Protocol):
+    """The broker as a member of its cluster and a process: ownership, the metrics snapshot,
+    readiness and lifecycle."""
+
+    async def lookup(self, topic: str) -> BrokerInfo | None:
+        """The owner of the topic (assigned now if none); None: this broker."""
+        ...
+
+    async def brokers(self) -> list[BrokerRecord]: ...
+
+    async def handover(self) -> None:
+        """Hand every topic over to other brokers (close, then release): a graceful stop."""
+        ...
+
+    def ownership_stats(self) -> dict[str, int]: ...
+
+    def metrics_snapshot(self) -> Sequence[TopicSample]:
+        """Every open topic's figures for the metrics endpoint, read without I/O."""
+        ...
+
     async def ready(self) -> dict[str, bool]:
         """{"metadata": bool, "bookies": bool} for /readyz."""
         ...
@@ -407,3 +442,34 @@ class TopicsApi(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class KafkaApi(Protocol):
+    """What the Kafka listener's data and offset handlers ask of topics (topics.kafka_ops)."""
+
+    async def kafka_partitions(self, topic: str) -> int:
+        """The topic's Kafka partition count (a non-partitioned topic has one); TopicNotFoundError."""
+        ...
+
+    async def kafka_policies(self, topic: str) -> TopicPolicies:
+        """The topic's effective policies (DescribeConfigs shows them as Kafka configs)."""
+        ...
+
+    async def kafka_produce(self, topic: str, partition: int, batch: KafkaBatch) -> int:
+        """Store the batch through the topic's one publish path; its first record's offset."""
+        ...
+
+    async def kafka_fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> KafkaFetched: ...
+
+    def kafka_arm(self, topic: str) -> asyncio.Future[None] | None:
+        """A future that completes at the topic's next produce (None: not open here)."""
+        ...
+
+    async def kafka_list_offset(self, topic: str, partition: int, timestamp_ms: int) -> tuple[int, int]: ...
+
+    async def kafka_delete_records(self, topic: str, partition: int, offset: int) -> int: ...
+
+
+class TopicsApi(DataApi, AdminApi, ClusterApi, KafkaApi, Protocol):
+    """The whole topics service, for the process that serves every door
+    (`topics.service.TopicService` implements it)."""

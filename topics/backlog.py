@@ -1,23 +1,28 @@
 """A subscription's backlog from the admin side, in Pulsar's terms: peek, examinemessage, skip,
-clear-backlog (skip_all), expire by age, and the message TTL that expires by policy. Between
-the shared core (`topics.base`) and the admin plane (`topics.admin`, which runs the TTL loop)."""
+clear-backlog (skip_all), expire by age, and the message TTL that expires by policy. The TTL
+loop runs in `topics.maintenance`."""
 
 from __future__ import annotations
 
 from typing import Literal
 
 from managed_ledger.entry_format import StoredMessage
-from topics.base import TopicsBase
 from topics.errors import InvalidArgumentError, MessageNotFoundError
 from topics.meters import count_expired
 from topics.readers import decode_entry
+from topics.registry import TopicRegistry
 
 
-class BacklogOps(TopicsBase):
+class BacklogAdmin:
+    """A subscription's backlog from the admin side (see the module's docstring)."""
+
+    def __init__(self, registry: TopicRegistry) -> None:
+        self._r = registry
+
     async def peek(self, topic: str, subscription: str, n: int) -> StoredMessage:
         self._check_position(n)
-        t = await self._topic(topic)
-        sub = await self._subscription(t, subscription)
+        t = await self._r.topic(topic)
+        sub = await self._r.subscription(t, subscription)
         left = n
         async with sub.lock:
             for partition in range(len(t.mls)):  # partition by partition, in order
@@ -31,7 +36,7 @@ class BacklogOps(TopicsBase):
         self, topic: str, initial_position: Literal["earliest", "latest"], n: int
     ) -> StoredMessage:
         self._check_position(n)
-        t = await self._topic(topic)
+        t = await self._r.topic(topic)
         if t.partitions:  # as Pulsar: its partitions are the topics to examine
             raise InvalidArgumentError(f"examining messages of partitioned topic {t.name} is not allowed")
         ml = t.mls[0]
@@ -43,8 +48,8 @@ class BacklogOps(TopicsBase):
 
     async def skip(self, topic: str, subscription: str, n: int) -> None:
         self._check_position(n)
-        t = await self._topic(topic)
-        sub = await self._subscription(t, subscription)
+        t = await self._r.topic(topic)
+        sub = await self._r.subscription(t, subscription)
         async with sub.lock:
             for partition in range(len(t.mls)):
                 found = await sub.unacked_messages(partition, n)
@@ -53,8 +58,8 @@ class BacklogOps(TopicsBase):
         t.quota.changed()
 
     async def skip_all(self, topic: str, subscription: str) -> None:
-        t = await self._topic(topic)
-        sub = await self._subscription(t, subscription)
+        t = await self._r.topic(topic)
+        sub = await self._r.subscription(t, subscription)
         async with sub.lock:
             for partition in range(len(t.mls)):
                 sub.ack_all(partition)
@@ -68,13 +73,13 @@ class BacklogOps(TopicsBase):
     async def expire_messages(self, topic: str, subscription: str | None, seconds: int) -> None:
         if seconds < 0:
             raise InvalidArgumentError(f"expiry time must be >= 0 seconds, got {seconds}")
-        t = await self._topic(topic)
+        t = await self._r.topic(topic)
         names_ = [subscription] if subscription is not None else sorted(t.mls[0].cursors)
-        cutoff = self._clock.now_ms() - seconds * 1000
+        cutoff = self._r.clock.now_ms() - seconds * 1000
         # The first entry young enough to stay, per partition (None: every entry is older).
         keep = [await ml.find_position_by_publish_time(cutoff) for ml in t.mls]
         for name in names_:
-            sub = await self._subscription(t, name)
+            sub = await self._r.subscription(t, name)
             async with sub.lock:
                 before = [c.backlog for c in sub.cursors]
                 for partition, first_kept in enumerate(keep):
@@ -90,7 +95,7 @@ class BacklogOps(TopicsBase):
         """Apply each open topic's message TTL (0 = off) on all its subscriptions; returns the
         topics it was applied to."""
         applied = []
-        for t in list(self._topics.values()):
+        for t in list(self._r.topics.values()):
             ttl = t.policies.message_ttl_seconds
             if ttl > 0 and t.mls[0].cursors:
                 await self.expire_messages(t.name, None, ttl)

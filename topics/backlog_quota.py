@@ -138,7 +138,7 @@ def slowest(cursors: Mapping[str, Any]) -> Position | None:
 
 
 class Wake(Protocol):
-    """`topics.base.Notifier`: held produces arm it, a change notifies it."""
+    """`topics.topic.Notifier`: held produces arm it, a change notifies it."""
 
     def arm(self) -> asyncio.Future[None]: ...
 

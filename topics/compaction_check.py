@@ -1,5 +1,5 @@
 """When the broker asks for a compaction run on its own: the rules of the periodic check
-(`AdminPlane.check_compaction_thresholds` gathers the figures and requests the run).
+(`Maintenance.check_compaction_thresholds` gathers the figures and requests the run).
 
 Three triggers, each on its own, each off at 0, all measured on one managed ledger (a partition)
 from what lies after its compaction horizon, the topic's *dirty* part:

@@ -10,7 +10,7 @@ from typing import Literal
 class TopicsConfig:
     """The broker's settings as topics sees them; the limits here are the only copy of them.
 
-    Produce limits are checked once, in `TopicService.produce` (see its `_check_batch` for what a
+    Produce limits are checked once, in `DataPlane.produce` (see its `_check_batch` for what a
     message's size counts); a message or batch over them raises MessageTooLargeError or
     BatchTooLargeError. `max_wait_ms` and `max_messages_per_read` cap each read and receive;
     asking for more raises WaitTooLongError or TooManyMessagesRequestedError rather than being

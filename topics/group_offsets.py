@@ -1,6 +1,5 @@
 """Kafka consumer groups' committed offsets, for the Kafka listener's group coordinator
 (app/kafka_listener) and the admin API: the metadata store's offsets with the names checked.
-Between the tenancy operations and the admin plane.
 
 Membership is not here: the coordinator keeps it in memory; only the offsets are durable.
 """
@@ -13,7 +12,7 @@ from dataclasses import replace
 from managed_ledger.metadata.api import GroupOffset
 from topics import names
 from topics.errors import InvalidArgumentError
-from topics.tenancy import TenancyOps
+from topics.registry import TopicRegistry
 
 # Kafka sets no limit; this one keeps a group id a short key of the offsets' table.
 MAX_GROUP_ID_LENGTH = 255
@@ -36,19 +35,24 @@ def _checked(offset: GroupOffset) -> GroupOffset:
     return replace(offset, topic=names.validate_topic(offset.topic))
 
 
-class GroupOffsetOps(TenancyOps):
+class GroupOffsets:
+    """Kafka consumer groups' committed offsets, names checked."""
+
+    def __init__(self, registry: TopicRegistry) -> None:
+        self._r = registry
+
     async def commit_group_offsets(self, offsets: Sequence[GroupOffset]) -> None:
         checked = [_checked(o) for o in offsets]
         if checked:
-            await self._call(self._store.commit_group_offsets, checked)
+            await self._r.call(self._r.store.commit_group_offsets, checked)
 
     async def group_offsets(self, group: str, topics: Collection[str] | None = None) -> list[GroupOffset]:
         validate_group(group)
         wanted = None if topics is None else sorted({names.validate_topic(t) for t in topics})
-        return await self._call(self._store.get_group_offsets, group, wanted)
+        return await self._r.call(self._r.store.get_group_offsets, group, wanted)
 
     async def list_groups(self) -> list[str]:
-        return await self._call(self._store.list_groups)
+        return await self._r.call(self._r.store.list_groups)
 
     async def delete_group_offsets(self, group: str) -> int:
-        return await self._call(self._store.delete_group_offsets, validate_group(group))
+        return await self._r.call(self._r.store.delete_group_offsets, validate_group(group))

@@ -4,16 +4,9 @@ delete by offset, describe a topic as Kafka configs (DESIGN §11).
 A Kafka partition is a partition's managed ledger (partition 0 of a non-partitioned topic is
 its one managed ledger); offsets are the managed ledger's (managed_ledger.offsets).
 
-Produce stores the record batch unchanged as one entry (entry_format kind 2). Idempotent
-producers (producer id >= 0) are checked per (partition, producer id) as Kafka's broker does:
-an older epoch is refused (INVALID_PRODUCER_EPOCH), a batch equal to one of the last five
-answers that batch's offset and writes nothing, an earlier sequence known stored is a duplicate
-(DUPLICATE_SEQUENCE_NUMBER, which clients take as success), a gap is OUT_OF_ORDER_SEQUENCE.
-The managed ledger's own dedup also sees every batch (producer `kafka-<id>-<epoch>`, the
-batch's last sequence), so with the deduplication policy on, a new owner's producer state
-starts after the highest sequence stored: a retry is still a duplicate and a batch past it a
-gap. Without it, the first batch to arrive starts the state and what precedes it is not known
-stored (OUT_OF_ORDER, never "duplicate"); docs/kafka.md says what that means for idempotence.
+Produce stores the record batch unchanged as one entry (entry_format kind 2) through the
+topic's one publish path (`Topic.publish`); the idempotent producer's rules are in
+`topics.dedup`, beside the REST producers'.
 
 Fetch reads entries from the one that holds the offset; on a topic with compaction on it first
 serves the compacted view up to the horizon (rows carry their offsets), then the tail.
@@ -22,89 +15,89 @@ serves the compacted view up to the horizon (rows carry their offsets), then the
 from __future__ import annotations
 
 import asyncio
-from collections import deque
-from dataclasses import dataclass, field
 
 from managed_ledger.api import ManagedLedger
 from managed_ledger.entry_format import StoredMessage, batch_publish_time, encode_kafka, entry_offsets
-from managed_ledger.errors import EntryNotFoundError, ManagedLedgerTerminatedError, SequenceInFlightError
-from managed_ledger.position import MessageId
+from managed_ledger.errors import EntryNotFoundError
+from managed_ledger.position import MessageId, Position
 from topics import names
-from topics.admin import AdminPlane
+from topics.api import KafkaBatch as KafkaBatch  # re-exported: the listener's tests import it here
+from topics.api import KafkaFetched as KafkaFetched
 from topics.api import TopicPolicies
-from topics.base import OpenTopic
+from topics.dedup import (
+    KafkaProducerState,
+    KafkaSequence,
+    check_kafka_sequence,
+    check_stored_before,
+    kafka_producer_name,
+)
 from topics.errors import (
     BatchTooLargeError,
-    KafkaSequenceError,
     OffsetOutOfRangeError,
-    StorageUnavailableError,
     TopicNotFoundError,
-    TopicsError,
     UnknownPartitionError,
-    WriteInFlightError,
 )
 from topics.readers import EARLIEST, after
-from topics.topic_ops import check_writable, terminated_error
-
-RECENT_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN; clients cap in-flight at 5
-
-
-@dataclass(frozen=True, slots=True)
-class KafkaBatch:
-    """One produced record batch (magic 2), already validated by the listener."""
-
-    data: bytes
-    count: int
-    producer_id: int = -1
-    producer_epoch: int = -1
-    base_sequence: int = -1
+from topics.registry import TopicRegistry
+from topics.topic import Entry, Topic
+from topics.topic_ops import TopicOpsAdmin
 
 
-@dataclass(slots=True)
-class KafkaFetched:
-    """What a fetch found: compacted messages (each with its offset) first, then stored entries
-    as (base offset, entry payload); the partition's bounds."""
+class KafkaWrite:
+    """A produced record batch as a write on one partition: stored unchanged as one entry
+    (entry_format kind 2), under its idempotent producer's rules (topics.dedup)."""
 
-    high_watermark: int
-    log_start_offset: int
-    compacted: list[StoredMessage] = field(default_factory=list)
-    entries: list[tuple[int, bytes]] = field(default_factory=list)
+    shielded = True  # the producer's state must learn the outcome even if the handler is gone
+
+    def __init__(self, t: Topic, partition: int, batch: KafkaBatch) -> None:
+        self.partition = partition
+        self.producer = (
+            kafka_producer_name(batch.producer_id, batch.producer_epoch) if batch.producer_id >= 0 else None
+        )
+        self.base_offset: int | None = None  # the batch's first offset, once stored (or found)
+        self._topic = t
+        self._batch = batch
+        self._state: KafkaProducerState | None = None
+        self._first = batch.base_sequence  # unwrapped once the producer's state is known
+
+    def prepare(self, ml: ManagedLedger, now_ms: int) -> Entry | None:
+        batch, highest = self._batch, None
+        if self.producer is not None:
+            sequence = KafkaSequence(
+                batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.count
+            )
+            t = self._topic
+            checked = check_kafka_sequence(t.kafka_producers, t.name, self.partition, sequence, ml)
+            if isinstance(checked, int):
+                self.base_offset = checked  # the same batch again: its offset, nothing written
+                return None
+            check_stored_before(ml, self.producer, checked, sequence)
+            self._state, self._first = checked, checked.next_sequence
+            highest = self._first + batch.count - 1
+            checked.pushed(self._first, batch.count)
+        return Entry(encode_kafka(now_ms, batch.data, batch.count), highest)
+
+    def failed(self) -> None:
+        if self._state is not None:
+            self._state.failed(self._first, self._batch.count)
+
+    def stored(self, position: Position, base_offset: int) -> tuple[int, int]:
+        if self._state is not None:
+            self._state.stored(self._first, self._batch.count, base_offset)
+        self.base_offset = base_offset
+        return self._batch.count, len(self._batch.data)
 
 
-SEQUENCES = 1 << 31  # a producer's sequence numbers wrap to 0 after 2**31 - 1 (Kafka's rule)
+class KafkaTopics:
+    """What the Kafka listener asks of topics (see the module's docstring)."""
 
+    def __init__(self, registry: TopicRegistry, ops: TopicOpsAdmin) -> None:
+        self._r = registry
+        self._ops = ops
 
-def unwrap(sequence: int, near: int) -> int:
-    """The unwrapped sequence number (counting every wrap) whose wrapped value is `sequence`,
-    nearest to the unwrapped `near`."""
-    value = near - (near - sequence) % SEQUENCES
-    return value + SEQUENCES if near - value > SEQUENCES // 2 else value
-
-
-@dataclass(slots=True)
-class _Producer:
-    """An idempotent producer on one partition. `next_sequence` moves when a batch's write
-    starts and moves back when it fails, so that the failed batch's retry is taken and the
-    batches after it are refused as a gap until then (Kafka's broker only advances past a batch
-    it appended; clients retry the failed batch first, then the ones after it)."""
-
-    epoch: int
-    # The first sequence of the next new batch (pushed, maybe in flight). Sequences here are
-    # unwrapped: they keep counting past 2**31 where the wire's wrap to 0, so that order and the
-    # managed ledger's dedup (which only goes up) hold across a wrap.
-    next_sequence: int
-    # The first sequence known stored (or being written): this state's start, or 0 when the
-    # managed ledger's dedup vouched for everything before its start. Below it, a batch cannot be
-    # called a duplicate -- it may be one lost in an owner change, never stored.
-    floor: int
-    recent: deque[tuple[int, int, int]] = field(default_factory=lambda: deque(maxlen=RECENT_BATCHES))
-    in_flight: set[tuple[int, int]] = field(default_factory=set)  # (first sequence, count)
-
-
-class KafkaOps(AdminPlane):
     async def kafka_partitions(self, topic: str) -> int:
         """The topic's Kafka partition count (a non-partitioned topic has one); TopicNotFoundError."""
-        meta = await self._call(self._store.get_topic, topic)
+        meta = await self._r.call(self._r.store.get_topic, topic)
         if meta is None:
             raise TopicNotFoundError(topic)
         return max(1, meta.partitions)
@@ -112,122 +105,25 @@ class KafkaOps(AdminPlane):
     async def kafka_policies(self, topic: str) -> TopicPolicies:
         """The topic's effective policies (DescribeConfigs shows them as Kafka configs)."""
         names.validate_topic(topic)
-        return await self._resolve_policies(topic)
+        return await self._r.resolve_policies(topic)
 
-    async def _kafka_ml(self, topic: str, partition: int) -> tuple[OpenTopic, ManagedLedger]:
-        t = await self._topic(topic)
+    async def _kafka_ml(self, topic: str, partition: int) -> tuple[Topic, ManagedLedger]:
+        t = await self._r.topic(topic)
         if not 0 <= partition < len(t.mls):
             raise UnknownPartitionError(topic, partition)
         return t, t.mls[partition]
 
     # --- produce -------------------------------------------------------------------------------
     async def kafka_produce(self, topic: str, partition: int, batch: KafkaBatch) -> int:
-        """Store the batch; its first record's offset."""
-        t, ml = await self._kafka_ml(topic, partition)
-        if len(batch.data) > self._config.max_batch_size_bytes:
-            limit = self._config.max_batch_size_bytes
+        """Store the batch through the topic's one publish path; its first record's offset."""
+        t, _ = await self._kafka_ml(topic, partition)
+        if len(batch.data) > self._r.config.max_batch_size_bytes:
+            limit = self._r.config.max_batch_size_bytes
             raise BatchTooLargeError("bytes", len(batch.data), limit, "max_batch_size_bytes")
-        check_writable(t, [partition])
-        if t.policies.backlog_quotas:
-            await self._quota_gate(t)
-        producer, last_sequence, state, first = None, None, None, batch.base_sequence
-        if batch.producer_id >= 0:
-            producer = f"kafka-{batch.producer_id}-{batch.producer_epoch}"
-            checked = self._check_sequence(t, partition, batch, ml)
-            if isinstance(checked, int):
-                return checked  # the same batch again: its offset, nothing written
-            state = checked
-            first = state.next_sequence  # the batch's, unwrapped
-            last_sequence = first + batch.count - 1
-            try:
-                if ml.dedup_check(producer, [last_sequence])[0]:
-                    # stored before (a restart forgot it here): the next batch follows it
-                    state.next_sequence = max(state.next_sequence, last_sequence + 1)
-                    raise KafkaSequenceError("duplicate", producer, batch.base_sequence)
-            except SequenceInFlightError as exc:
-                raise WriteInFlightError(t.name, producer, exc.sequence_id) from exc
-        payload = encode_kafka(self._clock.now_ms(), batch.data, batch.count)
-        pushed = (first, batch.count)
-        if state is not None:
-            state.next_sequence = first + batch.count
-            state.in_flight.add(pushed)
-        # Shielded: a handler cancelled mid-write (its connection closed) must not cut the write's
-        # own bookkeeping short, nor leave the producer's state with the batch pushed for ever.
-        append = self._kafka_append(t, ml, payload, producer, last_sequence, state, pushed)
-        base = await asyncio.shield(append)
-        t.meters.appended(partition, batch.count, len(batch.data))
-        t.notifier.notify()
-        if t.policies.backlog_quotas:
-            await self._quota_after_produce(t)
-        return base
-
-    async def _kafka_append(
-        self,
-        t: OpenTopic,
-        ml: ManagedLedger,
-        payload: bytes,
-        producer: str | None,
-        last_sequence: int | None,
-        state: _Producer | None,
-        pushed: tuple[int, int],
-    ) -> int:
-        """Append the entry; the producer's state learns the outcome either way."""
-        try:
-            _, base = await ml.append_entry(payload, producer, last_sequence)
-        except BaseException as exc:
-            if state is not None:
-                state.in_flight.discard(pushed)
-                state.next_sequence = min(state.next_sequence, pushed[0])  # its retry comes next
-            if isinstance(exc, ManagedLedgerTerminatedError):
-                raise terminated_error(t, exc) from exc
-            if isinstance(exc, Exception) and not isinstance(exc, TopicsError):
-                raise StorageUnavailableError(f"append to {ml.name} failed: {exc}") from exc
-            raise
-        if state is not None:
-            state.in_flight.discard(pushed)
-            state.recent.append((pushed[0], pushed[1], base))
-        return base
-
-    def _check_sequence(
-        self, t: OpenTopic, partition: int, batch: KafkaBatch, ml: ManagedLedger
-    ) -> _Producer | int:
-        """The producer's state, the batch being next, or the offset of the same batch seen among
-        the last five; KafkaSequenceError for an old epoch, a duplicate or a gap,
-        WriteInFlightError while the same batch's first try is still being written."""
-        key = (partition, batch.producer_id)
-        state = t.kafka_producers.get(key)
-        if state is None or batch.producer_epoch > state.epoch:
-            state = self._new_producer(batch, ml)
-            t.kafka_producers[key] = state
-        elif batch.producer_epoch < state.epoch:
-            raise KafkaSequenceError("epoch", f"producer {batch.producer_id}", batch.producer_epoch)
-        first = unwrap(batch.base_sequence, state.next_sequence)
-        for seen_first, seen_count, seen_base in state.recent:
-            if seen_first == first and seen_count == batch.count:
-                return seen_base
-        if (first, batch.count) in state.in_flight:  # a retry while the first try is writing
-            raise WriteInFlightError(t.name, f"kafka-{batch.producer_id}-{batch.producer_epoch}", first)
-        if first < state.floor:  # not known to be stored: the client must not take it as done
-            raise KafkaSequenceError("unknown", f"producer {batch.producer_id}", first)
-        if first < state.next_sequence:
-            raise KafkaSequenceError("duplicate", f"producer {batch.producer_id}", first)
-        if first > state.next_sequence:
-            raise KafkaSequenceError("gap", f"producer {batch.producer_id}", first)
-        return state  # pushed by the caller once every check passed
-
-    @staticmethod
-    def _new_producer(batch: KafkaBatch, ml: ManagedLedger) -> _Producer:
-        """The state of a producer (or epoch) this owner has not seen. With dedup on, the managed
-        ledger knows the highest sequence stored: the state starts right after it, so a batch
-        past it is a gap (the client resends the earlier, maybe lost, one) and one before it was
-        stored; the highest also tells how often the sequence has wrapped. With nothing known
-        (dedup off, or a producer new to the partition) the first batch to arrive starts it,
-        whatever its sequence, as Kafka accepts an unknown producer's; what precedes it is then
-        not known stored, so it is never answered a duplicate."""
-        highest = ml.dedup_highest(f"kafka-{batch.producer_id}-{batch.producer_epoch}")
-        if highest is None:
-            return _Producer(batch.producer_epoch, batch.base_sequence, batch.base_sequence)
-        return _Producer(batch.producer_epoch, highest + 1, 0)
+        write = KafkaWrite(t, partition, batch)
+        await t.publish([write])
+        assert write.base_offset is not None, "a publish that returned stored the batch or found it"
+        return write.base_offset
 
     # --- fetch ---------------------------------------------------------------------------------
     async def kafka_fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> KafkaFetched:
@@ -265,12 +161,12 @@ class KafkaOps(AdminPlane):
             position = ml.next_position(entries[-1][0])
         return out
 
-    async def _kafka_log_start(self, t: OpenTopic, ml: ManagedLedger) -> int:
+    async def _kafka_log_start(self, t: Topic, ml: ManagedLedger) -> int:
         """The topic's log start, or the first compacted row's offset when retention deleted the
         ledgers that row came from; never before a truncation (DeleteRecords) point."""
         start = await ml.log_start_offset()
         if t.policies.compaction_on:
-            first = await self._compacted.read(ml.name, ml.log_start or EARLIEST, 1)
+            first = await self._r.compacted.read(ml.name, ml.log_start or EARLIEST, 1)
             if first and first[0].offset is not None:
                 start = min(start, first[0].offset)
         return start
@@ -280,7 +176,7 @@ class KafkaOps(AdminPlane):
     ) -> tuple[list[StoredMessage], int, int]:
         """Compacted messages with offsets >= `offset` up to the horizon, their size, and the
         offset to go on from in the topic (after the horizon)."""
-        horizon = await self._compacted.horizon(ml.name)
+        horizon = await self._r.compacted.horizon(ml.name)
         if horizon is None:
             return [], 0, offset
         position = await ml.find_offset(offset)
@@ -293,7 +189,7 @@ class KafkaOps(AdminPlane):
         out: list[StoredMessage] = []
         size = 0
         while size < max_bytes:
-            page = await self._compacted.read(ml.name, start, 1_000, until=horizon)
+            page = await self._r.compacted.read(ml.name, start, 1_000, until=horizon)
             if not page:
                 break
             start = after(page[-1].message_id)
@@ -316,7 +212,7 @@ class KafkaOps(AdminPlane):
 
     def kafka_arm(self, topic: str) -> asyncio.Future[None] | None:
         """A future that completes at the topic's next produce (None: not open here)."""
-        t = self._topics.get(topic)
+        t = self._r.topics.get(topic)
         return t.notifier.arm() if t is not None else None
 
     # --- offsets by time, delete records, configs --------------------------------------------------
@@ -355,5 +251,5 @@ class KafkaOps(AdminPlane):
         header = entry_offsets(await ml.read_entry(position)) if position is not None else None
         assert position is not None and header is not None, "offsets below the high watermark are stored"
         message_id = MessageId(position.ledger_id, position.entry_id, offset - header[0])
-        await self.truncate_before(t.name, message_id)
+        await self._ops.truncate_before(t.name, message_id)
         return offset

@@ -1,10 +1,9 @@
 """Backlog quotas at work (the rules are in `topics.backlog_quota`) and the namespace-level
-policy admin. Between `topics.backlog` and the admin plane (`topics.admin`, which runs the
-periodic check).
+policy admin. The periodic check runs in `topics.maintenance`.
 
-On produce (`TopicService.produce`, the one place both the FastAPI route and the fast path reach)
-a topic with quotas passes `_quota_gate` before its append and `_quota_after_produce` after it.
-The backlog figures are cached on the open topic (`OpenTopic.quota`): measured again only after a
+On produce (`Topic.publish`, the one path every door reaches) a topic with quotas passes
+`before_publish` before its append and `after_publish` after it.
+The backlog figures are cached on the open topic (`Topic.quota`): measured again only after a
 produce, an ack, a seek, an expiry or an eviction changed them, or after `REFRESH_S`; a topic with
 no quota pays one attribute test.
 """
@@ -20,18 +19,25 @@ from managed_ledger.entry_format import batch_publish_time
 from managed_ledger.errors import EntryNotFoundError
 from topics import backlog_quota, names, policies
 from topics.api import BacklogQuota, QuotaPolicy, QuotaType, TopicPolicies
-from topics.backlog import BacklogOps
+from topics.backlog import BacklogAdmin
 from topics.backlog_quota import EVICTION, PRODUCER_POLICIES
-from topics.base import Notifier, OpenTopic
-from topics.errors import BacklogQuotaExceededError, InvalidPolicyError, NamespaceNotFoundError
+from topics.errors import BacklogQuotaExceededError, InvalidPolicyError
+from topics.registry import TopicRegistry
+from topics.topic import Notifier, Topic
 
 log = logging.getLogger("quire.topics")
 REFRESH_S = 0.5  # cached backlog figures are measured again at least this often when asked
 
 
-class QuotaOps(BacklogOps):
+class QuotaAdmin:
+    """Backlog quotas at work, and the namespace policies' admin; the registry's quota gate."""
+
+    def __init__(self, registry: TopicRegistry, backlog: BacklogAdmin) -> None:
+        self._r = registry
+        self._backlog = backlog
+
     # --- measuring ---------------------------------------------------------------------------------
-    async def _measure(self, t: OpenTopic) -> None:
+    async def _measure(self, t: Topic) -> None:
         """The slowest subscription's backlog (bytes, and its oldest message's publish time) of
         each partition, kept on `t.quota`. The publish time is read from the bookies only when
         the slowest cursor moved since the last read."""
@@ -61,16 +67,16 @@ class QuotaOps(BacklogOps):
         state.size_bytes = max(sizes, default=0)
         state.oldest_ms = oldest
 
-    async def _is_over(self, t: OpenTopic, kind: QuotaType, quota: BacklogQuota) -> bool:
+    async def _is_over(self, t: Topic, kind: QuotaType, quota: BacklogQuota) -> bool:
         """Whether the topic is over this quota, measured afresh if the cached figures are stale."""
         state = t.quota
         if state.dirty or asyncio.get_running_loop().time() >= state.fresh_until:
             await self._measure(t)
-        now = self._clock.now_ms()
+        now = self._r.clock.now_ms()
         return backlog_quota.exceeded(kind, quota, state.size_bytes, state.oldest_ms, now)
 
     async def _over_quota(
-        self, t: OpenTopic, wanted: tuple[QuotaPolicy, ...]
+        self, t: Topic, wanted: tuple[QuotaPolicy, ...]
     ) -> tuple[QuotaType, BacklogQuota] | None:
         """The first quota of a `wanted` policy the topic is over."""
         for kind, quota in list(t.policies.backlog_quotas.items()):
@@ -79,7 +85,7 @@ class QuotaOps(BacklogOps):
         return None
 
     # --- on produce --------------------------------------------------------------------------------
-    async def _quota_gate(self, t: OpenTopic) -> None:
+    async def before_publish(self, t: Topic) -> None:
         """Before a produce's append: refuse it (producer_exception) or hold it until the
         backlog is back under the limit (producer_request_hold), or let it pass."""
         over = await self._over_quota(t, PRODUCER_POLICIES)
@@ -91,8 +97,8 @@ class QuotaOps(BacklogOps):
             raise _refusal(t, *over)
         state.held += 1
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._config.backlog_quota_hold_timeout_ms / 1000
-        recheck_s = self._config.backlog_quota_check_interval_ms / 1000
+        deadline = loop.time() + self._r.config.backlog_quota_hold_timeout_ms / 1000
+        recheck_s = self._r.config.backlog_quota_check_interval_ms / 1000
         while True:
             woken = state.wake.arm()
             remaining = deadline - loop.time()
@@ -100,7 +106,7 @@ class QuotaOps(BacklogOps):
                 state.refused += 1
                 raise _refusal(t, *over)
             await Notifier.wait(woken, min(remaining, recheck_s))
-            if t.moved or self._topics.get(t.name) is not t:
+            if t.moved or self._r.topics.get(t.name) is not t:
                 return  # closed or deleted meanwhile: the append says so
             state.dirty = True
             found = await self._over_quota(t, PRODUCER_POLICIES)
@@ -108,13 +114,13 @@ class QuotaOps(BacklogOps):
                 return
             over = found
 
-    async def _quota_after_produce(self, t: OpenTopic) -> None:
+    async def after_publish(self, t: Topic) -> None:
         t.quota.dirty = True
         if any(q.policy == EVICTION for q in t.policies.backlog_quotas.values()):
             await self.evict_backlog(t)
 
     # --- eviction ----------------------------------------------------------------------------------
-    async def evict_backlog(self, t: OpenTopic) -> int:
+    async def evict_backlog(self, t: Topic) -> int:
         """Apply the topic's consumer_backlog_eviction quotas it is over; the number of cursors
         moved (per subscription and partition). By size: every cursor behind the earliest
         position with at most limitSize bytes after it moves to it, so the slowest ones move
@@ -127,7 +133,7 @@ class QuotaOps(BacklogOps):
                 moved += await self._evict_by_size(t, quota.limit_size or 0)
             else:
                 before = _marks(t)
-                await self.expire_messages(t.name, None, quota.limit_time or 0)
+                await self._backlog.expire_messages(t.name, None, quota.limit_time or 0)
                 moved += sum(1 for k, v in _marks(t).items() if before.get(k) != v)
             t.quota.dirty = True
         if moved:
@@ -135,7 +141,7 @@ class QuotaOps(BacklogOps):
             t.quota.changed()
         return moved
 
-    async def _evict_by_size(self, t: OpenTopic, limit: int) -> int:
+    async def _evict_by_size(self, t: Topic, limit: int) -> int:
         moved = 0
         for partition, ml in enumerate(t.mls):
             target = ml.position_keeping(limit)
@@ -144,7 +150,7 @@ class QuotaOps(BacklogOps):
             for name, cursor in sorted(ml.cursors.items()):
                 if cursor.mark_delete_position >= target:
                     continue
-                sub = await self._subscription(t, name)
+                sub = await self._r.subscription(t, name)
                 async with sub.lock:
                     sub.ack_before(partition, ml.next_position(target))
                 moved += 1
@@ -154,7 +160,7 @@ class QuotaOps(BacklogOps):
         """The periodic check: evict where a consumer_backlog_eviction quota is exceeded, and
         wake held produces to look again. Returns the topics something was evicted from."""
         evicted = []
-        for t in list(self._topics.values()):
+        for t in list(self._r.topics.values()):
             if not t.policies.backlog_quotas:
                 continue
             t.quota.changed()
@@ -164,25 +170,25 @@ class QuotaOps(BacklogOps):
 
     # --- admin: backlog quotas -----------------------------------------------------------------------
     async def get_backlog_quotas(self, topic: str) -> dict[QuotaType, BacklogQuota]:
-        t = await self._topic(topic)
+        t = await self._r.topic(topic)
         return dict(t.policies.backlog_quotas)
 
     async def set_backlog_quota(self, topic: str, quota_type: QuotaType, value: Any) -> None:
-        t = await self._topic(topic)
+        t = await self._r.topic(topic)
         in_effect = t.policies.backlog_quotas.get(backlog_quota.check_type(quota_type))
         stored = backlog_quota.validate_quota(quota_type, value, in_effect)
         await self._update_quota_map(t.name, quota_type, stored)
-        await self._apply_policies(t)
+        await self._r.apply_policies(t)
 
     async def delete_backlog_quota(self, topic: str, quota_type: QuotaType) -> None:
         backlog_quota.check_type(quota_type)
-        t = await self._topic(topic)
+        t = await self._r.topic(topic)
         await self._update_quota_map(t.name, quota_type, None)
-        await self._apply_policies(t)
+        await self._r.apply_policies(t)
 
     async def set_namespace_backlog_quota(self, namespace: str, quota_type: QuotaType, value: Any) -> None:
-        await self._check_namespace(namespace)
-        own = (await self._call(self._store.get_policies, namespace)).get(backlog_quota.POLICY)
+        await self._r.check_namespace(namespace)
+        own = (await self._r.call(self._r.store.get_policies, namespace)).get(backlog_quota.POLICY)
         in_effect = backlog_quota.parse(own).get(backlog_quota.check_type(quota_type))
         stored = backlog_quota.validate_quota(quota_type, value, in_effect)
         await self._update_quota_map(namespace, quota_type, stored)
@@ -190,69 +196,56 @@ class QuotaOps(BacklogOps):
 
     async def delete_namespace_backlog_quota(self, namespace: str, quota_type: QuotaType) -> None:
         backlog_quota.check_type(quota_type)
-        await self._check_namespace(namespace)
+        await self._r.check_namespace(namespace)
         await self._update_quota_map(namespace, quota_type, None)
         await self._reapply_namespace(namespace)
 
     async def _update_quota_map(self, scope: str, quota_type: str, stored: dict[str, Any] | None) -> None:
-        current = (await self._call(self._store.get_policies, scope)).get(backlog_quota.POLICY)
+        current = (await self._r.call(self._r.store.get_policies, scope)).get(backlog_quota.POLICY)
         quotas = dict(current) if isinstance(current, Mapping) else {}
         if stored is None:
             quotas.pop(quota_type, None)
         else:
             quotas[quota_type] = stored
-        await self._call(self._store.update_policies, scope, {backlog_quota.POLICY: quotas or None})
+        await self._r.call(self._r.store.update_policies, scope, {backlog_quota.POLICY: quotas or None})
 
     # --- admin: namespace policies -------------------------------------------------------------------
     async def get_namespace_policies(self, namespace: str) -> TopicPolicies:
-        await self._check_namespace(namespace)
-        stored = await self._call(self._store.get_policies, namespace)
-        return policies.resolve(self._defaults, stored, {})
+        await self._r.check_namespace(namespace)
+        stored = await self._r.call(self._r.store.get_policies, namespace)
+        return policies.resolve(self._r.defaults, stored, {})
 
     async def set_namespace_policy(self, namespace: str, name: str, value: Any) -> None:
         """A namespace-level policy: the fallback of every topic of the namespace. An object
         policy given in part keeps the namespace's other fields."""
         stored_value = policies.validate(name, value)
-        await self._check_namespace(namespace)
-        stored = await self._call(self._store.get_policies, namespace)
-        effective = policies.resolve(self._defaults, stored, {})
+        await self._r.check_namespace(namespace)
+        stored = await self._r.call(self._r.store.get_policies, namespace)
+        effective = policies.resolve(self._r.defaults, stored, {})
         changes = policies.scope_changes(name, stored_value, stored, effective)
-        await self._call(self._store.update_policies, namespace, changes)
+        await self._r.call(self._r.store.update_policies, namespace, changes)
         await self._reapply_namespace(namespace)
 
     async def delete_namespace_policy(self, namespace: str, name: str) -> None:
         if name not in policies.POLICY_NAMES:
             raise InvalidPolicyError(name, f"unknown policy; known: {list(policies.POLICY_NAMES)}")
-        await self._check_namespace(namespace)
-        await self._call(self._store.update_policies, namespace, policies.removal(name))
+        await self._r.check_namespace(namespace)
+        await self._r.call(self._r.store.update_policies, namespace, policies.removal(name))
         await self._reapply_namespace(namespace)
 
     async def _reapply_namespace(self, namespace: str) -> None:
         """Apply a namespace's change at once to its topics open here (those without their own
         value see it)."""
-        for t in list(self._topics.values()):
+        for t in list(self._r.topics.values()):
             if names.namespace_of(t.name) == namespace:
-                await self._apply_policies(t)
-
-    async def _apply_policies(self, t: OpenTopic) -> None:
-        """Resolve the topic's policies again and apply them to its managed ledgers."""
-        t.policies = await self._resolve_policies(t.name)
-        config = policies.ledger_config(t.policies, self._config)
-        for ml in t.mls:
-            ml.update_config(config)
-        t.quota.changed()
-
-    async def _check_namespace(self, namespace: str) -> None:
-        names.validate_namespace(namespace)
-        if namespace not in await self._call(self._store.list_namespaces, names.tenant_of(namespace)):
-            raise NamespaceNotFoundError(namespace)
+                await self._r.apply_policies(t)
 
 
-def _refusal(t: OpenTopic, kind: QuotaType, quota: BacklogQuota) -> BacklogQuotaExceededError:
+def _refusal(t: Topic, kind: QuotaType, quota: BacklogQuota) -> BacklogQuotaExceededError:
     if kind == "destination_storage":
         return BacklogQuotaExceededError(t.name, kind, quota.policy, quota.limit_size or 0, "bytes")
     return BacklogQuotaExceededError(t.name, kind, quota.policy, quota.limit_time or 0, "seconds")
 
 
-def _marks(t: OpenTopic) -> dict[tuple[int, str], Any]:
+def _marks(t: Topic) -> dict[tuple[int, str], Any]:
     return {(p, name): c.mark_delete_position for p, ml in enumerate(t.mls) for name, c in ml.cursors.items()}

@@ -40,6 +40,11 @@ class CompactedSource(Protocol):
 
     async def last_message_id(self, ml_name: str) -> MessageId | None: ...
 
+    def invalidate(self, ml_name: str | None = None) -> None:
+        """Forget what is cached of the view (of one managed ledger, or of all): a run was
+        requested, so the next read looks at the store again."""
+        ...
+
 
 class NoCompactedView:
     """A view of topics that were never compacted."""
@@ -54,6 +59,9 @@ class NoCompactedView:
 
     async def last_message_id(self, ml_name: str) -> MessageId | None:
         return None
+
+    def invalidate(self, ml_name: str | None = None) -> None:
+        pass
 
 
 def after(message_id: MessageId) -> MessageId:

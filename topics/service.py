@@ -1,508 +1,402 @@
-"""`TopicService`: the topics API (topics/api.py) over the managed ledger.
+"""`TopicService`: the topics API (`topics.api.TopicsApi`) composed of plain parts over one
+topic registry (Pulsar's BrokerService with its per-resource admin).
 
-Data plane here; the admin plane is `topics.admin.AdminPlane`, the shared core `topics.base`.
+This module is the composition root of the topics layer: it builds the registry
+(`topics.registry`) and the parts that receive it, wires the two hooks the registry's topics
+need (the backlog quota's gate on publish, the data plane's produce of dead letters), and
+forwards each API call to the one part that serves it. No part inherits from another; a part
+that needs another's work receives that part.
 
-Produce: a request's batch is checked against the limits as a whole, dedup-filtered per managed
-ledger, encoded as one entry per managed ledger it touches and appended without a lock: appends
-of concurrent requests pipeline in the managed ledger (positions in call order), so nothing
-awaits between a batch's dedup check and its append call. A batch holding a sequence id whose
-earlier write is still unresolved is refused whole (WriteInFlightError, retriable), never
-answered duplicate: that write may yet fail. A partitioned topic's batch is one entry per
-partition touched: atomic per partition, not across partitions.
+| part | module | serves |
+|---|---|---|
+| `DataPlane` | `topics.data` | produce, subscriptions, readers |
+| `TopicAdmin` | `topics.admin` | tenants, namespaces, topics, policies, compaction requests |
+| `Tenancy` | `topics.tenancy` | tenants' admin roles, namespaces' permissions |
+| `GroupOffsets` | `topics.group_offsets` | Kafka consumer groups' committed offsets |
+| `BacklogAdmin` | `topics.backlog` | peek, skip, expire, message TTL |
+| `QuotaAdmin` | `topics.quota_ops` | backlog quotas (and the publish gate), namespace policies |
+| `TopicOpsAdmin` | `topics.topic_ops` | terminate, truncate, truncate-before |
+| `TopicStats` | `topics.stats` | stats, the metrics snapshot, the stats tick |
+| `Maintenance` | `topics.maintenance` | start, close, handover, readiness, the periodic checks |
+| `KafkaTopics` | `topics.kafka_ops` | the Kafka listener's produce, fetch and offsets |
+
+Each open topic (`topics.topic.Topic`) owns the one publish path both doors' produce calls go
+through.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Collection, Sequence
+from typing import Any, Literal
 
-import httpx
-
-from managed_ledger.api import Cursor
-from managed_ledger.entry_format import Message, StoredMessage, encode_batch_raw
-from managed_ledger.errors import EntryNotFoundError, ManagedLedgerTerminatedError, SequenceInFlightError
+from bookie.api import LedgerClient
+from managed_ledger.api import ManagedLedger, ManagedLedgerFactory
+from managed_ledger.clock import Clock
+from managed_ledger.entry_format import Message, StoredMessage
+from managed_ledger.metadata.api import BrokerRecord, GroupOffset, MetadataStore, NamespaceGrants, TenantInfo
 from managed_ledger.position import MessageId
-from topics import names
+from topics.admin import TopicAdmin
 from topics.api import (
+    BacklogQuota,
     Delivery,
+    KafkaBatch,
+    KafkaFetched,
+    PolicyName,
     ProduceResult,
+    QuotaType,
     ReadPage,
     SeekTarget,
     StartPosition,
     SubscriptionOptions,
+    Terminated,
+    TopicPolicies,
+    TopicSample,
     TopicsApi,
 )
-from topics.base import Notifier, OpenTopic
-from topics.errors import (
-    BatchTooLargeError,
-    DeadLetterForwardError,
-    InvalidArgumentError,
-    MessageNotFoundError,
-    MessageTooLargeError,
-    NotOwnerError,
-    StorageUnavailableError,
-    SubscriptionNotFoundError,
-    TooManyMessagesRequestedError,
-    TopicNotFoundError,
-    TopicsError,
-    WaitTooLongError,
-    WriteInFlightError,
-)
-from topics.kafka_ops import KafkaOps
-from topics.readers import EARLIEST, after, decode_entry, latest, read_merged
-from topics.subscription_options import options_to_properties
-from topics.topic_ops import all_terminated, check_writable, subscription_at_end, terminated_error
-
-_DUPLICATE = ProduceResult(None, True)
-FORWARD_TIMEOUT_S = 10.0  # a dead-letter write forwarded to the topic's owner
+from topics.backlog import BacklogAdmin
+from topics.config import TopicsConfig
+from topics.data import DataPlane
+from topics.group_offsets import GroupOffsets
+from topics.kafka_ops import KafkaTopics
+from topics.maintenance import Maintenance
+from topics.ownership import BrokerInfo, Ownership
+from topics.quota_ops import QuotaAdmin
+from topics.readers import CompactedSource
+from topics.registry import TopicRegistry
+from topics.stats import TopicStats
+from topics.tenancy import Tenancy
+from topics.topic import Topic
+from topics.topic_ops import TopicOpsAdmin
 
 
-class TopicService(KafkaOps):
-    # --- dead letters --------------------------------------------------------------------------
-    async def _dead_letter(self, topic: str, messages: list[Message]) -> None:
-        """Produce to the dead-letter topic: here when this broker owns it (or takes it), else
-        at its owner over the REST API, as any client would."""
-        try:
-            await self.produce(topic, None, messages)
-        except NotOwnerError as exc:
-            await _forward_produce(exc.owner_url, topic, messages)
+class TopicService:
+    """The topics service: the registry and its parts (see the module's docstring)."""
 
-    # --- produce -------------------------------------------------------------------------------
+    def __init__(
+        self,
+        store: MetadataStore,
+        factory: ManagedLedgerFactory,
+        client: LedgerClient,
+        config: TopicsConfig,
+        *,
+        compacted: CompactedSource | None = None,
+        clock: Clock | None = None,
+        lease_clock: Clock | None = None,
+        close_dependencies: bool = False,
+        ownership: Ownership | None = None,
+    ) -> None:
+        """See `TopicRegistry` for the arguments."""
+        registry = TopicRegistry(
+            store,
+            factory,
+            client,
+            config,
+            compacted=compacted,
+            clock=clock,
+            lease_clock=lease_clock,
+            close_dependencies=close_dependencies,
+            ownership=ownership,
+        )
+        self.registry = registry
+        self.backlog = BacklogAdmin(registry)
+        self.quota = QuotaAdmin(registry, self.backlog)
+        self.ops = TopicOpsAdmin(registry)
+        self.topic_stats = TopicStats(registry)
+        self.tenancy = Tenancy(registry)
+        self.groups = GroupOffsets(registry)
+        self.admin = TopicAdmin(registry)
+        self.maintenance = Maintenance(registry, self.backlog, self.quota, self.topic_stats)
+        self.kafka = KafkaTopics(registry, self.ops)
+        self.data = DataPlane(registry, self.ops, self.topic_stats)
+        registry.quota_gate = self.quota
+        registry.dead_letter = self.data.dead_letter
+
+    # --- what tests of the topics layer reach into ---------------------------------------------
+    @property
+    def _topics(self) -> dict[str, Topic]:
+        return self.registry.topics
+
+    @property
+    def _config(self) -> TopicsConfig:
+        return self.registry.config
+
+    @_config.setter
+    def _config(self, config: TopicsConfig) -> None:
+        self.registry.config = config
+
+    @property
+    def _compacted(self) -> CompactedSource:
+        return self.registry.compacted
+
+    async def _topic(self, topic: str, create: bool = False) -> Topic:
+        return await self.registry.topic(topic, create)
+
+    async def _partition_of(self, t: Topic, mid: MessageId) -> int | None:
+        return await self.registry.partition_of(t, mid)
+
+    async def _kafka_ml(self, topic: str, partition: int) -> tuple[Topic, ManagedLedger]:
+        return await self.kafka._kafka_ml(topic, partition)
+
+    # --- the API, each call forwarded to its part ------------------------------------------------
     async def produce(
         self, topic: str, producer_name: str | None, messages: list[Message]
     ) -> list[ProduceResult]:
-        # Limits first: a refused batch must not even auto-create its topic.
-        size = self._check_batch(messages)
-        t = self._topics.get(topic)
-        if t is None or self._ownership is not None:
-            t = await self._topic(topic, create=True)
-        if not messages:
-            return []
-        quotas = t.policies.backlog_quotas
-        if quotas:
-            await self._quota_gate(t)
-        now = self._clock.now_ms()
-        routes: dict[int, list[int]] = {}
-        if t.router is None:
-            check_writable(t, [0])
-            results = await self._append(t, 0, producer_name, messages, now)
-        else:
-            routes = t.router.route(messages)
-            check_writable(t, list(routes))
-            parts = await asyncio.gather(
-                *(
-                    self._append(t, p, producer_name, [messages[i] for i in idxs], now)
-                    for p, idxs in routes.items()
-                )
-            )
-            results = [_DUPLICATE] * len(messages)
-            for idxs, part in zip(routes.values(), parts, strict=True):
-                for i, result in zip(idxs, part, strict=True):
-                    results[i] = result
-        self._count_produced(t, producer_name, messages, results, size, routes if t.router else None)
-        t.notifier.notify()
-        if quotas:
-            await self._quota_after_produce(t)
-        return results
+        return await self.data.produce(topic, producer_name, messages)
 
-    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
-        t = await self._topic(topic, create=True)
-        if not t.policies.deduplication_enabled:
-            return None
-        highest = [h for ml in t.mls if (h := ml.dedup_highest(producer_name)) is not None]
-        return max(highest, default=None)
-
-    def _count_produced(
-        self,
-        t: OpenTopic,
-        producer: str | None,
-        messages: list[Message],
-        results: list[ProduceResult],
-        size: int,
-        routes: dict[int, list[int]] | None,
-    ) -> None:
-        """Add what was stored (not the duplicates) to the topic's and the producer's meters."""
-        meters = t.meters
-        dedup = producer is not None and t.policies.deduplication_enabled
-        if routes is None:
-            if dedup:
-                kept = [m for m, r in zip(messages, results, strict=True) if not r.duplicate]
-                count, size = len(kept), sum([message_size(m) for m in kept])
-            else:
-                count = len(messages)
-            if count:
-                meters.appended(0, count, size)
-        else:
-            count = size = 0
-            for partition, idxs in routes.items():
-                kept_idxs = [i for i in idxs if not results[i].duplicate] if dedup else idxs
-                if kept_idxs:
-                    part_size = sum([message_size(messages[i]) for i in kept_idxs])
-                    meters.appended(partition, len(kept_idxs), part_size)
-                    count += len(kept_idxs)
-                    size += part_size
-        if producer is not None:
-            meters.publishers.heard(producer, self._clock.now_ms()).meter.add(count, size)
-
-    def _check_batch(self, messages: Sequence[Message]) -> int:
-        """The batch's size, or the error naming the limit it breaks.
-
-        The one place produce limits are checked (a message's size is `message_size`'s); the
-        batch's size is the sum over its messages, summed here once.
-        """
-        config = self._config
-        if len(messages) > config.max_batch_messages:
-            raise BatchTooLargeError(
-                "messages", len(messages), config.max_batch_messages, "max_batch_messages"
-            )
-        limit = config.max_message_size_bytes
-        total = 0
-        for i, m in enumerate(messages):
-            size = message_size(m)
-            if size > limit:
-                raise MessageTooLargeError(i, size, limit)
-            total += size
-        if total > config.max_batch_size_bytes:
-            raise BatchTooLargeError("bytes", total, config.max_batch_size_bytes, "max_batch_size_bytes")
-        return total
-
-    async def _append(
-        self, t: OpenTopic, partition: int, producer: str | None, messages: list[Message], now: int
-    ) -> list[ProduceResult]:
-        """One entry of the batch's non-duplicates; results in batch order."""
-        ml = t.mls[partition]
-        duplicates: list[bool] | None = None
-        if producer is not None and t.policies.deduplication_enabled:
-            try:
-                duplicates = ml.dedup_check(producer, [m.sequence_id for m in messages])
-            except SequenceInFlightError as exc:
-                raise WriteInFlightError(t.name, producer, exc.sequence_id) from exc
-        rows: list[list[object]] = []
-        highest: int | None = None
-        for i, m in enumerate(messages):
-            if duplicates is not None and duplicates[i]:
-                continue
-            props = m.properties
-            if props is not None and type(props) is not dict:
-                props = dict(props)
-            rows.append([m.key, m.value, props or None, m.event_time, m.sequence_id])
-            if m.sequence_id is not None and (highest is None or m.sequence_id > highest):
-                highest = m.sequence_id
-        if not rows:
-            return [_DUPLICATE] * len(messages)
-        payload = encode_batch_raw(now, producer, rows)
-        try:
-            position = await ml.append(payload, producer_name=producer, highest_sequence_id=highest)
-        except TopicsError:
-            raise
-        except ManagedLedgerTerminatedError as exc:  # terminated while this batch was on its way
-            raise terminated_error(t, exc) from exc
-        except Exception as exc:
-            raise StorageUnavailableError(f"append to {ml.name} failed: {exc}") from exc
-        lid, eid = position
-        results: list[ProduceResult] = []
-        batch_index = 0
-        for i in range(len(messages)):
-            if duplicates is not None and duplicates[i]:
-                results.append(_DUPLICATE)
-            else:
-                results.append(ProduceResult(MessageId(lid, eid, batch_index)))
-                batch_index += 1
-        return results
-
-    # --- limits --------------------------------------------------------------------------------
-    def _check_wait(self, wait_ms: int) -> float:
-        if wait_ms < 0:
-            raise InvalidArgumentError(f"wait_ms must be >= 0, got {wait_ms}")
-        if wait_ms > self._config.max_wait_ms:
-            raise WaitTooLongError(wait_ms, self._config.max_wait_ms)
-        return asyncio.get_running_loop().time() + wait_ms / 1000
-
-    def _check_max(self, max_messages: int) -> int:
-        if max_messages <= 0:
-            raise InvalidArgumentError(f"max_messages must be > 0, got {max_messages}")
-        if max_messages > self._config.max_messages_per_read:
-            raise TooManyMessagesRequestedError(max_messages, self._config.max_messages_per_read)
-        return max_messages
-
-    # --- subscriptions -------------------------------------------------------------------------
     async def create_subscription(self, topic: str, subscription: str, options: SubscriptionOptions) -> bool:
-        names.validate_subscription(subscription)
-        if options.ack_timeout_ms is not None and options.ack_timeout_ms <= 0:
-            raise InvalidArgumentError(f"ack_timeout_ms must be > 0, got {options.ack_timeout_ms}")
-        if options.max_redeliveries < 0:
-            raise InvalidArgumentError(f"max_redeliveries must be >= 0, got {options.max_redeliveries}")
-        if options.dead_letter_topic is not None:
-            names.validate_topic(options.dead_letter_topic)
-        t = await self._topic(topic, create=True)
-        async with t.lock:
-            if subscription in t.mls[0].cursors:
-                return False
-            properties = options_to_properties(options)
-            # Partition 0 last: its cursor is what says the subscription exists.
-            for ml in reversed(t.mls):
-                cursor = await ml.open_cursor(subscription, options.initial_position)
-                await cursor.set_properties(properties)
-        if any(ml.log_start is not None for ml in t.mls):
-            sub = await self._subscription(t, subscription)
-            async with sub.lock:
-                await self.honour_log_start(t, sub)
-        t.quota.changed()
-        return True
+        return await self.data.create_subscription(topic, subscription, options)
 
     async def delete_subscription(self, topic: str, subscription: str) -> None:
-        t = await self._topic(topic)
-        await self._subscription(t, subscription)
-        async with t.lock:
-            t.subscriptions.pop(subscription, None)
-            t.meters.subscriptions.pop(subscription, None)
-            for ml in t.mls:
-                if subscription in ml.cursors:
-                    await ml.delete_cursor(subscription)
-        t.notifier.notify()
-        t.quota.changed()
+        return await self.data.delete_subscription(topic, subscription)
 
     async def list_subscriptions(self, topic: str) -> list[str]:
-        t = await self._topic(topic)
-        return sorted(t.mls[0].cursors)
+        return await self.data.list_subscriptions(topic)
 
     async def receive(
         self, topic: str, subscription: str, max_messages: int, wait_ms: int, consumer_id: str | None
     ) -> list[Delivery]:
-        deadline = self._check_wait(wait_ms)
-        max_messages = self._check_max(max_messages)
-        t = await self._topic(topic)
-        sub = await self._subscription(t, subscription)
-        loop = asyncio.get_running_loop()
-        while True:
-            woken = t.notifier.arm()
-            async with sub.lock:
-                out = await sub.fill(max_messages, consumer_id)
-            if sub.keys.others_ready():
-                t.notifier.notify()
-            remaining = deadline - loop.time()
-            if out or remaining <= 0 or subscription_at_end(t, sub):
-                self.count_delivered(t, subscription, consumer_id, out)
-                return out  # (nothing more ever comes to a terminated topic)
-            redelivery_ms = sub.next_redelivery_ms()
-            if redelivery_ms is not None:
-                remaining = min(remaining, redelivery_ms / 1000 + 0.001)
-            sub.heard(consumer_id, self._clock.now_ms() + int(remaining * 1000))
-            await Notifier.wait(woken, remaining)
-            if t.moved:
-                return []  # the topic left this broker: the client's next request finds its owner
-            if self._topics.get(t.name) is not t or t.subscriptions.get(subscription) is not sub:
-                raise SubscriptionNotFoundError(t.name, subscription)  # deleted while we waited
+        return await self.data.receive(topic, subscription, max_messages, wait_ms, consumer_id)
 
     async def ack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None:
-        t = await self._topic(topic)
-        sub = await self._subscription(t, subscription)
-        async with sub.lock:
-            await sub.ack(message_ids)
-        t.quota.changed()
+        return await self.data.ack(topic, subscription, message_ids)
 
     async def ack_cumulative(self, topic: str, subscription: str, message_id: MessageId) -> None:
-        t = await self._topic(topic)
-        sub = await self._subscription(t, subscription)
-        async with sub.lock:
-            await sub.ack_cumulative(message_id)
-        t.quota.changed()
+        return await self.data.ack_cumulative(topic, subscription, message_id)
 
     async def nack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None:
-        t = await self._topic(topic)
-        sub = await self._subscription(t, subscription)
-        async with sub.lock:
-            sub.nack(message_ids)
-        t.notifier.notify()
-
-    async def consumer_left(self, topic: str, subscription: str, consumer_id: str) -> None:
-        t = await self._topic(topic)
-        sub = await self._subscription(t, subscription)
-        async with sub.lock:
-            # As if silent past the idle time: the next consumer to ask sees it gone (what it
-            # held is redelivered; failover's active consumer and key_shared's keys follow).
-            # Here and not a Subscription method: subscriptions.py is at its size limit and is
-            # being reshaped (the house refactor); this is the hook's one line into it.
-            if consumer_id in sub._consumers:
-                sub._consumers[consumer_id] = -self._config.exclusive_consumer_idle_ms - 1
-        t.notifier.notify()
+        return await self.data.nack(topic, subscription, message_ids)
 
     async def seek(self, topic: str, subscription: str, target: SeekTarget) -> None:
-        t = await self._topic(topic)
-        sub = await self._subscription(t, subscription)
-        async with sub.lock:
-            sub.clear()
-            if isinstance(target, MessageId):
-                partition = await self._partition_of(t, target)
-                if partition is None:
-                    raise MessageNotFoundError(t.name, str(target))
-                await sub.seek_to_message(partition, target)
-            elif isinstance(target, str):
-                await self._seek_end(t, sub.cursors, target)
-            else:
-                for cursor in sub.cursors:
-                    await cursor.reset_to_time(target)
-            await self.honour_log_start(t, sub)
-        t.notifier.notify()
-        t.quota.changed()
+        return await self.data.seek(topic, subscription, target)
 
-    async def _seek_end(
-        self, t: OpenTopic, cursors: Sequence[Cursor], target: Literal["earliest", "latest"]
-    ) -> None:
-        for ml, cursor in zip(t.mls, cursors, strict=True):
-            last = ml.last_confirmed_position
-            past_end = ml.next_position(last) if last is not None else None
-            position = (ml.first_position or past_end) if target == "earliest" else past_end
-            if position is not None:
-                await cursor.reset(position)
+    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
+        return await self.data.last_sequence_id(topic, producer_name)
 
-    # --- readers -------------------------------------------------------------------------------
-    async def _starts(self, t: OpenTopic, start: StartPosition) -> list[MessageId]:
-        """The inclusive start id of each managed ledger (see topics.readers)."""
-        n = len(t.mls)
-        if isinstance(start, tuple) and start[0] == "time":
-            found = [await ml.find_position_by_publish_time(start[1]) for ml in t.mls]
-            return [
-                latest(ml) if p is None else MessageId(p.ledger_id, p.entry_id, 0)
-                for ml, p in zip(t.mls, found, strict=True)
-            ]
-        if start == "earliest":
-            return [EARLIEST] * n
-        if start == "latest":
-            return [latest(ml) for ml in t.mls]
-        if isinstance(start, MessageId):
-            return [start] * n
-        if isinstance(start, tuple) and len(start) == 2 and start[0] == "after":
-            target = start[1]
-            if isinstance(target, MessageId):
-                return [after(target)] * n
-            if len(target) != n:
-                raise InvalidArgumentError(f"start names {len(target)} partitions; topic {t.name} has {n}")
-            return [EARLIEST if s is None else after(s) for s in target]
-        raise InvalidArgumentError(f"invalid start position {start!r}")
+    async def consumer_left(self, topic: str, subscription: str, consumer_id: str) -> None:
+        return await self.data.consumer_left(topic, subscription, consumer_id)
 
     async def read(
         self, topic: str, start: StartPosition, max_messages: int, read_compacted: bool, wait_ms: int
     ) -> ReadPage:
-        deadline = self._check_wait(wait_ms)
-        max_messages = self._check_max(max_messages)
-        t = await self._topic(topic)
-        starts = _from_log_start(t, await self._starts(t, start))
-        loop = asyncio.get_running_loop()
-        while True:
-            woken = t.notifier.arm()
-            terminated = all_terminated(t.mls)
-            messages, slots = await read_merged(t.mls, self._compacted, starts, max_messages, read_compacted)
-            if messages:
-                self.count_read(t, messages)
-                end = terminated and await self._read_all(
-                    t, slots, len(messages) < max_messages, read_compacted
-                )
-                return ReadPage(messages, names.format_next(slots), end)
-            remaining = deadline - loop.time()
-            if remaining <= 0 or terminated:
-                return ReadPage([], None, terminated)
-            await Notifier.wait(woken, remaining)
-            if t.moved:
-                return ReadPage([], None)  # the topic left this broker: the retry finds its owner
-            if self._topics.get(t.name) is not t:
-                raise TopicNotFoundError(t.name, "deleted while the reader waited")
-
-    async def _read_all(
-        self, t: OpenTopic, slots: list[MessageId | None], short: bool, read_compacted: bool
-    ) -> bool:
-        """Whether a reader of a terminated topic, after this page, has nothing left to read."""
-        if short:
-            return True  # the page stopped before its size: nothing came after
-        starts = _from_log_start(t, [EARLIEST if s is None else after(s) for s in slots])
-        more, _ = await read_merged(t.mls, self._compacted, starts, 1, read_compacted)
-        return not more
+        return await self.data.read(topic, start, max_messages, read_compacted, wait_ms)
 
     async def get_message(self, topic: str, message_id: MessageId) -> StoredMessage:
-        t = await self._topic(topic)
-        partition = await self._partition_of(t, message_id)
-        start = t.mls[partition].log_start if partition is not None else None
-        if partition is not None and (start is None or message_id >= start):
-            try:
-                payload = await t.mls[partition].read_entry(message_id.position)
-            except EntryNotFoundError:
-                pass
-            else:
-                messages = decode_entry(t.name, message_id.ledger_id, message_id.entry_id, payload)
-                if message_id.batch_index < len(messages):
-                    return messages[message_id.batch_index]
-        raise MessageNotFoundError(t.name, str(message_id))
+        return await self.data.get_message(topic, message_id)
 
     async def last_message_id(self, topic: str, read_compacted: bool) -> MessageId | None:
-        t = await self._topic(topic)
-        found: list[MessageId] = []
-        for ml in t.mls:
-            last = await self._last_in_ledger(t, ml.name, t.mls.index(ml))
-            if read_compacted:
-                horizon = await self._compacted.horizon(ml.name)
-                if horizon is not None and (last is None or last <= horizon):
-                    last = await self._compacted.last_message_id(ml.name)
-            if last is not None and last >= (ml.log_start or last):
-                found.append(last)
-        return max(found) if found else None
-
-    async def _last_in_ledger(self, t: OpenTopic, name: str, partition: int) -> MessageId | None:
-        ml = t.mls[partition]
-        last = ml.last_confirmed_position
-        if last is None:
-            return None
-        try:
-            payload = await ml.read_entry(last)
-        except EntryNotFoundError:
-            return None
-        count = len(decode_entry(name, last.ledger_id, last.entry_id, payload))
-        return MessageId(last.ledger_id, last.entry_id, max(0, count - 1))
+        return await self.data.last_message_id(topic, read_compacted)
 
     async def reset_cursor(self, topic: str, subscription: str, timestamp_ms: int) -> None:
-        await self.seek(topic, subscription, timestamp_ms)
+        return await self.data.reset_cursor(topic, subscription, timestamp_ms)
 
+    async def get_tenant(self, tenant: str) -> TenantInfo:
+        return await self.tenancy.get_tenant(tenant)
 
-def _from_log_start(t: OpenTopic, starts: list[MessageId]) -> list[MessageId]:
-    """Reads start at each managed ledger's log start at the earliest (truncate-before)."""
-    return [max(s, ml.log_start or s) for ml, s in zip(t.mls, starts, strict=True)]
+    async def update_tenant(self, info: TenantInfo) -> None:
+        return await self.tenancy.update_tenant(info)
+
+    async def get_permissions(self, namespace: str) -> dict[str, list[str]]:
+        return await self.tenancy.get_permissions(namespace)
+
+    async def grant_permission(self, namespace: str, role: str, actions: list[str]) -> None:
+        return await self.tenancy.grant_permission(namespace, role, actions)
+
+    async def revoke_permission(self, namespace: str, role: str) -> None:
+        return await self.tenancy.revoke_permission(namespace, role)
+
+    async def grants(self, tenant: str, namespace: str | None) -> NamespaceGrants:
+        return await self.tenancy.grants(tenant, namespace)
+
+    async def commit_group_offsets(self, offsets: Sequence[GroupOffset]) -> None:
+        return await self.groups.commit_group_offsets(offsets)
+
+    async def group_offsets(self, group: str, topics: Collection[str] | None = None) -> list[GroupOffset]:
+        return await self.groups.group_offsets(group, topics)
+
+    async def list_groups(self) -> list[str]:
+        return await self.groups.list_groups()
+
+    async def delete_group_offsets(self, group: str) -> int:
+        return await self.groups.delete_group_offsets(group)
+
+    async def list_tenants(self) -> list[str]:
+        return await self.admin.list_tenants()
+
+    async def create_tenant(self, tenant: str, info: TenantInfo | None = None) -> None:
+        return await self.admin.create_tenant(tenant, info)
+
+    async def delete_tenant(self, tenant: str) -> None:
+        return await self.admin.delete_tenant(tenant)
+
+    async def list_namespaces(self, tenant: str) -> list[str]:
+        return await self.admin.list_namespaces(tenant)
+
+    async def create_namespace(self, namespace: str) -> None:
+        return await self.admin.create_namespace(namespace)
+
+    async def delete_namespace(self, namespace: str) -> None:
+        return await self.admin.delete_namespace(namespace)
+
+    async def list_topics(self, namespace: str) -> list[str]:
+        return await self.admin.list_topics(namespace)
+
+    async def create_topic(self, topic: str, partitions: int = 0) -> None:
+        return await self.admin.create_topic(topic, partitions)
+
+    async def update_partitions(self, topic: str, partitions: int) -> None:
+        return await self.admin.update_partitions(topic, partitions)
+
+    async def get_partitions(self, topic: str) -> int:
+        return await self.admin.get_partitions(topic)
+
+    async def delete_topic(self, topic: str, force: bool = False) -> None:
+        return await self.admin.delete_topic(topic, force)
+
+    async def unload(self, topic: str) -> None:
+        return await self.admin.unload(topic)
+
+    async def lookup(self, topic: str) -> BrokerInfo | None:
+        return await self.admin.lookup(topic)
+
+    async def brokers(self) -> list[BrokerRecord]:
+        return await self.admin.brokers()
+
+    def ownership_stats(self) -> dict[str, int]:
+        return self.admin.ownership_stats()
+
+    async def internal_stats(self, topic: str) -> dict[str, Any]:
+        return await self.admin.internal_stats(topic)
+
+    async def get_policies(self, topic: str) -> TopicPolicies:
+        return await self.admin.get_policies(topic)
+
+    async def set_policy(self, topic: str, name: PolicyName, value: Any) -> None:
+        return await self.admin.set_policy(topic, name, value)
+
+    async def delete_policy(self, topic: str, name: PolicyName) -> None:
+        return await self.admin.delete_policy(topic, name)
+
+    async def trigger_compaction(self, topic: str) -> None:
+        return await self.admin.trigger_compaction(topic)
+
+    async def compaction_status(self, topic: str) -> dict[str, Any]:
+        return await self.admin.compaction_status(topic)
+
+    async def peek(self, topic: str, subscription: str, n: int) -> StoredMessage:
+        return await self.backlog.peek(topic, subscription, n)
+
+    async def examine_message(
+        self, topic: str, initial_position: Literal["earliest", "latest"], n: int
+    ) -> StoredMessage:
+        return await self.backlog.examine_message(topic, initial_position, n)
+
+    async def skip(self, topic: str, subscription: str, n: int) -> None:
+        return await self.backlog.skip(topic, subscription, n)
+
+    async def skip_all(self, topic: str, subscription: str) -> None:
+        return await self.backlog.skip_all(topic, subscription)
+
+    async def expire_messages(self, topic: str, subscription: str | None, seconds: int) -> None:
+        return await self.backlog.expire_messages(topic, subscription, seconds)
+
+    async def expire_by_ttl(self) -> list[str]:
+        return await self.backlog.expire_by_ttl()
+
+    async def evict_backlog(self, t: Topic) -> int:
+        return await self.quota.evict_backlog(t)
+
+    async def check_backlog_quotas(self) -> list[str]:
+        return await self.quota.check_backlog_quotas()
+
+    async def get_backlog_quotas(self, topic: str) -> dict[QuotaType, BacklogQuota]:
+        return await self.quota.get_backlog_quotas(topic)
+
+    async def set_backlog_quota(self, topic: str, quota_type: QuotaType, value: Any) -> None:
+        return await self.quota.set_backlog_quota(topic, quota_type, value)
+
+    async def delete_backlog_quota(self, topic: str, quota_type: QuotaType) -> None:
+        return await self.quota.delete_backlog_quota(topic, quota_type)
+
+    async def set_namespace_backlog_quota(self, namespace: str, quota_type: QuotaType, value: Any) -> None:
+        return await self.quota.set_namespace_backlog_quota(namespace, quota_type, value)
+
+    async def delete_namespace_backlog_quota(self, namespace: str, quota_type: QuotaType) -> None:
+        return await self.quota.delete_namespace_backlog_quota(namespace, quota_type)
+
+    async def get_namespace_policies(self, namespace: str) -> TopicPolicies:
+        return await self.quota.get_namespace_policies(namespace)
+
+    async def set_namespace_policy(self, namespace: str, name: str, value: Any) -> None:
+        return await self.quota.set_namespace_policy(namespace, name, value)
+
+    async def delete_namespace_policy(self, namespace: str, name: str) -> None:
+        return await self.quota.delete_namespace_policy(namespace, name)
+
+    async def terminate(self, topic: str) -> Terminated:
+        return await self.ops.terminate(topic)
+
+    async def truncate(self, topic: str) -> None:
+        return await self.ops.truncate(topic)
+
+    async def truncate_before(self, topic: str, message_id: MessageId) -> None:
+        return await self.ops.truncate_before(topic, message_id)
+
+    async def reached_end_of_topic(self, topic: str, subscription: str) -> bool:
+        return await self.ops.reached_end_of_topic(topic, subscription)
+
+    async def tick_stats(self, elapsed_s: float) -> None:
+        return await self.topic_stats.tick_stats(elapsed_s)
+
+    async def stats(self, topic: str) -> dict[str, Any]:
+        return await self.topic_stats.stats(topic)
+
+    async def partitioned_stats(self, topic: str) -> dict[str, Any]:
+        return await self.topic_stats.partitioned_stats(topic)
+
+    def metrics_snapshot(self) -> list[TopicSample]:
+        return self.topic_stats.metrics_snapshot()
+
+    async def start(self) -> None:
+        return await self.maintenance.start()
+
+    async def close(self) -> None:
+        return await self.maintenance.close()
+
+    async def handover(self) -> None:
+        return await self.maintenance.handover()
+
+    async def ready(self) -> dict[str, bool]:
+        return await self.maintenance.ready()
+
+    async def refresh_namespace_policies(self) -> None:
+        return await self.maintenance.refresh_namespace_policies()
+
+    async def check_compaction_thresholds(self) -> list[str]:
+        return await self.maintenance.check_compaction_thresholds()
+
+    async def kafka_partitions(self, topic: str) -> int:
+        return await self.kafka.kafka_partitions(topic)
+
+    async def kafka_policies(self, topic: str) -> TopicPolicies:
+        return await self.kafka.kafka_policies(topic)
+
+    async def kafka_produce(self, topic: str, partition: int, batch: KafkaBatch) -> int:
+        return await self.kafka.kafka_produce(topic, partition, batch)
+
+    async def kafka_fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> KafkaFetched:
+        return await self.kafka.kafka_fetch(topic, partition, offset, max_bytes)
+
+    def kafka_arm(self, topic: str) -> asyncio.Future[None] | None:
+        return self.kafka.kafka_arm(topic)
+
+    async def kafka_list_offset(self, topic: str, partition: int, timestamp_ms: int) -> tuple[int, int]:
+        return await self.kafka.kafka_list_offset(topic, partition, timestamp_ms)
+
+    async def kafka_delete_records(self, topic: str, partition: int, offset: int) -> int:
+        return await self.kafka.kafka_delete_records(topic, partition, offset)
 
 
 def _implements(service: TopicService) -> TopicsApi:
     """Never called: mypy checks here that TopicService implements the TopicsApi protocol."""
     return service
-
-
-async def _forward_produce(owner_url: str, topic: str, messages: list[Message]) -> None:
-    body = {
-        "messages": [
-            {
-                "key": m.key,
-                "value": base64.b64encode(m.value).decode(),
-                "value_encoding": "base64",
-                "properties": dict(m.properties or {}),
-                "event_time": m.event_time,
-            }
-            for m in messages
-        ]
-    }
-    url = f"{owner_url.rstrip('/')}/v1/topics/{topic}/messages"
-    try:
-        async with httpx.AsyncClient(timeout=FORWARD_TIMEOUT_S, follow_redirects=True) as client:
-            reply = await client.post(url, json=body)
-    except httpx.HTTPError as exc:
-        raise DeadLetterForwardError(f"{url}: {exc}") from exc
-    if reply.status_code != 200:
-        raise DeadLetterForwardError(f"{url}: {reply.status_code} {reply.text[:200]}")
-
-
-def message_size(m: Message) -> int:
-    """A message's size: the UTF-8 bytes of its key, its value's bytes, and the UTF-8 bytes of
-    each property name and value."""
-    size = len(m.value)
-    if m.key:
-        size += len(m.key.encode())
-    if m.properties:
-        size += sum([len(k.encode()) + len(v.encode()) for k, v in m.properties.items()])
-    return size

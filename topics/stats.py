@@ -1,6 +1,6 @@
 """Topic stats in Pulsar's shape (`stats`, `partitioned-stats`), the figures the broker's
 Prometheus collector reads (`metrics_snapshot`), and the stats tick that turns the open topics'
-counters into rates (`topics.meters`). Between `topics.topic_ops` and the admin plane.
+counters into rates (`topics.meters`).
 
 A partitioned topic's `stats` are the sum of its partitions' (rates, counters, backlogs; a
 subscription's backlog is summed over the partitions); `partitioned-stats` adds each partition's
@@ -23,25 +23,28 @@ from managed_ledger.metadata.api import CompactionState, CompactionStatus
 from managed_ledger.position import MessageId
 from topics import names
 from topics.api import Delivery, SubscriptionSample, TopicSample
-from topics.base import OpenTopic
 from topics.errors import TopicNotFoundError
 from topics.meters import Clients, Meter, SubscriptionMeters, message_backlog
+from topics.registry import TopicRegistry
 from topics.subscriptions import Subscription
-from topics.topic_ops import TopicOps
+from topics.topic import Topic
 
 log = logging.getLogger("quire.topics")
 
 
-class StatsOps(TopicOps):
-    _stats_task: asyncio.Task[None] | None = None
+class TopicStats:
+    """Counting, sampling and reporting the open topics' figures."""
+
+    def __init__(self, registry: TopicRegistry) -> None:
+        self._r = registry
 
     # --- counting (called by the data plane; plain integer work) -------------------------------
     def count_delivered(
-        self, t: OpenTopic, subscription: str, consumer_id: str | None, out: Sequence[Delivery]
+        self, t: Topic, subscription: str, consumer_id: str | None, out: Sequence[Delivery]
     ) -> None:
         """A receive answered `out` (maybe nothing: the consumer is still heard)."""
         meters = t.meters.subscription(subscription)
-        client = meters.consumers.heard(consumer_id, self._clock.now_ms())
+        client = meters.consumers.heard(consumer_id, self._r.clock.now_ms())
         if not out:
             return
         nbytes = 0
@@ -60,7 +63,7 @@ class StatsOps(TopicOps):
             meters.out[partition].add(count, size)
             t.meters.outs[partition].add(count, size)
 
-    def count_read(self, t: OpenTopic, messages: Sequence[StoredMessage]) -> None:
+    def count_read(self, t: Topic, messages: Sequence[StoredMessage]) -> None:
         """A reader (no subscription) was answered `messages`."""
         if len(t.mls) == 1:
             t.meters.outs[0].add(len(messages), sum([len(m.value) for m in messages]))
@@ -68,7 +71,7 @@ class StatsOps(TopicOps):
         for partition, count, size in self._by_partition(t, messages):
             t.meters.outs[partition].add(count, size)
 
-    def _by_partition(self, t: OpenTopic, messages: Iterable[StoredMessage]) -> list[tuple[int, int, int]]:
+    def _by_partition(self, t: Topic, messages: Iterable[StoredMessage]) -> list[tuple[int, int, int]]:
         counts: dict[int, list[int]] = {}
         for m in messages:
             partition = _partition_of(t, m.message_id)
@@ -80,8 +83,8 @@ class StatsOps(TopicOps):
         return [(p, c, b) for p, (c, b) in counts.items()]
 
     # --- the tick ------------------------------------------------------------------------------
-    async def _stats_loop(self) -> None:
-        interval_s = self._config.stats_interval_ms / 1000
+    async def stats_loop(self) -> None:
+        interval_s = self._r.config.stats_interval_ms / 1000
         loop = asyncio.get_running_loop()
         last = loop.time()
         while True:
@@ -96,13 +99,13 @@ class StatsOps(TopicOps):
     async def tick_stats(self, elapsed_s: float) -> None:
         """Turn every open topic's counters into rates over the last `elapsed_s`; sample the
         messages per entry of partitions this broker has not appended to yet."""
-        now_ms = self._clock.now_ms()
-        idle_ms = self._config.exclusive_consumer_idle_ms
-        for t in list(self._topics.values()):
+        now_ms = self._r.clock.now_ms()
+        idle_ms = self._r.config.exclusive_consumer_idle_ms
+        for t in list(self._r.topics.values()):
             t.meters.tick(elapsed_s, now_ms, idle_ms)
             await self._sample_batches(t)
 
-    async def _sample_batches(self, t: OpenTopic) -> None:
+    async def _sample_batches(self, t: Topic) -> None:
         """Messages per entry of the partitions this broker has not appended to: their last
         entry's (read once)."""
         for partition, ml in enumerate(t.mls):
@@ -118,10 +121,10 @@ class StatsOps(TopicOps):
 
     # --- stats ---------------------------------------------------------------------------------
     async def stats(self, topic: str) -> dict[str, Any]:
-        t = await self._topic(topic)
+        t = await self._r.topic(topic)
         await self._sample_batches(t)
         subs = await self._subscriptions_of(t)
-        states = [await self._call(self._store.get_compaction, ml.name) for ml in t.mls]
+        states = [await self._r.call(self._r.store.get_compaction, ml.name) for ml in t.mls]
         out = self._topic_stats(t, subs, range(len(t.mls)))
         out["publishers"] = _clients(t.meters.publishers, "producerName", "msgRateIn", "msgThroughputIn")
         for name, sub in subs.items():
@@ -131,7 +134,7 @@ class StatsOps(TopicOps):
             out["subscriptions"][name]["type"] = sub.options.type
         out.update(
             partitions=t.partitions,
-            ownerBroker=self._ownership.me.broker_id if self._ownership is not None else None,
+            ownerBroker=self._r.ownership.me.broker_id if self._r.ownership is not None else None,
             compaction=compaction_stats(states),
             backlogQuotaEvents=t.quota.events(),
         )
@@ -139,7 +142,7 @@ class StatsOps(TopicOps):
 
     async def partitioned_stats(self, topic: str) -> dict[str, Any]:
         """The sum (`stats`) plus each partition's own stats under `partitions`."""
-        t = await self._topic(topic)
+        t = await self._r.topic(topic)
         if t.partitions == 0:
             raise TopicNotFoundError(t.name, "is not a partitioned topic (GET .../stats instead)")
         out = await self.stats(topic)
@@ -153,11 +156,11 @@ class StatsOps(TopicOps):
         out["metadata"] = {"partitions": t.partitions}
         return out
 
-    async def _subscriptions_of(self, t: OpenTopic) -> dict[str, Subscription]:
-        return {name: await self._subscription(t, name) for name in sorted(t.mls[0].cursors)}
+    async def _subscriptions_of(self, t: Topic) -> dict[str, Subscription]:
+        return {name: await self._r.subscription(t, name) for name in sorted(t.mls[0].cursors)}
 
     def _topic_stats(
-        self, t: OpenTopic, subs: dict[str, Subscription], partitions: Iterable[int]
+        self, t: Topic, subs: dict[str, Subscription], partitions: Iterable[int]
     ) -> dict[str, Any]:
         """Counters, rates, storage and per-subscription figures summed over `partitions`."""
         parts = list(partitions)
@@ -186,7 +189,7 @@ class StatsOps(TopicOps):
         }
 
     def _subscription_stats(
-        self, t: OpenTopic, sub: Subscription, meters: SubscriptionMeters, parts: list[int]
+        self, t: Topic, sub: Subscription, meters: SubscriptionMeters, parts: list[int]
     ) -> dict[str, Any]:
         out = _sum([meters.out[p] for p in parts])
         whole = len(parts) == len(t.mls)
@@ -212,7 +215,7 @@ class StatsOps(TopicOps):
         scrape; rates are the last tick's). A subscription nobody used since the topic was
         opened here has no delivery state yet: its figures come from its cursors."""
         out = []
-        for t in list(self._topics.values()):
+        for t in list(self._r.topics.values()):
             subs = [_subscription_sample(t, name) for name in sorted(t.mls[0].cursors)]
             meters = t.meters
             backlog_bytes = [
@@ -236,7 +239,7 @@ class StatsOps(TopicOps):
         return out
 
 
-def _subscription_sample(t: OpenTopic, name: str) -> SubscriptionSample:
+def _subscription_sample(t: Topic, name: str) -> SubscriptionSample:
     m = t.meters.subscription(name)
     sub = t.subscriptions.get(name)
     if sub is not None:
@@ -255,11 +258,11 @@ def _subscription_sample(t: OpenTopic, name: str) -> SubscriptionSample:
     )
 
 
-def _backlog_bytes(t: OpenTopic, cursors: Sequence[Cursor], partition: int) -> int:
+def _backlog_bytes(t: Topic, cursors: Sequence[Cursor], partition: int) -> int:
     return t.mls[partition].size_after(cursors[partition].mark_delete_position)
 
 
-def _partition_of(t: OpenTopic, mid: MessageId) -> int:
+def _partition_of(t: Topic, mid: MessageId) -> int:
     """The partition holding `mid`'s ledger, learnt from the ledger lists (0 when unknown: a
     ledger trimmed meanwhile)."""
     if len(t.mls) == 1:

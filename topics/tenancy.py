@@ -1,6 +1,6 @@
 """Who administers a tenant and who may use a namespace: a tenant's admin roles and allowed
 clusters (Pulsar's TenantInfo) and a namespace's permissions, the records authorization reads
-(app.auth). Between `topics.stats` and the admin plane.
+(app.auth).
 
 Actions are Pulsar's AuthAction values that mean something in Quire: `produce` and `consume`. A
 role is any non-empty string of printable characters up to MAX_ROLE_LENGTH, as the `sub` claim
@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from managed_ledger.metadata.api import NamespaceGrants, NotFoundError, TenantInfo
 from topics import names
 from topics.errors import InvalidArgumentError, NamespaceNotFoundError, TenantNotFoundError
-from topics.stats import StatsOps
+from topics.registry import TopicRegistry
 
 ACTIONS = ("consume", "produce")
 MAX_ROLE_LENGTH = 256
@@ -48,10 +48,15 @@ def tenant_info(tenant: str, admin_roles: Iterable[str], allowed_clusters: Itera
     return TenantInfo(tenant, roles, clusters)
 
 
-class TenancyOps(StatsOps):
+class Tenancy:
+    """Tenants' admin roles and namespaces' permissions."""
+
+    def __init__(self, registry: TopicRegistry) -> None:
+        self._r = registry
+
     async def get_tenant(self, tenant: str) -> TenantInfo:
         names.validate_tenant(tenant)
-        info = await self._call(self._store.get_tenant, tenant)
+        info = await self._r.call(self._r.store.get_tenant, tenant)
         if info is None:
             raise TenantNotFoundError(tenant)
         return info
@@ -59,14 +64,14 @@ class TenancyOps(StatsOps):
     async def update_tenant(self, info: TenantInfo) -> None:
         info = tenant_info(info.name, info.admin_roles, info.allowed_clusters)
         try:
-            await self._call(self._store.update_tenant, info)
+            await self._r.call(self._r.store.update_tenant, info)
         except NotFoundError as exc:
             raise TenantNotFoundError(info.name) from exc
 
     async def get_permissions(self, namespace: str) -> dict[str, list[str]]:
         names.validate_namespace(namespace)
         try:
-            granted = await self._call(self._store.get_permissions, namespace)
+            granted = await self._r.call(self._r.store.get_permissions, namespace)
         except NotFoundError as exc:
             raise NamespaceNotFoundError(namespace) from exc
         return {role: list(actions) for role, actions in granted.items()}
@@ -82,7 +87,7 @@ class TenancyOps(StatsOps):
 
     async def _set_permission(self, namespace: str, role: str, actions: tuple[str, ...] | None) -> None:
         try:
-            await self._call(self._store.set_permission, namespace, role, actions)
+            await self._r.call(self._r.store.set_permission, namespace, role, actions)
         except NotFoundError as exc:
             raise NamespaceNotFoundError(namespace) from exc
 
@@ -93,4 +98,4 @@ class TenancyOps(StatsOps):
             return NamespaceGrants()
         if namespace is not None and not names.is_name(namespace.partition("/")[2]):
             namespace = None
-        return await self._call(self._store.get_grants, tenant, namespace)
+        return await self._r.call(self._r.store.get_grants, tenant, namespace)

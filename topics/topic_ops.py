@@ -1,7 +1,6 @@
 """Whole-topic operations from the admin side: terminate (Pulsar), truncate (Pulsar) and
 truncate-before (Kafka's DeleteRecords), and what they mean to readers and subscriptions:
-`end_of_topic`, and the log start that reads and subscriptions never go before. Between the
-shared core (`topics.base`, `topics.backlog`) and the admin plane (`topics.admin`).
+`end_of_topic`, and the log start that reads and subscriptions never go before.
 
 Where each one's state lives: the managed ledger keeps it in its stored record
 (`managed_ledger.log_bounds`), so it holds across restarts and owners. Here are only the
@@ -15,21 +14,25 @@ from __future__ import annotations
 import contextlib
 
 from managed_ledger.api import ManagedLedger
-from managed_ledger.errors import ManagedLedgerTerminatedError
 from managed_ledger.position import MessageId, Position
 from topics.api import Terminated
-from topics.base import OpenTopic
-from topics.errors import InvalidArgumentError, MessageIdBeyondEndError, TopicTerminatedError
-from topics.quota_ops import QuotaOps
+from topics.errors import InvalidArgumentError, MessageIdBeyondEndError
 from topics.readers import BEYOND, EARLIEST, after, decode_entry
+from topics.registry import TopicRegistry
 from topics.subscriptions import Subscription
+from topics.topic import Topic
 
 
-class TopicOps(QuotaOps):
+class TopicOpsAdmin:
+    """Terminate, truncate and truncate-before, and the log start's rules."""
+
+    def __init__(self, registry: TopicRegistry) -> None:
+        self._r = registry
+
     async def terminate(self, topic: str) -> Terminated:
         """Terminate every managed ledger of the topic (each partition of a partitioned one).
         Waiting consumers and readers are woken so that they learn it at once."""
-        t = await self._topic(topic)
+        t = await self._r.topic(topic)
         last = [await ml.terminate() for ml in t.mls]
         t.notifier.notify()
         if t.partitions == 0:
@@ -39,8 +42,8 @@ class TopicOps(QuotaOps):
     async def truncate(self, topic: str) -> None:
         """Every subscription acks everything, then each managed ledger drops its closed ledgers
         (`ManagedLedger.truncate`). Under every subscription's lock: no delivery in between."""
-        t = await self._topic(topic)
-        subs = [await self._subscription(t, name) for name in sorted(t.mls[0].cursors)]
+        t = await self._r.topic(topic)
+        subs = [await self._r.subscription(t, name) for name in sorted(t.mls[0].cursors)]
         async with contextlib.AsyncExitStack() as stack:
             for sub in subs:
                 await stack.enter_async_context(sub.lock)
@@ -53,8 +56,8 @@ class TopicOps(QuotaOps):
 
     async def truncate_before(self, topic: str, message_id: MessageId) -> None:
         """Kafka's DeleteRecords on the partition that holds `message_id`'s ledger."""
-        t = await self._topic(topic)
-        partition = await self._partition_of(t, message_id)
+        t = await self._r.topic(topic)
+        partition = await self._r.partition_of(t, message_id)
         if partition is None:
             raise InvalidArgumentError(
                 f"message id {message_id} names no stored ledger of topic {t.name} (a partitioned "
@@ -66,7 +69,7 @@ class TopicOps(QuotaOps):
             return  # nothing stored to delete, or the log start is there already: never back
         if message_id > end:
             raise MessageIdBeyondEndError(t.name, str(message_id), str(end))
-        subs = [await self._subscription(t, name) for name in sorted(ml.cursors)]
+        subs = [await self._r.subscription(t, name) for name in sorted(ml.cursors)]
         async with contextlib.AsyncExitStack() as stack:
             for sub in subs:
                 await stack.enter_async_context(sub.lock)
@@ -74,7 +77,7 @@ class TopicOps(QuotaOps):
             await ml.truncate_before(message_id)
         t.notifier.notify()
 
-    async def _end_of(self, t: OpenTopic, partition: int) -> MessageId | None:
+    async def _end_of(self, t: Topic, partition: int) -> MessageId | None:
         """The id right after the partition's last message (None: it holds no entry)."""
         ml = t.mls[partition]
         last = ml.last_confirmed_position
@@ -85,7 +88,7 @@ class TopicOps(QuotaOps):
         count = len(decode_entry(ml.name, last.ledger_id, last.entry_id, await ml.read_entry(last)))
         return MessageId(last.ledger_id, last.entry_id, max(1, count))
 
-    async def honour_log_start(self, t: OpenTopic, sub: Subscription) -> None:
+    async def honour_log_start(self, t: Topic, sub: Subscription) -> None:
         """A subscription that starts (or seeks) before a partition's log start acks what is
         before it. Caller holds the subscription's lock."""
         for partition, ml in enumerate(t.mls):
@@ -95,29 +98,16 @@ class TopicOps(QuotaOps):
     # --- end of topic --------------------------------------------------------------------------
     async def reached_end_of_topic(self, topic: str, subscription: str) -> bool:
         """The topic is terminated and the subscription acked everything in it."""
-        t = await self._topic(topic)
-        return subscription_at_end(t, await self._subscription(t, subscription))
+        t = await self._r.topic(topic)
+        return subscription_at_end(t, await self._r.subscription(t, subscription))
 
 
 def all_terminated(mls: list[ManagedLedger]) -> bool:
     return all(ml.is_terminated for ml in mls)
 
 
-def subscription_at_end(t: OpenTopic, sub: Subscription) -> bool:
+def subscription_at_end(t: Topic, sub: Subscription) -> bool:
     return all_terminated(t.mls) and sub.backlog == 0
-
-
-def check_writable(t: OpenTopic, partitions: list[int] | None = None) -> None:
-    """TopicTerminatedError before anything of a produce is done (no dedup state, no write)."""
-    for i in range(len(t.mls)) if partitions is None else partitions:
-        if t.mls[i].is_terminated:
-            raise TopicTerminatedError(t.name)
-
-
-def terminated_error(t: OpenTopic, exc: ManagedLedgerTerminatedError) -> TopicTerminatedError:
-    err = TopicTerminatedError(t.name)
-    err.__cause__ = exc
-    return err
 
 
 async def _ack_before_id(sub: Subscription, partition: int, start: MessageId) -> None:

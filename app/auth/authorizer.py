@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from app.auth.policy import Need
 from managed_ledger.metadata.api import NamespaceGrants
-from topics.api import TopicsApi
+from topics.api import AdminApi
 
 MAX_CACHED = 10_000
 Key = tuple[str, str | None]
@@ -44,7 +44,7 @@ class Denied:
 class Authorizer:
     def __init__(
         self,
-        topics: TopicsApi,
+        topics: AdminApi,
         super_user_roles: frozenset[str],
         cache_ms: int,
         *,

@@ -35,15 +35,20 @@ from app import docs_ui
 from app.auth.authorizer import Authorizer, Denied
 from app.auth.policy import CHANGES_GRANTS, NAMESPACE_NEEDS, NEEDS, Need
 from app.auth.tokens import TokenRefused, TokenVerifier, bearer_token
+from app.console import CONSOLE_URL
 from app.errors import domain_problem, problem
 from app.fastpath import Message, Scope, Send
 from common.errors import QuireError
-from topics.api import TopicsApi
+from topics.api import AdminApi
 
 log = logging.getLogger("quire.auth")
 
-# Routes outside the spec that are open: the docs pages, their assets and the spec itself.
-OPEN_PATHS = frozenset({docs_ui.DOCS_URL, docs_ui.REDOC_URL, docs_ui.OAUTH2_REDIRECT_URL, "/openapi.json"})
+# Routes outside the spec that are open: the docs pages, their assets and the spec itself; `/`
+# (a redirect to the console) and the console's pages, which hold no data of their own: each
+# calls the API with its session's token, back through this gate (app.console.client).
+OPEN_PATHS = frozenset(
+    {docs_ui.DOCS_URL, docs_ui.REDOC_URL, docs_ui.OAUTH2_REDIRECT_URL, "/openapi.json", "/"}
+)
 _AUTHORIZATION = b"authorization"
 _CHALLENGE = b'Bearer realm="quire"'
 
@@ -120,7 +125,8 @@ def _rule(route: Any) -> Rule:
             raise RuntimeError(f"{route.operation_id} needs {need} but its path names no tenant/namespace")
         return Rule(route.path_regex, frozenset(route.methods), route.operation_id or "", need)
     path = getattr(route, "path", "")
-    if path in OPEN_PATHS or (isinstance(original, Mount) and path == docs_ui.ASSETS_URL):
+    console = path == CONSOLE_URL or path.startswith(CONSOLE_URL + "/")
+    if path in OPEN_PATHS or console or (isinstance(original, Mount) and path == docs_ui.ASSETS_URL):
         methods = getattr(route, "methods", None)
         return Rule(route.path_regex, None if methods is None else frozenset(methods), path, Need.OPEN)
     raise RuntimeError(f"route {path} is neither an operation of the spec nor a docs page: no rule for it")
@@ -130,7 +136,7 @@ class Gate:
     def __init__(
         self,
         routes: list[Any],
-        topics: TopicsApi,
+        topics: AdminApi,
         config: SecurityConfig,
         on_error: Callable[[int], None] | None = None,
     ) -> None:

@@ -28,9 +28,8 @@ from app.kafka_listener.errors import ErrorCode
 from app.kafka_listener.security import Access
 from app.kafka_listener.server import Handler, RequestContext
 from app.kafka_listener.versions import ApiKey
-from topics.api import PolicyName, TopicPolicies
+from topics.api import PolicyName, TopicPolicies, TopicsApi
 from topics.errors import TopicsError
-from topics.service import TopicService
 
 MB = 1024 * 1024
 # Kafka's retention.ms (log.retention.hours=168) and retention.bytes (-1) defaults, in Quire's terms.
@@ -102,7 +101,7 @@ def configs_from_policies(p: TopicPolicies, partitions: int) -> dict[str, str]:
 
 
 class KafkaAdmin:
-    def __init__(self, topics: TopicService, config: KafkaConfig, access: Access | None = None) -> None:
+    def __init__(self, topics: TopicsApi, config: KafkaConfig, access: Access | None = None) -> None:
         self._topics = topics
         self._config = config
         self._access = access or Access()

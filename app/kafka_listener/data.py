@@ -33,6 +33,7 @@ from app.kafka_listener.errors import ErrorCode
 from app.kafka_listener.security import Access
 from app.kafka_listener.server import Handler, RequestContext
 from app.kafka_listener.versions import ApiKey
+from common.errors import QuireError
 from common.kafka_records import (
     KafkaRecord,
     RecordBatchError,
@@ -41,13 +42,12 @@ from common.kafka_records import (
     parse_produced_batch,
 )
 from managed_ledger.entry_format import KIND_KAFKA, StoredMessage, bytes_of, decode_batch, kafka_batch
+from topics.api import KafkaBatch, KafkaFetched, TopicsApi
 from topics.errors import TopicNotFoundError, TopicsError
-from topics.kafka_ops import KafkaBatch, KafkaFetched
-from topics.service import TopicService
 
 
 class DataPlane:
-    def __init__(self, topics: TopicService, config: KafkaConfig, access: Access | None = None) -> None:
+    def __init__(self, topics: TopicsApi, config: KafkaConfig, access: Access | None = None) -> None:
         self._topics = topics
         self._config = config
         self._access = access or Access()
@@ -192,7 +192,7 @@ class DataPlane:
             base = await self._topics.kafka_produce(quire_topic(self._config, name), partition, batch)
         except RecordBatchError as exc:
             return ErrorCode(exc.code), -1
-        except TopicsError as exc:
+        except QuireError as exc:  # the topics layer's, or the managed ledger's from opening the topic
             return error_code(exc), -1
         return ErrorCode.NONE, base
 
@@ -234,7 +234,7 @@ class DataPlane:
                 fetched = await self._topics.kafka_fetch(
                     quire_topic(self._config, name), partition, offset, limit
                 )
-            except TopicsError as exc:
+            except QuireError as exc:
                 out.append((error_code(exc), None, b""))
                 continue
             records = batches(fetched)
@@ -295,7 +295,7 @@ class DataPlane:
                         quire_topic(self._config, t.name), p.partition_index, p.timestamp
                     )
                     code = ErrorCode.NONE
-                except TopicsError as exc:
+                except QuireError as exc:
                     offset, timestamp, code = -1, -1, error_code(exc)
                 except _NotAllowed:
                     offset, timestamp, code = -1, -1, ErrorCode.TOPIC_AUTHORIZATION_FAILED

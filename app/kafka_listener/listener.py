@@ -16,7 +16,7 @@ from app.kafka_listener.group_offsets import GroupCoordinator
 from app.kafka_listener.groups import GroupConfig
 from app.kafka_listener.security import Access, KafkaSecurity
 from app.kafka_listener.server import Handler, KafkaServer
-from topics.service import TopicService
+from topics.api import TopicsApi
 
 log = logging.getLogger("quire.kafka")
 
@@ -27,7 +27,7 @@ class KafkaListener:
 
     def __init__(
         self,
-        topics: TopicService,
+        topics: TopicsApi,
         config: KafkaConfig,
         groups: GroupConfig | None = None,
         *,

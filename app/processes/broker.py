@@ -18,7 +18,7 @@ import uvicorn
 
 from app.listen import BoundPort, bind_tcp
 from app.settings import Settings
-from topics.api import TopicsApi
+from topics.api import ClusterApi
 
 if TYPE_CHECKING:
     from app.kafka_listener.common import KafkaConfig
@@ -107,7 +107,7 @@ class HandoverServer(uvicorn.Server):
     lifespan closes the rest), so a rolling restart costs clients a redirect or a retry. A
     second signal stops at once."""
 
-    def __init__(self, config: uvicorn.Config, topics: TopicsApi) -> None:
+    def __init__(self, config: uvicorn.Config, topics: ClusterApi) -> None:
         super().__init__(config)
         self._topics = topics
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -11,7 +11,7 @@ from starlette.responses import Response
 from app import schemas
 from app.routes.common import Namespace, Tenant, Topic, empty, full_name, json_response, problems
 from topics import backlog_quota
-from topics.api import TopicsApi
+from topics.api import AdminApi
 
 QuotaTypeQuery = Annotated[
     schemas.BacklogQuotaType,
@@ -24,7 +24,7 @@ def _body(quota: schemas.BacklogQuotaUpdate) -> dict[str, Any]:
     return quota.model_dump(exclude_none=True)
 
 
-def topic_routes(router: APIRouter, topics: TopicsApi, prefix: str) -> None:
+def topic_routes(router: APIRouter, topics: AdminApi, prefix: str) -> None:
     @router.get(
         prefix + "/{topic}/backlogQuotaMap",
         operation_id="getBacklogQuotaMap",
@@ -72,7 +72,7 @@ def topic_routes(router: APIRouter, topics: TopicsApi, prefix: str) -> None:
         return empty()
 
 
-def namespace_routes(router: APIRouter, topics: TopicsApi) -> None:
+def namespace_routes(router: APIRouter, topics: AdminApi) -> None:
     @router.get(
         NAMESPACE + "/backlogQuotaMap",
         operation_id="getNamespaceBacklogQuotaMap",

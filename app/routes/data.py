@@ -57,7 +57,7 @@ from app.routes.table import (
     Reply,
     add_fastapi_route,
 )
-from topics.api import SubscriptionOptions, TopicsApi
+from topics.api import DataApi, SubscriptionOptions
 
 _JSON = (b"content-type", b"application/json")
 EMPTY_REPLY: Reply = (204, [], b"")
@@ -74,7 +74,7 @@ class DataHandlers:
     The metric objects' bound methods are looked up once here, not per request.
     """
 
-    def __init__(self, topics: TopicsApi, metrics: Metrics) -> None:
+    def __init__(self, topics: DataApi, metrics: Metrics) -> None:
         self.topics = topics
         self.metrics = metrics
         self._observe_produce = metrics.produce_seconds.observe
@@ -171,7 +171,7 @@ def data_router_for(handlers: DataHandlers) -> APIRouter:
     return router
 
 
-def _subscription_routes(router: APIRouter, topics: TopicsApi) -> None:
+def _subscription_routes(router: APIRouter, topics: DataApi) -> None:
     @router.put(
         "/subscriptions/{subscription}",
         operation_id="createSubscription",
@@ -217,7 +217,7 @@ def _subscription_routes(router: APIRouter, topics: TopicsApi) -> None:
         return empty()
 
 
-def _seek_route(router: APIRouter, topics: TopicsApi) -> None:
+def _seek_route(router: APIRouter, topics: DataApi) -> None:
     @router.post(
         "/subscriptions/{subscription}/seek",
         operation_id="seekSubscription",
@@ -235,7 +235,7 @@ def _seek_route(router: APIRouter, topics: TopicsApi) -> None:
         return empty()
 
 
-def _reader_routes(router: APIRouter, topics: TopicsApi) -> None:
+def _reader_routes(router: APIRouter, topics: DataApi) -> None:
     @router.get(
         "/messages/{message_id}",
         operation_id="getMessage",

@@ -19,7 +19,7 @@ from app.kafka_listener.group_offsets import GroupCoordinator
 from app.kafka_listener.groups import GroupSummary
 from app.routes.common import NO_CONTENT, empty, problems
 from managed_ledger.metadata.api import GroupOffset
-from topics.api import TopicsApi
+from topics.api import AdminApi
 from topics.errors import GroupNotFoundError
 from topics.group_offsets import MAX_GROUP_ID_LENGTH
 from topics.names import PERSISTENT_PREFIX
@@ -74,7 +74,7 @@ class KafkaGroup(BaseModel):
     members: list[KafkaGroupMember] | None = Field(default=None, description="null as state is")
 
 
-def kafka_groups_router(topics: TopicsApi) -> APIRouter:
+def kafka_groups_router(topics: AdminApi) -> APIRouter:
     router = APIRouter(tags=["admin"])
 
     @router.get(

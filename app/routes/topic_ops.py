@@ -7,10 +7,10 @@ from starlette.responses import Response
 from app import schemas
 from app.codec import parse_message_id
 from app.routes.common import Namespace, Tenant, Topic, empty, full_name, json_response, problems
-from topics.api import TopicsApi
+from topics.api import AdminApi
 
 
-def topic_ops_routes(router: APIRouter, topics: TopicsApi, prefix: str) -> None:
+def topic_ops_routes(router: APIRouter, topics: AdminApi, prefix: str) -> None:
     @router.post(
         prefix + "/{topic}/terminate",
         operation_id="terminateTopic",

@@ -31,6 +31,7 @@ from bench.chaos.cluster import Cluster, ClusterConfig
 from bench.chaos.faults import FaultConfig, Faults
 from bench.chaos.finale import Finale, lease_losses, topic_fences
 from bench.chaos.history import History, dump
+from bench.chaos.kafka_load import KafkaLoad, KafkaLoadConfig
 from bench.chaos.known import known_topics
 from bench.chaos.load import Load, LoadConfig
 from bench.chaos.postgres import PrivatePostgres, SharedPostgres
@@ -43,6 +44,7 @@ class CampaignConfig:
     seed: int | None = None
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     load: LoadConfig = field(default_factory=LoadConfig)
+    kafka: KafkaLoadConfig = field(default_factory=KafkaLoadConfig)
     faults: FaultConfig = field(default_factory=FaultConfig)
     # An ack counts as durable this long after it (with its whole batch) was answered, if no
     # fault happened meanwhile: a cursor flush interval plus this margin for a busy machine.
@@ -84,6 +86,7 @@ async def run_campaign(config: CampaignConfig) -> Outcome:
     cluster: Cluster | None = None
     client: CarefulClient | None = None
     load: Load | None = None
+    kafka: KafkaLoad | None = None
     outcome: Outcome | None = None
     try:
         database = await open_database(root)
@@ -94,15 +97,19 @@ async def run_campaign(config: CampaignConfig) -> Outcome:
         client = CarefulClient(cluster.urls, random.Random(f"{seed}:client"))
         load = Load(client, history, seed, config.load)
         await load.setup()
+        kafka = KafkaLoad(cluster.kafka_bootstrap, history, seed, config.kafka, root / "kafka-clients.log")
+        await asyncio.to_thread(kafka.setup)
         faults = Faults(cluster, database, history, seed, config.faults)
         for line in history.skipped:
             print(f"chaos: skipped: {line}", flush=True)
-        await _run_load(config, load, faults, history)
-        outcome = await _finish(config, seed, cluster, database, load, client, history)
+        await _run_load(config, load, kafka, faults, history)
+        outcome = await _finish(config, seed, cluster, database, load, kafka, client, history)
         return outcome
     finally:
         if load is not None:
             await load.stop()
+        if kafka is not None:
+            await asyncio.to_thread(kafka.stop)
         if client is not None:
             await client.close()
         if cluster is not None:
@@ -129,15 +136,19 @@ def _keep(config: CampaignConfig, root: Path, history: History, failed: bool) ->
     shutil.rmtree(root, ignore_errors=True)
 
 
-async def _run_load(config: CampaignConfig, load: Load, faults: Faults, history: History) -> None:
+async def _run_load(
+    config: CampaignConfig, load: Load, kafka: KafkaLoad, faults: Faults, history: History
+) -> None:
     stop = asyncio.Event()
     history.load_started = time.time()
     load.start()
+    kafka.start()
     fault_task = asyncio.create_task(faults.run(stop))
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(asyncio.shield(fault_task), config.seconds)
     stop.set()
     load.stop_producing.set()
+    kafka.stop_producing.set()
     history.load_ended = time.time()
     print("chaos: time is up; seeing the last fault through and the last batches answered", flush=True)
     await fault_task
@@ -149,6 +160,7 @@ async def _finish(
     cluster: Cluster,
     database: Any,
     load: Load,
+    kafka: KafkaLoad,
     client: CarefulClient,
     history: History,
 ) -> Outcome:
@@ -156,15 +168,21 @@ async def _finish(
     unanswered = await load.producers_done(config.finish_timeout_s)
     if unanswered:
         history.note(f"{unanswered} producers never got an answer for their last batch")
+    flushing = await asyncio.to_thread(kafka.producers_done, config.finish_timeout_s)
+    if flushing:
+        history.note(f"{flushing} Kafka producers still had messages without a delivery report")
     reason = await cluster.wait_healthy(config.finish_timeout_s)
     if reason:
         history.note(f"the cluster was not healthy at the end: {reason}")
     phase.done("last batches answered, cluster healthy")
     finale = Finale(load, config.finish_timeout_s, config.compaction_timeout_s)
     logs = await finale.read_logs()
+    kafka_log = await asyncio.to_thread(kafka.read_back, config.finish_timeout_s)
     phase.done("topics read back")
     undrained = await finale.drain(logs)
-    phase.done("subscriptions drained")
+    kafka_undrained = await asyncio.to_thread(kafka.drain, kafka_log, config.finish_timeout_s)
+    kafka_log.committed = await asyncio.to_thread(kafka.committed)
+    phase.done("subscriptions and the Kafka group drained")
     views = await finale.compacted_views()
     phase.done("final compactions run and read")
     await load.stop()
@@ -172,9 +190,15 @@ async def _finish(
     settle = cluster.config.cursor_flush_ms / 1000 + config.ack_settle_margin_s
     known = known_topics(history, cluster.root)
     moves = topic_fences(cluster, load.topics)
-    verdict = check(history, logs, views, load.delivered, faults, settle, known, moves)
+    verdict = check(history, logs, views, load.delivered, faults, settle, known, moves, kafka_log)
     if undrained:
         history.note(f"draining stopped after {config.finish_timeout_s:g} s with {undrained} undelivered")
+    if kafka_undrained:
+        history.note(
+            f"the Kafka group stopped after {config.finish_timeout_s:g} s with {kafka_undrained} unread"
+        )
+    if kafka.errors:
+        history.note("Kafka client errors: " + ", ".join(f"{k} {n}" for k, n in kafka.errors.most_common()))
     for line in client.unexpected[:20]:
         history.note(line)
     if len(client.unexpected) > 20:
@@ -190,6 +214,7 @@ async def _finish(
         logs=logs,
         lease_losses=len(faults) - len(history.faults),
         unexpected=len(client.unexpected),
+        kafka=kafka_log,
     )
     text = table(history, verdict, summary)
     print(text, flush=True)

@@ -23,7 +23,8 @@ Violations (each must be 0):
 - **not readable to its end**: reading a topic (or its compacted view) from `earliest` failed
   with a definite error, or stopped before the last message id; every acknowledged message past
   that point then counts as missing too;
-- **key_shared per-key order**: see `check_key_order`.
+- **key_shared per-key order**: see `check_key_order`;
+- the Kafka load's violations: see `kafka_checks.py`.
 
 The checks that are per subscription (never delivered, redelivered after a durable ack) cover
 every subscription the load made: shared, exclusive, failover and key_shared alike.
@@ -38,6 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.chaos.history import Fault, History, Sent
+from bench.chaos.kafka_checks import KAFKA_VIOLATIONS, check_kafka
+from bench.chaos.kafka_load import KafkaLog
 
 Message = dict[str, Any]
 MAX_EXAMPLES = 5
@@ -52,6 +55,7 @@ VIOLATIONS = (
     "stored, never delivered to a subscription",
     "topic not readable to its end",
     "key_shared per-key order violation",
+    *KAFKA_VIOLATIONS,  # the Kafka load's (kafka_checks.py)
 )
 # check_key_order: a fault or a fenced topic this close to a span counts as in it (log times are
 # to the millisecond and the client's times are its own, so a little slack on both sides).
@@ -380,9 +384,11 @@ def check(
     settle_s: float,
     known_topics: dict[str, str] | None = None,
     moves: list[Fault] | None = None,
+    kafka: KafkaLog | None = None,
 ) -> Verdict:
     """`moves`: per topic (a fault whose target is the topic's name), the times it may have been
-    reopened without a fault of `faults` (a managed ledger of it fenced, from the brokers' logs)."""
+    reopened without a fault of `faults` (a managed ledger of it fenced, from the brokers' logs).
+    `kafka`: what the Kafka topics hold at the end, for the Kafka load's checks."""
     verdict = Verdict(known_topics=known_topics or {})
     check_stored(history, logs, verdict)
     check_redelivery(history, logs, faults, settle_s, verdict)
@@ -392,4 +398,6 @@ def check(
     check_key_order(history, logs, faults, moves or [], verdict)
     for topic, failure in history.unreadable:
         verdict.add(VIOLATIONS[8], topic, failure)
+    if kafka is not None:
+        check_kafka(history, kafka, verdict)
     return verdict

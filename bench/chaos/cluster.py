@@ -11,7 +11,8 @@ entries, and dedup is on for every topic.
 
 Every client reaches a bookie through that bookie's proxy (it advertises the proxy's address),
 and each broker reaches PostgreSQL through a proxy of its own (`proxy.py`), so that the campaign
-can cut a link, cut it one way or hold its replies.
+can cut a link, cut it one way or hold its replies. Each broker also has a Kafka listener on a
+free port of its own, advertised as such (`kafka_bootstrap` lists them all).
 
 One bookie (the first) may keep its data on a tmpfs of its own (`mount -t tmpfs`, root only), so
 that its disk can be filled and freed; where that mount is refused the disk fault is skipped.
@@ -35,6 +36,7 @@ from sqlalchemy.engine import make_url
 from bench.chaos.procs import HOST, Proc, quire_args
 from bench.chaos.proxy import Proxy
 from bench.common import free_port
+from bookie.storage.diskio import CONTROL_VARIABLE
 
 FAST_SETTINGS = {
     "QUIRE_DEDUPLICATION_ENABLED": "true",
@@ -67,6 +69,15 @@ FAST_SETTINGS = {
 START_TIMEOUT_S = 120.0
 
 
+def control_file(root: Path, bookie_name: str) -> Path:
+    """A bookie's disk fault control file (`disk_faults.py`); empty or absent: no fault."""
+    return root / f"{bookie_name}.disk-faults.json"
+
+
+def shim_env(root: Path, bookie_name: str) -> dict[str, str]:
+    return {CONTROL_VARIABLE: str(control_file(root, bookie_name))}
+
+
 @dataclass(frozen=True)
 class ClusterConfig:
     bookies: int = 4  # one more than the ensemble: a spare to replace a failed bookie and copy onto
@@ -86,6 +97,7 @@ class Cluster:
         self.config = config
         self.bookie_ports = [free_port() for _ in range(config.bookies)]
         self.broker_ports = [free_port() for _ in range(config.brokers)]
+        self.kafka_ports = [free_port() for _ in range(config.brokers)]  # each broker's Kafka listener
         self.bookie_proxies = [Proxy(f"bookie-{i}", port) for i, port in enumerate(self.bookie_ports)]
         store_port = _port_of(database_url)
         self.store_proxies = [Proxy(f"broker-{i}-store", store_port) for i in range(config.brokers)]
@@ -104,19 +116,29 @@ class Cluster:
         }
         self.tmpfs: Path | None = None
         self.tmpfs_refused = ""
-        self.bookies = [self._bookie(i) for i in range(config.bookies)]
+        self.bookies = [
+            self._bookie(i, port, proxy)
+            for i, (port, proxy) in enumerate(zip(self.bookie_ports, self.bookie_proxies, strict=True))
+        ]
+        self._next_bookie = config.bookies
         self.brokers = [
             self._quire(f"broker-{i}", "broker", port, "--port", str(port))
             for i, port in enumerate(self.broker_ports)
         ]
-        for broker, proxy in zip(self.brokers, self.store_proxies, strict=True):
-            broker.env = {**self.env, "QUIRE_DATABASE_URL": _with_port(database_url, proxy.port)}
+        for broker, proxy, kafka in zip(self.brokers, self.store_proxies, self.kafka_ports, strict=True):
+            broker.env = {
+                **self.env,
+                "QUIRE_DATABASE_URL": _with_port(database_url, proxy.port),
+                "QUIRE_KAFKA_PORT": str(kafka),
+                "QUIRE_KAFKA_ADVERTISED_ADDRESS": f"{HOST}:{kafka}",
+            }
         self.compactor = self._quire("compactor", "compactor", None)
         recovery_port = free_port()
         self.autorecovery = self._quire(
             "autorecovery", "autorecovery", recovery_port, "--port", str(recovery_port)
         )
         self.urls = [f"http://{HOST}:{p}" for p in self.broker_ports]
+        self.kafka_bootstrap = ",".join(f"{HOST}:{p}" for p in self.kafka_ports)
         self.http = httpx.AsyncClient(timeout=3.0)
 
     def _quire(self, name: str, process: str, port: int | None, *extra: str) -> Proc:
@@ -125,13 +147,16 @@ class Cluster:
         args = quire_args(process, "--data-dir", str(data), *extra)
         return Proc(name, args, self.env, self.root / f"{name}.log", port)
 
-    def _bookie(self, i: int) -> Proc:
-        port = self.bookie_ports[i]
+    def _bookie(self, i: int, port: int, proxy: Proxy) -> Proc:
         data = self.root / f"bookie-{i}"
         data.mkdir(parents=True)
         if i == 0:
             self._mount_tmpfs(data)
-        env = {**self.env, "QUIRE_BOOKIE_ADVERTISED_ADDRESS": self.bookie_proxies[i].address}
+        env = {
+            **self.env,
+            "QUIRE_BOOKIE_ADVERTISED_ADDRESS": proxy.address,
+            **shim_env(self.root, f"bookie-{i}"),  # the disk faults' control file (empty: none)
+        }
         return Proc(f"bookie-{i}", quire_args("bookie", "--data-dir", str(data), "--port", str(port)),
                     env, self.root / f"bookie-{i}.log", port)  # fmt: skip
 
@@ -148,6 +173,35 @@ class Cluster:
             self.tmpfs_refused = f"cannot mount a tmpfs here: {done.stderr.strip()}"
             return
         self.tmpfs = where
+
+    async def add_bookie(self) -> Proc:
+        """A new bookie under a new id (a proxy of its own), started; it joins the cluster."""
+        i, self._next_bookie = self._next_bookie, self._next_bookie + 1
+        port = free_port()
+        proxy = Proxy(f"bookie-{i}", port)
+        await proxy.start()
+        self.bookie_ports.append(port)
+        self.bookie_proxies.append(proxy)
+        bookie = self._bookie(i, port, proxy)
+        self.bookies.append(bookie)
+        bookie.start()
+        return bookie
+
+    async def retire(self, bookie: Proc) -> None:
+        """A bookie gone for good: no longer part of the cluster (its proxy closed)."""
+        at = self.bookies.index(bookie)
+        del self.bookies[at], self.bookie_ports[at]
+        await self.bookie_proxies.pop(at).close()
+
+    async def decommission(self, bookie_id: str) -> int:
+        """Ask a broker to decommission `bookie_id`; the HTTP status (0: no broker answered)."""
+        for url in self.urls:
+            try:
+                r = await self.http.post(f"{url}/admin/v2/bookies/{bookie_id}/decommission")
+            except httpx.HTTPError:
+                continue
+            return r.status_code
+        return 0
 
     def data_dir(self, bookie: Proc) -> Path:
         return self.root / bookie.name

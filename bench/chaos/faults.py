@@ -27,6 +27,8 @@ every broker ready, every bookie writable).
   `one-way-store` (its statements run, their answers are lost: commits whose outcome is unknown);
 - `skew-broker`, `skew-bookie`: the process restarted with its wall clock ahead or behind by
   several leases (`QUIRE_TEST_CLOCK_OFFSET_MS`), kept so for a while, then restarted true;
+- disk and identity faults of bookies (`disk_faults.py`): `slow-disk`, `fsync-error`,
+  `lost-write`, `power-loss`, `bit-rot`, `twin-bookie`, `replace-bookie`;
 - compound faults (`COMPOUND`): two of the above overlapping, the second injected a moment after
   the first on another process (a wipe while another bookie is down, a broker killed while a
   bookie is cut off, a broker killed while PostgreSQL is stalled).
@@ -43,6 +45,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bench.chaos.cluster import Cluster
+from bench.chaos.disk_faults import DISK_KINDS, DiskFaults
 from bench.chaos.history import Fault, History
 from bench.chaos.procs import Proc
 
@@ -50,7 +53,7 @@ SINGLE = (
     "kill-bookie", "kill-broker", "kill-compactor", "pause-bookie", "pause-broker", "pause-compactor",
     "wipe-bookie", "stop-postgres", "fill-disk", "pause-postgres", "kill-autorecovery",
     "pause-autorecovery", "partition-bookie", "one-way-bookie", "partition-store", "hold-store",
-    "one-way-store", "skew-broker", "skew-bookie",
+    "one-way-store", "skew-broker", "skew-bookie", *DISK_KINDS,
 )  # fmt: skip
 COMPOUND = ("wipe-bookie+kill-bookie", "kill-broker+partition-bookie", "kill-broker+pause-postgres")
 KINDS = (*SINGLE, *COMPOUND)
@@ -100,6 +103,7 @@ class Faults:
             self.kinds.remove("fill-disk")
             history.skipped.append(f"fill-disk: {cluster.tmpfs_refused}")
         self._wiped_unrecovered = False
+        self.disk = DiskFaults(self)
 
     def _plan(self) -> list[str]:
         """The next round, popped from its end."""
@@ -134,8 +138,10 @@ class Faults:
     async def _inject(self, kind: str, exclude: Proc | None = None) -> Fault | None:
         if "+" in kind:
             return await self._compound(kind)
+        if kind in DISK_KINDS:
+            return await self.disk.inject(kind)
         action, _, role = kind.rpartition("-")
-        if kind == "wipe-bookie" and not await self._wipe_allowed():
+        if kind == "wipe-bookie" and not await self.loss_allowed():
             return None
         target = self._target(role, exclude)
         fault = Fault(kind, target.name if target else "postgres", time.time())
@@ -214,7 +220,12 @@ class Faults:
         await asyncio.sleep(hold)
         proc.resume()
 
-    async def _wipe_allowed(self) -> bool:
+    async def loss_allowed(self) -> bool:
+        """Whether a bookie's copies may be lost now (a wipe, a replacement): not while an earlier
+        loss is not re-replicated yet, nor ever after a bit rot (a rotten copy is not repaired)."""
+        if self.disk.rotten:
+            self.history.note("a wipe or replacement was skipped: a copy rotten by bit-rot is never repaired")
+            return False
         if not self._wiped_unrecovered:
             return True
         missing = await self.cluster.underreplicated()
@@ -222,8 +233,9 @@ class Faults:
             self._wiped_unrecovered = False
             return True
         self.history.note(
-            "a wipe-bookie was skipped: ledgers still lack the copies an earlier wipe took (with as many "
-            "bookies as the ensemble size there is no bookie to copy them to; a second loss is beyond Qw=2)"
+            "a wipe or replacement was skipped: ledgers still lack the copies an earlier loss took (with "
+            "as many bookies as the ensemble size there is no bookie to copy them to; a second loss is "
+            "beyond Qw=2)"
         )
         return False
 
@@ -239,6 +251,10 @@ class Faults:
         await asyncio.to_thread(self.cluster.wipe, bookie)
         await asyncio.sleep(down)
         await self._restart(bookie, "bookie", "--format")
+        self.wiped()
+
+    def wiped(self) -> None:
+        """A bookie's copies were lost: the next loss waits for their re-replication."""
         self._wiped_unrecovered = True
 
     async def _stop_postgres(self, fault: Fault) -> None:

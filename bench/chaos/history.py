@@ -95,6 +95,60 @@ class Sighting:
     value: str | None
 
 
+@dataclass(slots=True)
+class KafkaEpochBump:
+    """A Kafka producer's client bumped its idempotent producer epoch (librdkafka's log line "All
+    partitions drained, bumped epoch to PID{Id:..,Epoch:..}", seen when the client is polled):
+    its unacknowledged messages are sent again under the new epoch, with sequences from 0."""
+
+    producer: str
+    at: float
+    producer_id: int
+    epoch: int
+
+
+@dataclass(slots=True)
+class KafkaSend:
+    """One message a Kafka producer (idempotent, acks=all) handed to its client, and the delivery
+    report it got: the partition and offset it was acknowledged at, or the error."""
+
+    topic: str
+    producer: str  # one client instance: a producer that hit a fatal error is replaced by a new one
+    index: int  # the order the producer sent in
+    key: str
+    value: str  # unique in the campaign
+    sent_at: float
+    partition: int | None = None
+    offset: int | None = None
+    error: str = ""
+    reported_at: float | None = None  # None: no delivery report (the campaign ended first)
+
+
+@dataclass(slots=True)
+class KafkaDelivery:
+    """One message a member of the Kafka consumer group got."""
+
+    member: str
+    topic: str
+    partition: int
+    offset: int
+    value: str
+    at: float
+
+
+@dataclass(slots=True)
+class KafkaCommit:
+    """A committed offset of the Kafka group: one partition of a commit a member made and got
+    answered (`sent_at` to `answered_at`), or one the offset poller read (`member` "poll")."""
+
+    member: str
+    topic: str
+    partition: int
+    offset: int
+    sent_at: float
+    answered_at: float
+
+
 @dataclass
 class History:
     sent: list[Sent] = field(default_factory=list)
@@ -115,6 +169,12 @@ class History:
     note_times: dict[str, list[float]] = field(default_factory=dict)  # note -> when it was said
     restarts: Counter[str] = field(default_factory=Counter)  # per role kind: bookie, broker, ...
     compactions_requested: int = 0
+    kafka_sent: list[KafkaSend] = field(default_factory=list)
+    kafka_deliveries: list[KafkaDelivery] = field(default_factory=list)
+    kafka_commits: list[KafkaCommit] = field(default_factory=list)  # members' commits, answered
+    kafka_polled: list[KafkaCommit] = field(default_factory=list)  # committed offsets as polled
+    kafka_commit_failures: Counter[str] = field(default_factory=Counter)  # error name -> count
+    kafka_epoch_bumps: list[KafkaEpochBump] = field(default_factory=list)
     load_started: float = 0.0
     load_ended: float = 0.0
 
@@ -144,6 +204,11 @@ def dump(history: History, path: Path) -> None:
             ("ack", history.acks),
             ("silence", history.silences),
             ("fault", history.faults),
+            ("kafka-send", history.kafka_sent),
+            ("kafka-delivery", history.kafka_deliveries),
+            ("kafka-commit", history.kafka_commits),
+            ("kafka-polled", history.kafka_polled),
+            ("kafka-epoch-bump", history.kafka_epoch_bumps),
         ):
             for record in records:
                 f.write(json.dumps({"record": kind, **asdict(record)}) + "\n")

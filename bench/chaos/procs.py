@@ -65,7 +65,13 @@ class Proc:
             self.popen = subprocess.Popen(
                 [*self.args, *extra_args],
                 cwd=REPO,
-                env={"QUIRE_KAFKA_PORT": "0", **os.environ, **self.env, **extra_env},  # no Kafka port clash
+                env={
+                    "QUIRE_KAFKA_PORT": "0",
+                    "QUIRE_PULSAR_PORT": "0",
+                    **os.environ,
+                    **self.env,
+                    **extra_env,
+                },  # no port clash
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

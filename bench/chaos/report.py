@@ -11,6 +11,8 @@ from typing import Any
 from bench.chaos.checker import VIOLATIONS, Verdict
 from bench.chaos.faults import KINDS
 from bench.chaos.history import History
+from bench.chaos.kafka_checks import kafka_figures
+from bench.chaos.kafka_load import KafkaLog
 from bench.chaos.known import KNOWN_BUGS
 
 MAX_NOTES = 25
@@ -25,6 +27,7 @@ class Summary:
     logs: dict[str, list[dict[str, Any]]]
     lease_losses: int
     unexpected: int
+    kafka: KafkaLog | None = None
 
 
 def longest_unavailability(history: History) -> tuple[float, float, float]:
@@ -98,6 +101,7 @@ def _rows(history: History, verdict: Verdict, summary: Summary) -> list[tuple[st
         ("key_shared: a key's delivery to another consumer", str(consumer_changes(history, "key_shared"))),
         ("key_shared: deliveries compared for per-key order", str(verdict.order_compared)),
     ]
+    rows += _kafka_rows(history, summary)
     rows += [(f"faults: {kind}", str(faults[kind])) for kind in KINDS]
     rows.append(("leases lost without a fault (broker logs)", str(summary.lease_losses)))
     restarts = ", ".join(f"{role} {n}" for role, n in sorted(history.restarts.items())) or "none"
@@ -112,11 +116,31 @@ def _rows(history: History, verdict: Verdict, summary: Summary) -> list[tuple[st
     return rows
 
 
+def _kafka_rows(history: History, summary: Summary) -> list[tuple[str, str]]:
+    k = kafka_figures(history, summary.kafka)
+    return [
+        (
+            "Kafka: messages sent (acked; acked without an offset; delivery errors; no report)",
+            f"{k['sent']} ({k['acked']}; {k['acked without an offset']}; {k['delivery errors']}; "
+            f"{k['never reported']})",
+        ),
+        (
+            "Kafka: messages stored (read back over Kafka; of them sent again under a bumped epoch)",
+            f"{k['stored']} ({k['stored again after an epoch bump']})",
+        ),
+        ("Kafka: producer epoch bumps (librdkafka's)", str(k["epoch bumps"])),
+        ("Kafka: group deliveries (distinct offsets)", f"{k['deliveries']} ({k['distinct delivered']})"),
+        ("Kafka: partitions committed (commits failed)", f"{k['commits']} ({k['commit failures']})"),
+        ("Kafka: committed offset changes polled", str(k["polled changes"])),
+    ]
+
+
 def figures(history: History, verdict: Verdict, summary: Summary) -> dict[str, Any]:
     """The table's numbers for programs (the CI test)."""
     return {
         "seed": summary.seed,
         "acknowledged": sum(1 for m in history.sent if m.answered_at is not None),
+        "kafka": kafka_figures(history, summary.kafka),
         "faults": dict(Counter(f.kind for f in history.faults)),
         "restarts": dict(history.restarts),
         "longest_unavailability_s": longest_unavailability(history)[0],

@@ -504,6 +504,7 @@ class LedgerStorage:
             return None  # the slot outlived a truncated tail: that record is gone
         rec = decode_record(data, 0)
         if rec is None:
+            log.error("ledger %d entry %d: checksum mismatch in its stored record", ledger_id, entry_id)
             raise BookieError(ErrorCode.CORRUPT, f"ledger {ledger_id} entry {entry_id}: checksum mismatch")
         if rec.type != ADD or rec.ledger_id != ledger_id or rec.entry_id != entry_id:
             return None  # a stale slot (its record was cut off and the place reused)

@@ -31,6 +31,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 
+from bookie.storage import diskio
 from bookie.storage.apply import repoint_segment
 from bookie.storage.index import EntryIndex, IndexDamagedError, LedgerState, fsync_directory, sync_index_files
 from bookie.storage.journal import SegmentFiles
@@ -178,7 +179,7 @@ class GarbageCollector:
                 if count % _YIELD_EVERY == 0:
                     await asyncio.sleep(0)
             await loop.run_in_executor(None, _write_all, fd, b"".join(parts))
-            await loop.run_in_executor(None, os.fsync, fd)
+            await loop.run_in_executor(None, diskio.fsync, fd)
         except BaseException:
             # A full disk (or anything else) mid-copy: the old generation is untouched and whole.
             os.close(fd)
@@ -199,4 +200,4 @@ def _encode(rec: Record) -> bytes:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        view = view[diskio.write(fd, view) :]

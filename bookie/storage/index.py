@@ -52,6 +52,7 @@ from pathlib import Path
 
 import google_crc32c
 
+from bookie.storage import diskio
 from common.errors import ErrorKind, QuireError
 
 FORMAT_VERSION = 1
@@ -148,7 +149,7 @@ class EntryIndex:
             if not create:
                 return None
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            os.pwrite(fd, INDEX_HEADER.pack(INDEX_MAGIC, FORMAT_VERSION, 0, ledger_id), 0)
+            diskio.pwrite(fd, INDEX_HEADER.pack(INDEX_MAGIC, FORMAT_VERSION, 0, ledger_id), 0)
         self._fds[ledger_id] = fd
         while len(self._fds) > self._max_open:
             # A dirty file stays in `dirty`: the checkpoint syncs it by path, through a new descriptor.
@@ -161,7 +162,7 @@ class EntryIndex:
         assert first_entry_id >= 0 and len(slots) % SLOT_SIZE == 0, "whole slots of real entries"
         fd = self._fd(ledger_id, create=True)
         assert fd is not None
-        os.pwrite(fd, slots, INDEX_HEADER_SIZE + first_entry_id * SLOT_SIZE)
+        diskio.pwrite(fd, slots, INDEX_HEADER_SIZE + first_entry_id * SLOT_SIZE)
         self.dirty.add(ledger_id)
 
     def lookup(self, ledger_id: int, entry_id: int) -> Slot | None:
@@ -234,8 +235,8 @@ def write_checkpoint(directory: Path, checkpoint: Checkpoint) -> None:
     tmp = directory / (CHECKPOINT_NAME + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.write(fd, head + body)
-        os.fsync(fd)
+        diskio.write(fd, head + body)
+        diskio.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, directory / CHECKPOINT_NAME)
@@ -273,7 +274,7 @@ def sync_index_files(index: EntryIndex, ledgers: set[int]) -> None:
         except FileNotFoundError:
             continue  # deleted meanwhile: nothing to keep
         try:
-            os.fsync(fd)
+            diskio.fsync(fd)
         finally:
             os.close(fd)
 
@@ -330,6 +331,6 @@ class SlotRuns:
 def fsync_directory(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        diskio.fsync(fd)
     finally:
         os.close(fd)

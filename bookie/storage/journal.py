@@ -25,6 +25,7 @@ import os
 import time
 from pathlib import Path
 
+from bookie.storage import diskio
 from bookie.storage.index import fsync_directory
 from bookie.storage.records import encode_segment_header, parse_segment_name, segment_name
 from common.errors import ErrorKind, QuireError
@@ -108,17 +109,17 @@ class SegmentFiles:
         try:
             if valid_end is None:
                 header = encode_segment_header(segment, 0)
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, header, 0)
+                diskio.ftruncate(fd, 0)
+                diskio.pwrite(fd, header, 0)
                 valid_end = len(header)
             else:
-                os.ftruncate(fd, valid_end)  # what follows is torn or garbled: never acknowledged
+                diskio.ftruncate(fd, valid_end)  # what follows is torn or garbled: never acknowledged
             reserved = True
             try:
                 reserved_end = self._reserve(fd, valid_end, self._ahead_of(valid_end))
             except DiskFullError:
                 reserved, reserved_end = False, valid_end
-            os.fsync(fd)
+            diskio.fsync(fd)
             fsync_directory(self.directory)
         except BaseException:
             os.close(fd)
@@ -135,9 +136,9 @@ class SegmentFiles:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             header = encode_segment_header(segment, 0)
-            os.pwrite(fd, header, 0)
+            diskio.pwrite(fd, header, 0)
             reserved_end = self._reserve(fd, len(header), self._ahead_of(len(header)))
-            os.fsync(fd)
+            diskio.fsync(fd)
         except BaseException:
             os.close(fd)
             with contextlib.suppress(FileNotFoundError):
@@ -145,8 +146,8 @@ class SegmentFiles:
             raise
         if self._write_fd >= 0:
             # Sealed: give back the unused reservation, so its file holds only its records.
-            os.ftruncate(self._write_fd, self.current_offset)
-            os.fsync(self._write_fd)
+            diskio.ftruncate(self._write_fd, self.current_offset)
+            diskio.fsync(self._write_fd)
         fsync_directory(self.directory)
         self._switch_to(fd, segment, len(header), reserved_end)
 
@@ -189,7 +190,7 @@ class SegmentFiles:
             self.reserved_end = self._reserve(self._write_fd, self.reserved_end, self._ahead_of(end))
         try:
             while view:
-                written = os.pwrite(self._write_fd, view, offset)
+                written = diskio.pwrite(self._write_fd, view, offset)
                 assert written > 0, "pwrite makes progress or raises"
                 view = view[written:]
                 offset += written
@@ -198,7 +199,7 @@ class SegmentFiles:
                 raise DiskFullError(f"no space to write {len(data)} bytes of the journal") from exc
             raise
         started = time.perf_counter()
-        os.fdatasync(self._write_fd)
+        diskio.fdatasync(self._write_fd)
         self.last_sync_s = time.perf_counter() - started
         self.current_offset = offset
 

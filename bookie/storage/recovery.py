@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bookie.errors import JournalDamagedError
+from bookie.storage import diskio
 from bookie.storage.apply import apply_record, repoint_segment_now
 from bookie.storage.index import (
     EntryIndex,
@@ -220,8 +221,8 @@ def keep_cut_tail(path: Path, valid_end: int, end: int) -> int:
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            os.write(fd, cut)
-            os.fsync(fd)
+            diskio.write(fd, cut)
+            diskio.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, broken)

@@ -20,6 +20,7 @@ import pytest
 
 from app.main import QuireApp, create_app
 from managed_ledger.metadata.memory import InMemoryMetadataStore
+from tests.kinds import kind
 from tests.support import QuireProcess, free_port, port_open, wait_until
 from tests.topics.conftest import Env, make_env
 from topics.config import TopicsConfig
@@ -119,6 +120,7 @@ def postgres_stack(root: Path, postgres_url: str, **extra_env: str) -> Iterator[
 
 
 @pytest.fixture(scope="module")
+@kind("live")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     s = start_stack(
         tmp_path_factory.mktemp("stack"),

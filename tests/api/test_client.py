@@ -51,6 +51,7 @@ def _files(root: Path) -> set[str]:
     }
 
 
+@pytest.mark.process
 def test_committed_client_is_what_make_client_generates(tmp_path: Path) -> None:
     out = tmp_path / "python"
     done = subprocess.run(

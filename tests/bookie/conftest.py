@@ -13,6 +13,7 @@ import pytest
 
 from bookie.server import BookieServer, ServerConfig
 from tests.bookie.fakes import MemoryStorage
+from tests.kinds import kind
 from tests.support import QuireProcess, free_port, port_open, wait_until
 
 START_TIMEOUT_S = 30.0
@@ -109,6 +110,7 @@ def start_bookie_process(
 
 
 @pytest.fixture
+@kind("process")
 def bookie_process(tmp_path: Path) -> Iterator[BookieProcess]:
     bookie = start_bookie_process(tmp_path)
     try:

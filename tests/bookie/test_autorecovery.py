@@ -415,3 +415,28 @@ async def test_a_decommission_cancelled_while_a_pass_ran_stays_cancelled(cluster
     cluster.store.set_bookie_state(a, BookieState.WRITABLE, expect=BookieState.DECOMMISSIONING)  # cancel
     cluster.auditor._finish_decommissions({a}, result)  # the racing pass's late write
     assert {r.bookie_id: r.state for r in cluster.store.list_bookies()}[a] == BookieState.WRITABLE
+
+
+async def test_a_segment_with_no_entry_on_the_lost_bookie_is_moved_off_it_without_copies(
+    cluster: Cluster,
+) -> None:
+    """E=3 Qw=2 and one entry: entry 0 lives on the first two bookies only, so the third holds
+    nothing of the ledger. Losing it leaves nothing to copy; the segment still moves off it (a
+    pass that tried to read zero runs failed with IndexError and stalled every later ledger)."""
+    a, b, c, _ = _addresses(cluster)
+    handle = await cluster.ledgers.create(3, 2, 2, ensemble=(a, b, c))
+    await handle.add_entry(b"entry-000")
+    meta = await cluster.ledgers.close(handle)
+    assert c not in ledger_spec(meta).write_set(0)
+    cluster.kill(c)
+    cluster.tick(TIMEOUT_MS)
+    cluster.auditor.audit_once()
+    cluster.tick(GRACE_MS)
+    assert cluster.auditor.audit_once().marked == 1
+    worker = cluster.worker()
+    while await worker.run_once():
+        pass
+    assert cluster.store.list_underreplicated() == []
+    assert c not in {x for _, bs in cluster.store.get_ledger(meta.ledger_id).history() for x in bs}
+    assert worker.counters.recovered_entries == 0
+    assert await cluster.ledgers.read(meta.ledger_id, 0, 0) == [b"entry-000"]

@@ -15,6 +15,7 @@ from bookie.client import BookieClientConfig, BookieLedgerClient
 from bookie.errors import BookieError, ErrorCode
 from bookie.types import LedgerSpec
 from tests.bookie.conftest import BookieProcess, ThreadBookie, start_bookie_process
+from tests.kinds import kind
 from tests.support import free_port
 
 
@@ -36,6 +37,7 @@ async def silent_bookie() -> AsyncIterator[str]:
 
 
 @pytest.fixture
+@kind("process")
 def three_bookies(tmp_path: Path) -> Iterator[list[BookieProcess]]:
     procs: list[BookieProcess] = []
     try:

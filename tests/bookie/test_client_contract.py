@@ -15,12 +15,14 @@ from bookie.errors import BookieError, FencedError, NoSuchEntryError, NoSuchLedg
 from bookie.memory import InMemoryLedgerClient
 from bookie.types import LedgerSpec
 from tests.bookie.conftest import BookieProcess, start_bookie_process
+from tests.kinds import kind
 
 _ids = itertools.count(1)
 SpecFactory = Callable[[], LedgerSpec]
 
 
 @pytest.fixture(scope="module")
+@kind("process")
 def bookies(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[BookieProcess]]:
     tmp = tmp_path_factory.mktemp("bookies")
     procs: list[BookieProcess] = []
@@ -33,7 +35,13 @@ def bookies(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[BookiePro
             p.stop()
 
 
-@pytest.fixture(params=["memory", "bookie", "bookies-3-2-2"])
+@pytest.fixture(
+    params=[
+        "memory",
+        pytest.param("bookie", marks=pytest.mark.process),
+        pytest.param("bookies-3-2-2", marks=pytest.mark.process),
+    ]
+)
 async def subject(request: pytest.FixtureRequest) -> AsyncIterator[tuple[LedgerClient, SpecFactory]]:
     client: LedgerClient
     if request.param == "memory":

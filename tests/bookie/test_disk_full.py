@@ -24,6 +24,8 @@ from bookie.errors import BookieError, ErrorCode
 from bookie.types import LedgerSpec
 from tests.bookie.conftest import BookieProcess
 
+pytestmark = pytest.mark.process
+
 DISK_SIZE = "48m"
 FILLER_BYTES = 16 * 1024 * 1024
 SEGMENT_BYTES = 4 * 1024 * 1024

@@ -18,12 +18,16 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from bookie.client import BookieLedgerClient
 from bookie.errors import ErrorCode, NoSuchEntryError
 from bookie.protocol import LEDGER_ENTRY, Op
 from bookie.types import LedgerSpec
 from tests.bookie.conftest import BookieProcess, start_bookie_process
 from tests.support import REPO, wait_until
+
+pytestmark = pytest.mark.process
 
 CYCLES = 5
 WINDOW = 128

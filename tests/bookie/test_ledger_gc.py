@@ -126,6 +126,7 @@ async def test_a_store_that_cannot_answer_or_misses_a_row_deletes_nothing() -> N
     assert first.ledger_id in storage.ledger_ids()
 
 
+@pytest.mark.process
 def test_quire_bookie_runs_the_collector_only_on_the_clusters_store(tmp_path: Path) -> None:
     """Wiring: `quire bookie` with QUIRE_DATABASE_URL deletes a ledger whose row went; without
     it (its own SQLite file, which holds none of the cluster's ledgers) it never collects."""

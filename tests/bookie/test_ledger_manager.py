@@ -56,7 +56,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerMeta
             drop_postgres_schema(*cleanup)
 
 
-@pytest.fixture(params=["memory-client", "bookie"])
+@pytest.fixture(params=["memory-client", pytest.param("bookie", marks=pytest.mark.process)])
 async def client_and_ensemble(
     request: pytest.FixtureRequest,
 ) -> AsyncIterator[tuple[LedgerClient, tuple[str, ...]]]:

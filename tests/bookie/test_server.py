@@ -35,7 +35,7 @@ from tests.bookie.conftest import ThreadBookie, start_bookie_process
 from tests.bookie.raw import WAIT_S, Raw
 
 
-@pytest.fixture(params=["memory", "process"])
+@pytest.fixture(params=["memory", pytest.param("process", marks=pytest.mark.process)])
 def port(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[int]:
     if request.param == "memory":
         bookie = request.getfixturevalue("memory_bookie")

@@ -10,11 +10,13 @@ import pytest
 
 from tests.cluster.harness import Cluster
 from tests.conftest import drop_postgres_schema, fresh_postgres_schema_url
+from tests.kinds import kind
 
 StartCluster = Callable[..., Cluster]
 
 
 @pytest.fixture
+@kind("process")
 def start_cluster(tmp_path: Path, postgres_url: str) -> Iterator[StartCluster]:
     url, schema = fresh_postgres_schema_url(postgres_url)
     clusters: list[Cluster] = []

@@ -1,8 +1,8 @@
 """A cluster of real processes for the several-brokers tests: one `quire bookie` and N
 `quire broker`s on one PostgreSQL schema, and a careful client that knows every broker.
 
-Every process runs this worktree's code (`python -m app.cli` with the worktree as cwd and
-PYTHONPATH), in a session of its own, on free ports, and is killed by process group at the end.
+The processes are `devtools.cluster.LocalCluster`'s: this worktree's code (`python -m app.cli`),
+each in a session of its own, on free ports, killed by process group at the end.
 Every wait is bounded.
 
 The careful client is what a real client of a multi-broker Quire does: it follows `307` to the
@@ -15,8 +15,6 @@ deduplication on a retry is never stored twice.
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import threading
 import time
 from collections import Counter
@@ -28,19 +26,14 @@ from typing import Any
 
 import httpx
 
-from tests.support import REPO, QuireProcess, free_port, port_open, wait_until
+from devtools.cluster import BOOKIE_HEARTBEAT, SHORT_LEASES, LocalCluster, Node
+from devtools.cluster import KEEP_ALL as KEEP_ALL  # the tests import it from here
+from devtools.procs import Proc, free_port
 
 START_TIMEOUT_S = 90.0  # a loaded two-core machine starts a broker in a few seconds, at worst ~30
 STOP_TIMEOUT_S = 30.0
-LEASE_MS = 2_000
-HEARTBEAT_MS = 500
-SHORT_LEASES = {
-    "QUIRE_BROKER_LEASE_MS": str(LEASE_MS),
-    "QUIRE_BROKER_HEARTBEAT_INTERVAL_MS": str(HEARTBEAT_MS),
-}
-BOOKIE_HEARTBEAT = {"QUIRE_BOOKIE_HEARTBEAT_INTERVAL_MS": "500", "QUIRE_BOOKIE_HEARTBEAT_TIMEOUT_MS": "5000"}
-# Keep every message readable from `earliest` (the default retention deletes acked ledgers).
-KEEP_ALL = {"QUIRE_RETENTION_TIME_MINUTES": "-1", "QUIRE_RETENTION_SIZE_MB": "-1"}
+LEASE_MS = int(SHORT_LEASES["QUIRE_BROKER_LEASE_MS"])
+HEARTBEAT_MS = int(SHORT_LEASES["QUIRE_BROKER_HEARTBEAT_INTERVAL_MS"])
 NS = "public/default"
 
 
@@ -48,14 +41,27 @@ NS = "public/default"
 class Broker:
     """One `quire broker` process; `port` is kept by its replacement."""
 
-    name: str
-    port: int
-    process: QuireProcess
-    paused: bool = False
+    node: Node
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def port(self) -> int:
+        return self.node.port
+
+    @property
+    def process(self) -> Proc:
+        return self.node.proc
+
+    @property
+    def paused(self) -> bool:
+        return self.node.paused
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return self.node.url
 
     @property
     def kafka(self) -> str:
@@ -69,39 +75,47 @@ class Broker:
 
     @property
     def broker_id(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return self.node.address
 
     @property
     def pid(self) -> int:
-        return self.process.pid
+        return self.node.pid
 
     def alive(self) -> bool:
-        return self.process.alive()
+        return self.node.alive()
 
     def log(self) -> str:
-        return self.process.log()
+        return self.node.log()
 
 
 @dataclass
 class Cluster:
+    """One bookie and N brokers over `devtools.cluster.LocalCluster` (which owns the processes)."""
+
     root: Path
     database_url: str
     env: dict[str, str] = field(default_factory=dict)  # extra settings of every broker
     short_leases: bool = True  # else the settings' default lease and heartbeat
     bookie_port: int = field(default_factory=free_port)
-    bookie: QuireProcess | None = None
+    bookie: Node | None = None
     brokers: list[Broker] = field(default_factory=list)
     _retired: list[Broker] = field(default_factory=list)
-    _starts: int = 0
+    _local: LocalCluster | None = None
 
     # --- processes ---------------------------------------------------------------------------
+    @property
+    def local(self) -> LocalCluster:
+        if self._local is None:
+            self._local = LocalCluster(self.root, self.database_url, dict(BOOKIE_HEARTBEAT), START_TIMEOUT_S)
+        return self._local
+
     def start(self, brokers: int) -> Cluster:
         """The bookie and the brokers start together (a broker waits for a live bookie, and the
         schema migration is serialised by a lock), which saves a slow machine a few seconds."""
         try:
-            self._spawn_bookie()
+            self.bookie = self.local.bookie(self.bookie_port, wait=False)
             started = [self._spawn_broker() for _ in range(brokers)]
-            self._wait_bookie()
+            self.local.wait_port(self.bookie)
             with ThreadPoolExecutor(len(started)) as pool:
                 list(pool.map(self.wait_ready, started))
         except BaseException:
@@ -109,37 +123,8 @@ class Cluster:
             raise
         return self
 
-    def _spawn_bookie(self) -> None:
-        env = {
-            "PYTHONPATH": str(REPO),
-            "QUIRE_DATABASE_URL": self.database_url,
-            "QUIRE_BOOKIE_HOST": "127.0.0.1",
-            **BOOKIE_HEARTBEAT,
-        }
-        args = ["bookie", "--data-dir", str(self.root / "bookie"), "--port", str(self.bookie_port)]
-        self.bookie = QuireProcess(args, env, self.root / "bookie.log").start()
-
-    def _wait_bookie(self) -> None:
-        bookie = self.bookie
-        assert bookie is not None
-
-        def up() -> bool:
-            if not bookie.alive():
-                raise RuntimeError(f"bookie exited at start:\n{bookie.log()[-3000:]}")
-            return port_open(self.bookie_port)
-
-        wait_until(up, START_TIMEOUT_S, "bookie port")
-
-    def broker_env(self, port: int, name: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    def broker_env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         return {
-            "PYTHONPATH": str(REPO),
-            "QUIRE_DATA_DIR": str(self.root / name),
-            "QUIRE_DATABASE_URL": self.database_url,
-            "QUIRE_BOOKIES": f'["127.0.0.1:{self.bookie_port}"]',
-            "QUIRE_HOST": "127.0.0.1",
-            "QUIRE_PORT": str(port),
-            "QUIRE_BOOKIE_WAIT_TIMEOUT_MS": str(int(START_TIMEOUT_S * 1000)),
-            **BOOKIE_HEARTBEAT,
             **(SHORT_LEASES if self.short_leases else {}),
             **self.env,
             **(extra or {}),
@@ -149,13 +134,8 @@ class Cluster:
         }
 
     def _spawn_broker(self, port: int | None = None, env: dict[str, str] | None = None) -> Broker:
-        self._starts += 1
-        name = f"broker{self._starts}"
-        port = port or free_port()
-        process = QuireProcess(
-            ["broker"], self.broker_env(port, name, env), self.root / f"{name}.log"
-        ).start()
-        broker = Broker(name, port, process)
+        bookies = [f"127.0.0.1:{self.bookie_port}"]
+        broker = Broker(self.local.broker(port, self.broker_env(env), bookies, wait=False))
         self.brokers.append(broker)
         return broker
 
@@ -167,39 +147,25 @@ class Cluster:
         return broker
 
     def wait_ready(self, broker: Broker) -> None:
-        def ready() -> bool:
-            if not broker.alive():
-                raise RuntimeError(f"{broker.name} exited at start:\n{broker.log()[-3000:]}")
-            try:
-                return httpx.get(f"{broker.url}/readyz", timeout=2).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_until(ready, START_TIMEOUT_S, f"{broker.name} /readyz", interval_s=0.1)
+        self.local.wait_ready(broker.node)
 
     def kill9(self, broker: Broker) -> None:
-        broker.process.kill9()
+        self.local.kill9(broker.node)
         broker.process.stop()
         self._retire(broker)
 
     def sigterm(self, broker: Broker, timeout_s: float = STOP_TIMEOUT_S) -> int | None:
         """SIGTERM (the graceful handover) and wait for the exit; its exit code."""
-        assert broker.process.proc is not None
-        os.killpg(broker.pid, signal.SIGTERM)
         try:
-            code = broker.process.proc.wait(timeout=timeout_s)
+            return self.local.sigterm(broker.node, timeout_s)
         finally:
-            broker.process.stop()
             self._retire(broker)
-        return code
 
     def pause(self, broker: Broker) -> None:
-        os.killpg(broker.pid, signal.SIGSTOP)
-        broker.paused = True
+        self.local.pause(broker.node)
 
     def resume(self, broker: Broker) -> None:
-        os.killpg(broker.pid, signal.SIGCONT)
-        broker.paused = False
+        self.local.resume(broker.node)
 
     def _retire(self, broker: Broker) -> None:
         if broker in self.brokers:
@@ -207,13 +173,8 @@ class Cluster:
             self._retired.append(broker)
 
     def stop(self) -> None:
-        for broker in [*self.brokers, *self._retired]:
-            if broker.paused:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(broker.pid, signal.SIGCONT)
-            broker.process.stop(timeout_s=15)
-        if self.bookie is not None:
-            self.bookie.stop()
+        if self._local is not None:
+            self._local.close()
 
     # --- clients -----------------------------------------------------------------------------
     @property

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.kinds import kind
 from tests.support import QuireProcess, free_port, port_open, wait_until
 
 
@@ -42,6 +43,7 @@ class Bookie:
 
 
 @pytest.fixture(scope="module")
+@kind("process")
 def bookie(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bookie]:
     b = Bookie(tmp_path_factory.mktemp("bookie")).start()
     try:

@@ -11,7 +11,7 @@ import grimp
 
 from compactor.spark import SHIPPED_PACKAGES, zip_packages
 
-FIRST_PARTY = ("app", "compactor", "topics", "managed_ledger", "bookie", "common")
+FIRST_PARTY = ("app", "compactor", "quire_spark", "topics", "managed_ledger", "bookie", "common")
 TASK_MODULES = ("compactor.tasks", "compactor.job")
 
 

@@ -249,3 +249,11 @@ def test_failed_spark_job_keeps_the_previous_view(
         await client.close()
 
     asyncio.run(go())
+
+
+def test_the_compactor_session_registers_format_quire(session_engine: SparkEngine) -> None:
+    from pyspark.errors import PySparkException
+
+    # registered: the source itself answers (a missing serviceUrl), not "data source not found"
+    with pytest.raises(PySparkException, match="serviceUrl"):
+        session_engine.session().read.format("quire").option("topic", "public/default/t").load()

@@ -10,7 +10,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from compactor import spark
+
+pytestmark = pytest.mark.process
 
 REPO = Path(__file__).resolve().parents[2]
 MAKE_WORK_DIR = "from compactor import spark; print(spark._work(), flush=True)"

@@ -259,6 +259,7 @@ def test_concurrent_starters_both_succeed(metadata_url: str) -> None:
     assert schema.current_revision(metadata_url) == schema.head_revision()
 
 
+@pytest.mark.process
 def test_command_line_upgrade(metadata_url: str, tmp_path: Path) -> None:
     def run(*args: str) -> str:
         done = subprocess.run(
@@ -277,6 +278,7 @@ def test_command_line_upgrade(metadata_url: str, tmp_path: Path) -> None:
     assert run("current") == schema.head_revision()
 
 
+@pytest.mark.process
 def test_alembic_command_with_ini(metadata_url: str) -> None:
     alembic = Path(sys.executable).with_name("alembic")
     done = subprocess.run(

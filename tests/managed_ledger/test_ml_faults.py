@@ -26,6 +26,7 @@ from managed_ledger.entry_format import batch_sequence, entry_offsets, stamp_off
 from managed_ledger.factory import ManagedLedgerFactory
 from managed_ledger.metadata.sql import SqlMetadataStore
 from managed_ledger.position import Position
+from tests.kinds import kind
 from tests.managed_ledger.fault_child import CONFIG, NAME, payload
 from tests.support import REPO, QuireProcess, free_port, port_open, wait_until
 
@@ -38,6 +39,7 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture
+@kind("process")
 def bookie(tmp_path: Path) -> Iterator[str]:
     port = free_port()
     process = QuireProcess(

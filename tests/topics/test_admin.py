@@ -136,6 +136,8 @@ async def test_internal_stats_ledgers_show_their_ensembles_and_replication(
     (ledger,) = (await svc.internal_stats(T))["ledgers"]
     ensemble = list(env.store.get_ledger(ledger_id).ensemble)
     assert ledger["underReplicated"] is False and ledger["ensembles"] == {"0": ensemble}
+    meta = env.store.get_ledger(ledger_id)  # what a reader needs to reach the entries (quire_spark)
+    assert (ledger["writeQuorum"], ledger["ackQuorum"]) == (meta.write_quorum, meta.ack_quorum)
     env.store.put_underreplicated(UnderReplicatedLedger(ledger_id, (ensemble[0],)))
     (ledger,) = (await svc.internal_stats(T))["ledgers"]
     assert ledger["underReplicated"] is True

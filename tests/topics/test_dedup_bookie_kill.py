@@ -23,6 +23,8 @@ import pytest
 from tests.api.conftest import Stack, start_stack
 from tests.support import QuireProcess, port_open, wait_until
 
+pytestmark = pytest.mark.process
+
 TOPIC = "public/default/dedup-kill"
 DATA = f"/v1/topics/{TOPIC}/messages"
 POLICY = f"/admin/v2/persistent/{TOPIC}/deduplicationEnabled"

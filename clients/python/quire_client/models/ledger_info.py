@@ -30,17 +30,21 @@ class LedgerInfo:
             ledger_id (int):
             size (int):
             timestamp (int):
+            ack_quorum (int | None | Unset): copies that acknowledged each entry
             ensembles (Ensembles | Unset): its ensemble history: first entry id -> the bookies from that entry on
             under_replicated (bool | Unset): some of its copies are on a lost or decommissioning bookie (being replaced)
                 Default: False.
+            write_quorum (int | None | Unset): copies of each entry (absent when the ledger was just deleted)
      """
 
     entries: int
     ledger_id: int
     size: int
     timestamp: int
+    ack_quorum: int | None | Unset = UNSET
     ensembles: Ensembles | Unset = UNSET
     under_replicated: bool | Unset = False
+    write_quorum: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -57,11 +61,23 @@ class LedgerInfo:
 
         timestamp = self.timestamp
 
+        ack_quorum: int | None | Unset
+        if isinstance(self.ack_quorum, Unset):
+            ack_quorum = UNSET
+        else:
+            ack_quorum = self.ack_quorum
+
         ensembles: dict[str, Any] | Unset = UNSET
         if not isinstance(self.ensembles, Unset):
             ensembles = self.ensembles.to_dict()
 
         under_replicated = self.under_replicated
+
+        write_quorum: int | None | Unset
+        if isinstance(self.write_quorum, Unset):
+            write_quorum = UNSET
+        else:
+            write_quorum = self.write_quorum
 
 
         field_dict: dict[str, Any] = {}
@@ -72,10 +88,14 @@ class LedgerInfo:
             "size": size,
             "timestamp": timestamp,
         })
+        if ack_quorum is not UNSET:
+            field_dict["ackQuorum"] = ack_quorum
         if ensembles is not UNSET:
             field_dict["ensembles"] = ensembles
         if under_replicated is not UNSET:
             field_dict["underReplicated"] = under_replicated
+        if write_quorum is not UNSET:
+            field_dict["writeQuorum"] = write_quorum
 
         return field_dict
 
@@ -93,6 +113,16 @@ class LedgerInfo:
 
         timestamp = d.pop("timestamp")
 
+        def _parse_ack_quorum(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        ack_quorum = _parse_ack_quorum(d.pop("ackQuorum", UNSET))
+
+
         _ensembles = d.pop("ensembles", UNSET)
         ensembles: Ensembles | Unset
         if isinstance(_ensembles,  Unset):
@@ -105,13 +135,25 @@ class LedgerInfo:
 
         under_replicated = d.pop("underReplicated", UNSET)
 
+        def _parse_write_quorum(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        write_quorum = _parse_write_quorum(d.pop("writeQuorum", UNSET))
+
+
         ledger_info = cls(
             entries=entries,
             ledger_id=ledger_id,
             size=size,
             timestamp=timestamp,
+            ack_quorum=ack_quorum,
             ensembles=ensembles,
             under_replicated=under_replicated,
+            write_quorum=write_quorum,
         )
 
 
