@@ -138,6 +138,10 @@ async def _start_pulsar(
     listener = PulsarListener(topics, pulsar, access=access, ssl_context=tls)
     await listener.start(sock)
     app.state.pulsar_port = listener.port
+    app.state.pulsar_url = pulsar.service_url
+    # What doors add to a topic's stats, (topic, stats) -> None, read by the stats route: here
+    # each Pulsar producer's and consumer's connection.
+    app.state.stats_additions = [*getattr(app.state, "stats_additions", ()), listener.add_connections]
     return listener
 
 

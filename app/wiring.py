@@ -156,6 +156,9 @@ def bootstrap(settings: Settings) -> TopicsApi:
             broker_id=address,
             http_url=f"{'https' if settings.tls_enabled else 'http'}://{address}",
             kafka_url=settings.effective_kafka_advertised_address if settings.kafka_port else "",
+            pulsar_url=f"pulsar://{settings.effective_pulsar_advertised_address}"
+            if settings.pulsar_port
+            else "",
             lease_ms=settings.broker_lease_ms,
             heartbeat_interval_ms=settings.broker_heartbeat_interval_ms,
         ),

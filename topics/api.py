@@ -204,6 +204,12 @@ class DataApi(Protocol):
         self, topic: str, producer_name: str | None, messages: list[Message]
     ) -> list[ProduceResult]: ...
 
+    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
+        """The highest sequence id stored for the producer by the dedup `produce` applies (the
+        Pulsar listener's PRODUCER_SUCCESS.last_sequence_id); None when the topic's
+        deduplication is off or the producer stored nothing."""
+        ...
+
     async def create_subscription(self, topic: str, subscription: str, options: SubscriptionOptions) -> bool:
         """True when created, False when it already existed."""
         ...
@@ -221,6 +227,12 @@ class DataApi(Protocol):
     async def ack_cumulative(self, topic: str, subscription: str, message_id: MessageId) -> None: ...
 
     async def nack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None: ...
+
+    async def consumer_left(self, topic: str, subscription: str, consumer_id: str) -> None:
+        """A consumer of a failover or key_shared subscription says it is gone (a Pulsar consumer
+        closing): it leaves now rather than after the consumer idle time, so that failover's
+        active consumer and key_shared's keys move at once."""
+        ...
 
     async def seek(self, topic: str, subscription: str, target: SeekTarget) -> None: ...
 

@@ -222,6 +222,26 @@ class DataPlane:
             await sub.ack_cumulative(message_id)
         t.quota.changed()
 
+    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
+        """The producer's highest stored sequence id (topics.dedup's state; the Pulsar door's
+        PRODUCER_SUCCESS.last_sequence_id); None with dedup off or nothing stored."""
+        t = await self._r.topic(topic, create=True)
+        if not t.policies.deduplication_enabled:
+            return None
+        highest = [h for ml in t.mls if (h := ml.dedup_highest(producer_name)) is not None]
+        return max(highest, default=None)
+
+    async def consumer_left(self, topic: str, subscription: str, consumer_id: str) -> None:
+        t = await self._r.topic(topic)
+        sub = await self._r.subscription(t, subscription)
+        async with sub.lock:
+            # As if silent past the idle time: the next consumer to ask sees it gone (what it
+            # held is redelivered; failover's active consumer and key_shared's keys follow).
+            # Here and not a Subscription method: subscriptions.py is at its size limit.
+            if consumer_id in sub._consumers:
+                sub._consumers[consumer_id] = -self._r.config.exclusive_consumer_idle_ms - 1
+        t.notifier.notify()
+
     async def nack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None:
         t = await self._r.topic(topic)
         sub = await self._r.subscription(t, subscription)

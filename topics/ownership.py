@@ -62,6 +62,7 @@ class OwnershipConfig:
     broker_id: str  # the advertised host:port of the broker's HTTP listener
     http_url: str
     kafka_url: str = ""
+    pulsar_url: str = ""  # "pulsar://host:port" (the Pulsar listener's LOOKUP redirects there)
     lease_ms: int = 5_000
     heartbeat_interval_ms: int = 1_000
     owner_cache_ms: int = 1_000
@@ -77,6 +78,7 @@ class BrokerInfo:
     broker_id: str
     http_url: str
     kafka_url: str
+    pulsar_url: str = ""
 
 
 class Ownership:
@@ -92,7 +94,7 @@ class Ownership:
         self.config = config
         self.on_lost = on_lost
         self._clock: Clock = clock or SystemClock()
-        self.me = BrokerInfo(config.broker_id, config.http_url, config.kafka_url)
+        self.me = BrokerInfo(config.broker_id, config.http_url, config.kafka_url, config.pulsar_url)
         self.session = ""
         self._valid_until = 0.0
         self._owned: set[str] = set()
@@ -127,7 +129,9 @@ class Ownership:
     async def _register(self) -> None:
         session = uuid.uuid4().hex
         started = time.monotonic()
-        record = BrokerRecord(self.me.broker_id, session, self.me.http_url, self.me.kafka_url)
+        record = BrokerRecord(
+            self.me.broker_id, session, self.me.http_url, self.me.kafka_url, self.me.pulsar_url
+        )
         # The store stamps the session's start and lease end with its own clock.
         await self._on_renewer(self._store.register_broker, record, self.config.lease_ms)
         self.session = session
@@ -272,7 +276,7 @@ class Ownership:
             record = self._brokers.get(broker_id)
         if record is None:
             raise OwnershipUnavailableError(f"the owner {broker_id} is not registered any more; retry")
-        return BrokerInfo(record.broker_id, record.http_url, record.kafka_url)
+        return BrokerInfo(record.broker_id, record.http_url, record.kafka_url, record.pulsar_url)
 
     async def release(self, topic: str) -> None:
         """Give up `topic` (after its managed ledgers were closed)."""

@@ -170,6 +170,12 @@ class TopicService:
     async def seek(self, topic: str, subscription: str, target: SeekTarget) -> None:
         return await self.data.seek(topic, subscription, target)
 
+    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
+        return await self.data.last_sequence_id(topic, producer_name)
+
+    async def consumer_left(self, topic: str, subscription: str, consumer_id: str) -> None:
+        return await self.data.consumer_left(topic, subscription, consumer_id)
+
     async def read(
         self, topic: str, start: StartPosition, max_messages: int, read_compacted: bool, wait_ms: int
     ) -> ReadPage:

@@ -29,8 +29,8 @@ from topics.api import Delivery, SubscriptionOptions, SubscriptionType, TopicsAp
 from topics.errors import SubscriptionNotFoundError, TopicNotFoundError
 
 from .entries import encode_batch, encode_single
-from .errors import PulsarError
 from .proto import pulsar_api_pb2 as pb
+from .readers import ReadPosition, fixed_start, seek_target, start_of, subscribe_start
 from .registry import Registry
 from .security import Access
 from .server import Connection, Handler
@@ -48,6 +48,7 @@ TYPES: dict[int, SubscriptionType] = {
 MAX_RECEIVE = 1_000
 NO_ID = 2**64 - 1
 RETRY_S = 1.0
+SEEK_WAIT_S = 30.0  # a SUBSCRIBE waits at most this long for a seek on its subscription
 
 
 class Consumer:
@@ -58,7 +59,11 @@ class Consumer:
         topic: str,
         topics: TopicsApi,
         registry: Registry,
+        reads: ReadPosition | None = None,
     ) -> None:
+        # A reader (non-durable) reads from its own position; a consumer from its subscription.
+        self.reads = reads
+        self.durable = reads is None
         self.conn = conn
         self.consumer_id = request.consumer_id
         self.topic = topic
@@ -71,12 +76,19 @@ class Consumer:
         name = request.consumer_name or "consumer"
         exclusive = request.subType == S.Exclusive
         self.quire_id = "pulsar" if exclusive else f"pulsar-{name}-{conn.number}-{request.consumer_id}"
+        if request.subType == S.Failover:
+            # Quire's failover subscription makes the least id active: this one sorts as Pulsar's
+            # rule (priority level, then consumer name).
+            priority = max(request.priority_level, 0)
+            self.quire_id = f"pulsar-{priority:010d}-{name}-{conn.number}-{request.consumer_id}"
+        self.active: bool | None = None  # failover: what ACTIVE_CONSUMER_CHANGE last said
         index = names.partition_index(topic)
         self.partition = -1 if index is None else index[1]
         self.permits = 0
         self.wake = asyncio.Event()
         self.unacked: dict[Position, set[int]] = {}
         self.task: asyncio.Task[None] | None = None
+        self.closed = False
 
     def start(self) -> None:
         self.task = asyncio.get_running_loop().create_task(self._run())
@@ -93,9 +105,7 @@ class Consumer:
                 await self.wake.wait()
                 continue
             try:
-                deliveries = await self.topics.receive(
-                    self.topic, self.subscription, min(self.permits, MAX_RECEIVE), wait_ms, self.quire_id
-                )
+                deliveries = await self.fetch(min(self.permits, MAX_RECEIVE), wait_ms)
             except (SubscriptionNotFoundError, TopicNotFoundError):
                 close = pb.CommandCloseConsumer(consumer_id=self.consumer_id, request_id=0)
                 self.conn.send(T(type=T.CLOSE_CONSUMER, close_consumer=close))  # the client subscribes again
@@ -104,9 +114,30 @@ class Consumer:
                 log.info("Pulsar consumer %s on %s: receive failed: %s", self.quire_id, self.topic, exc)
                 await asyncio.sleep(RETRY_S)
                 continue
+            if self.closed:
+                # Closed while its receive was under way, and the receive ended all the same (a
+                # long poll that a cancel does not stop): what it got goes back at once, else it
+                # would wait out the ack timeout under this consumer's id.
+                await self._give_back(deliveries)
+                return
             if deliveries:
                 self._push(deliveries)
                 await self.conn.drain()
+
+    async def _give_back(self, deliveries: list[Delivery]) -> None:
+        if deliveries and self.durable:
+            try:
+                ids = [d.message.message_id for d in deliveries]
+                await self.topics.nack(self.topic, self.subscription, ids)
+            except Exception as exc:  # the ack timeout redelivers them instead
+                log.info("Pulsar consumer %s: nack after close failed: %s", self.quire_id, exc)
+
+    async def fetch(self, max_messages: int, wait_ms: int) -> list[Delivery]:
+        """The next messages for this consumer: its subscription's dispatch decides (a
+        reader's: its position)."""
+        if self.reads is not None:
+            return await self.reads.fetch(max_messages, wait_ms)
+        return await self.topics.receive(self.topic, self.subscription, max_messages, wait_ms, self.quire_id)
 
     def _push(self, deliveries: list[Delivery]) -> None:
         entries: dict[Position, list[Delivery]] = {}
@@ -173,16 +204,24 @@ class Consumer:
             ]
         return out
 
-    async def close(self) -> None:
+    async def close(self, nack: bool = True) -> None:
+        """Stop; what it held unacked is nacked (`nack`), or forgotten when a seek moved the
+        subscription."""
+        self.closed = True
         if self.task is not None:
             self.task.cancel()
         self._registry.remove_consumer(self.topic, self.subscription, self)
         ids = self.take_unacked()
-        if ids:
+        if ids and nack and self.durable:
             try:
                 await self.topics.nack(self.topic, self.subscription, ids)
             except Exception as exc:  # the ack timeout redelivers them instead
                 log.info("Pulsar consumer %s: nack on close failed: %s", self.quire_id, exc)
+        if self.durable and self.sub_type in (S.Failover, S.Key_Shared):
+            try:  # leave now: failover's active consumer and key_shared's keys move at once
+                await self.topics.consumer_left(self.topic, self.subscription, self.quire_id)
+            except Exception as exc:  # it leaves after the consumer idle time instead
+                log.info("Pulsar consumer %s: leaving failed: %s", self.quire_id, exc)
 
 
 def _real(data: pb.MessageIdData) -> bool:
@@ -195,6 +234,8 @@ class Consumers:
         self.topics = topics
         self.registry = registry
         self.access = access
+        # (topic, subscription) -> set when a SEEK on it is done: a SUBSCRIBE to it waits.
+        self._seeking: dict[tuple[str, str], asyncio.Event] = {}
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -205,6 +246,7 @@ class Consumers:
             T.CLOSE_CONSUMER: self.close_consumer,
             T.UNSUBSCRIBE: self.unsubscribe,
             T.GET_LAST_MESSAGE_ID: self.last_message_id,
+            T.SEEK: self.seek,
         }
 
     async def subscribe(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
@@ -219,14 +261,21 @@ class Consumers:
             return
         conn.consumers[request.consumer_id] = consumer
         conn.send_success(request.request_id)
+        self.registry.announce_active(consumer.topic, consumer.subscription)
         consumer.start()
 
     async def _open(self, conn: Connection, request: pb.CommandSubscribe) -> Consumer:
         topic = quire_topic(request.topic)
         await self.access.check(conn, topic, Need.CONSUME)
-        if not request.durable:
-            raise PulsarError("readers (non-durable subscriptions) are not supported yet", pb.NotAllowedError)
         await partitions_of(self.topics, topic)
+        if not request.durable:
+            start = subscribe_start(conn, request)
+            start = await fixed_start(self.topics, topic, start, request.read_compacted)
+            reads = ReadPosition(self.topics, topic, start, request.read_compacted)
+            reader = Consumer(conn, request, topic, self.topics, self.registry, reads)
+            self.registry.add_consumer(topic, request.subscription, request.subType, reader)
+            return reader
+        await self._seeks_done(topic, request.subscription)
         options = SubscriptionOptions(
             initial_position="earliest" if request.initialPosition == S.Earliest else "latest",
             type=TYPES[request.subType],
@@ -242,6 +291,48 @@ class Consumers:
             raise
         return consumer
 
+    async def _seeks_done(self, topic: str, subscription: str) -> None:
+        seeking = self._seeking.get((topic, subscription))
+        if seeking is not None:
+            await asyncio.wait_for(seeking.wait(), SEEK_WAIT_S)
+
+    async def seek(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
+        """As the Java broker does: the subscription's consumers are closed (CLOSE_CONSUMER; what
+        they held is forgotten, not nacked: the cursor moves), the cursor is moved, SUCCESS; the
+        clients subscribe again and get what follows the new position. A reader's position is
+        kept for its new SUBSCRIBE (`readers`)."""
+        request = command.seek
+        consumer = conn.consumers.get(request.consumer_id)
+        if consumer is None:
+            conn.send_error(request.request_id, pb.ConsumerNotFound, "no such consumer")
+            return
+        key = (consumer.topic, consumer.subscription)
+        seeking = self._seeking[key] = asyncio.Event()
+        try:
+            target = seek_target(request)
+            if consumer.reads is not None:
+                conn.seeks[request.consumer_id] = start_of(target)
+                await self._disconnect(consumer)
+            else:
+                for other in list(self.registry.consumers.get(key, [])):
+                    await self._disconnect(other)
+                await self.topics.seek(consumer.topic, consumer.subscription, target)
+        except Exception as exc:
+            conn.send_failure(request.request_id, exc)
+            return
+        finally:
+            seeking.set()
+            if self._seeking.get(key) is seeking:
+                del self._seeking[key]
+        conn.send_success(request.request_id)
+
+    async def _disconnect(self, consumer: Consumer) -> None:
+        """Close a consumer from the broker's side: the client looks it up and subscribes again."""
+        consumer.conn.consumers.pop(consumer.consumer_id, None)
+        close = pb.CommandCloseConsumer(consumer_id=consumer.consumer_id, request_id=0)
+        consumer.conn.send(T(type=T.CLOSE_CONSUMER, close_consumer=close))
+        await consumer.close(nack=False)
+
     async def flow(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
         consumer = conn.consumers.get(command.flow.consumer_id)
         if consumer is not None:
@@ -254,7 +345,10 @@ class Consumers:
         if consumer is not None:
             ids = [data for data in ack.message_id if _real(data)]
             try:
-                if ack.ack_type == pb.CommandAck.Cumulative and ids:
+                if not consumer.durable:  # a reader acks nothing: forget what it held
+                    for data in ids:
+                        consumer.acked_ids(data)
+                elif ack.ack_type == pb.CommandAck.Cumulative and ids:
                     await self.topics.ack_cumulative(
                         consumer.topic, consumer.subscription, consumer.cumulative_id(ids[-1])
                     )
@@ -279,7 +373,7 @@ class Consumers:
         if request.message_ids:
             positions = [Position(d.ledgerId, d.entryId) for d in request.message_ids]
         ids = consumer.take_unacked(positions)
-        if ids:
+        if ids and consumer.durable:
             await self.topics.nack(consumer.topic, consumer.subscription, ids)
             consumer.wake.set()
 
@@ -306,6 +400,9 @@ class Consumers:
             return
         conn.consumers.pop(request.consumer_id, None)
         await consumer.close()
+        if not consumer.durable:
+            conn.send_success(request.request_id)
+            return
         try:
             await self.topics.delete_subscription(consumer.topic, consumer.subscription)
         except Exception as exc:
@@ -329,4 +426,9 @@ class Consumers:
             data.ledgerId, data.entryId = last.ledger_id, last.entry_id
             data.batch_index = last.batch_index if last.batch_index > 0 else -1
         response = pb.CommandGetLastMessageIdResponse(last_message_id=data, request_id=request.request_id)
+        marked = consumer.reads.mark_delete() if consumer.reads is not None else None
+        if marked is not None:
+            ledger, entry = marked
+            response.consumer_mark_delete_position.ledgerId = ledger
+            response.consumer_mark_delete_position.entryId = entry % 2**64  # -1 as the client reads it
         conn.send(T(type=T.GET_LAST_MESSAGE_ID_RESPONSE, getLastMessageIdResponse=response))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+from typing import Any
 
 from topics.api import TopicsApi
 
@@ -16,6 +17,7 @@ from .registry import Registry
 from .security import Access
 from .server import Handler, PulsarServer
 from .session import Session
+from .stats import add_connections
 
 
 class PulsarListener:
@@ -36,6 +38,12 @@ class PulsarListener:
         handlers.update(Producers(topics, TopicsPublish(topics), registry, access).handlers())
         handlers.update(Consumers(topics, registry, access).handlers())
         self.server = PulsarServer(handlers, config, access, ssl_context)
+        self._registry = registry
+
+    def add_connections(self, topic: str, stats: dict[str, Any]) -> None:
+        """Each Pulsar producer's and consumer's address and client version, into the topic's
+        stats (`stats`)."""
+        add_connections(self._registry, topic, stats)
 
     @property
     def port(self) -> int:

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import time
 from typing import cast
 
 from app.auth.policy import Need
@@ -47,6 +48,7 @@ class Producer:
         self.name = name
         self._publish = publish
         self._registry = registry
+        self.connected_ms = int(time.time() * 1000)
         self.queue: asyncio.Queue[tuple[int, int, memoryview]] = asyncio.Queue(MAX_QUEUED_SENDS)
         self.task = asyncio.get_running_loop().create_task(self._pump())
 
@@ -122,8 +124,18 @@ class Producers:
         except Exception as exc:
             conn.send_failure(request.request_id, exc)
             return
+        try:
+            last = await self.publish.last_sequence_id(producer.topic, producer.name)
+        except Exception as exc:
+            conn.producers.pop(request.producer_id, None)
+            await producer.close()
+            conn.send_failure(request.request_id, exc)
+            return
+        # With dedup on, the client numbers its next message last + 1 (Pulsar's rule).
         success = pb.CommandProducerSuccess(
-            request_id=request.request_id, producer_name=producer.name, last_sequence_id=-1
+            request_id=request.request_id,
+            producer_name=producer.name,
+            last_sequence_id=-1 if last is None else last,
         )
         conn.send(T(type=T.PRODUCER_SUCCESS, producer_success=success))
 

@@ -1,8 +1,11 @@
 """The one topic call a SEND becomes, behind a seam of the listener's own.
 
 Every door publishes through the same topic call (docs/pulsar.md): today that is the topics
-service's `produce`, the call the REST produce route makes. The listener sees only `Publish`,
-so that pointing it at another call (a `Topic.publish`) changes `TopicsPublish` alone.
+service's `produce`, the call the REST produce route makes, whose deduplication (by producer
+name and sequence id, when the topic's policy has it on) is the only one: the listener asks it
+for a producer's last stored sequence id and keeps no dedup state of its own. The listener sees
+only `Publish`, so that pointing it at another call (a `Topic.publish`) changes `TopicsPublish`
+alone.
 """
 
 from __future__ import annotations
@@ -18,6 +21,10 @@ class Publish(Protocol):
         self, topic: str, producer_name: str | None, messages: list[Message]
     ) -> list[ProduceResult]: ...
 
+    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
+        """The producer's highest stored sequence id (None: dedup off, or nothing stored)."""
+        ...
+
 
 class TopicsPublish:
     """`Publish` over the topics service: the REST produce route's call."""
@@ -29,3 +36,6 @@ class TopicsPublish:
         self, topic: str, producer_name: str | None, messages: list[Message]
     ) -> list[ProduceResult]:
         return await self._topics.produce(topic, producer_name, messages)
+
+    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
+        return await self._topics.last_sequence_id(topic, producer_name)

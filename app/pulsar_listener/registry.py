@@ -54,3 +54,22 @@ class Registry:
             present.remove(consumer)
         if not present:
             self.consumers.pop((topic, subscription), None)
+        else:
+            self.announce_active(topic, subscription)
+
+    def announce_active(self, topic: str, subscription: str) -> None:
+        """Failover: tell each consumer whether it is the active one, when that changed
+        (ACTIVE_CONSUMER_CHANGE). The active one is the least Quire consumer id, the one Quire's
+        failover subscription serves; the ids sort as Pulsar's rule (priority, then name)."""
+        present = self.consumers.get((topic, subscription), [])
+        if not present or present[0].sub_type != pb.CommandSubscribe.Failover:
+            return
+        active = min(present, key=lambda c: c.quire_id)
+        for consumer in present:
+            is_active = consumer is active
+            if consumer.active is not is_active:
+                consumer.active = is_active
+                change = pb.CommandActiveConsumerChange(consumer_id=consumer.consumer_id, is_active=is_active)
+                consumer.conn.send(
+                    pb.BaseCommand(type=pb.BaseCommand.ACTIVE_CONSUMER_CHANGE, active_consumer_change=change)
+                )

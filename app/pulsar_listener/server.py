@@ -113,6 +113,8 @@ class Connection:
         self.state: dict[str, Any] = {}  # security's: role, token expiry
         self.producers: dict[int, Any] = {}
         self.consumers: dict[int, Any] = {}
+        # Reader consumer id -> where it starts when it subscribes again after a SEEK (readers).
+        self.seeks: dict[int, Any] = {}
         self.closed = False
 
     async def serve(self) -> None:

@@ -2,10 +2,11 @@
 
 CONNECT answers CONNECTED with protocol version min(client's, 20) -- 20 is what pulsar-client
 3.13 (C++ 4.2) sends and the newest this listener's commands follow -- and the largest message
-taken. PARTITIONED_METADATA answers 0 partitions for every topic (see there). LOOKUP answers this
-broker, authoritative: with several brokers the client then connects
-here, and a topic owned by another broker is refused with ServiceNotReady (the client looks up
-again); redirecting to the owner's Pulsar address needs it in the broker registry (not yet).
+taken. PARTITIONED_METADATA answers 0 partitions for every topic (see there). LOOKUP answers the
+topic's owner (assigned now if none), authoritative: Connect when it is this broker, else
+Redirect to the owner's Pulsar address from the broker registry (`BrokerRecord.pulsar_url`, as
+the Kafka listener's Metadata uses `kafka_url`); an owner without a Pulsar listener is
+ServiceNotReady.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class Session:
             T.PONG: self.pong,
             T.LOOKUP: self.lookup,
             T.PARTITIONED_METADATA: self.partitioned_metadata,
+            T.GET_TOPICS_OF_NAMESPACE: self.topics_of_namespace,
         }
 
     async def connect(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
@@ -80,15 +82,37 @@ class Session:
         try:
             topic = quire_topic(request.topic)
             await self.access.check(conn, topic, Need.LOOKUP)
+            owner = await self.topics.lookup(topic)
         except Exception as exc:
             reply.response = reply.Failed
             reply.error = server_error_of(exc)
             reply.message = str(exc)
         else:
-            reply.response = reply.Connect
-            reply.brokerServiceUrl = conn.config.service_url
-            reply.authoritative = True
+            url = conn.config.service_url if owner is None else owner.pulsar_url
+            if not url:
+                reply.response = reply.Failed
+                reply.error = pb.ServiceNotReady
+                reply.message = f"the owner of {topic} has no Pulsar listener"
+            else:
+                # The owner, authoritative: Connect when it is this broker, else Redirect (the
+                # client asks the owner again, which answers Connect).
+                here = url == conn.config.service_url
+                reply.response = reply.Connect if here else reply.Redirect
+                reply.brokerServiceUrl = url
+                reply.authoritative = True
         conn.send(T(type=T.LOOKUP_RESPONSE, lookupTopicResponse=reply))
+
+    async def topics_of_namespace(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
+        """The namespace's topics (`persistent://...`), for the client's multi-topic and regex
+        consumers: the client applies its pattern itself (and asks again every minute)."""
+        request = command.getTopicsOfNamespace
+        try:
+            found = await _topics_of_namespace(self, conn, request)
+        except Exception as exc:
+            conn.send_failure(request.request_id, exc)
+            return
+        reply = pb.CommandGetTopicsOfNamespaceResponse(request_id=request.request_id, topics=found)
+        conn.send(T(type=T.GET_TOPICS_OF_NAMESPACE_RESPONSE, getTopicsOfNamespaceResponse=reply))
 
     async def partitioned_metadata(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
         request = command.partitionMetadata
@@ -120,3 +144,15 @@ async def partitions_of(topics: TopicsApi, topic: str) -> int:
         if namespace not in known and f"{tenant}/{namespace}" not in known:
             raise PulsarError(f"namespace {tenant}/{namespace} does not exist", pb.TopicNotFound) from None
         return 0
+
+
+async def _topics_of_namespace(
+    session: Session, conn: Connection, request: pb.CommandGetTopicsOfNamespace
+) -> list[str]:
+    namespace = request.namespace
+    if namespace.count("/") != 1:
+        raise PulsarError(f"namespace {namespace!r} is not tenant/namespace", pb.MetadataError)
+    await session.access.check(conn, f"{namespace}/", Need.LOOKUP)
+    if request.mode == request.NON_PERSISTENT:
+        return []  # Quire's topics are all persistent
+    return await session.topics.list_topics(namespace)

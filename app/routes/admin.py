@@ -7,7 +7,7 @@ must see their body types as objects, not as names it cannot resolve at module l
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path, Query
+from fastapi import APIRouter, Body, Path, Query, Request
 from starlette.responses import Response
 
 from app import schemas
@@ -152,8 +152,14 @@ def _stats_routes(router: APIRouter, topics: TopicsApi) -> None:
         summary="Counters, storage and backlog, per subscription and of the last compaction",
         responses=problems(404, 422),
     )
-    async def stats(tenant: Tenant, namespace: Namespace, topic: Topic) -> schemas.TopicStats:
-        return schemas.TopicStats.model_validate(await topics.stats(full_name(tenant, namespace, topic)))
+    async def stats(
+        request: Request, tenant: Tenant, namespace: Namespace, topic: Topic
+    ) -> schemas.TopicStats:
+        name = full_name(tenant, namespace, topic)
+        out = await topics.stats(name)
+        for add in getattr(request.app.state, "stats_additions", ()):  # a door's (Pulsar: connections)
+            add(name, out)
+        return schemas.TopicStats.model_validate(out)
 
     @router.get(
         PERSISTENT + "/{topic}/partitioned-stats",

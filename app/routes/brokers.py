@@ -34,6 +34,12 @@ class LookupResult(BaseModel):
         examples=[None],
         description="the owner's Kafka listener, null when it has none",
     )
+    native_url: str | None = Field(
+        alias="nativeUrl",
+        title="Pulsar URL",
+        examples=["pulsar://127.0.0.1:6650"],
+        description="the owner's Pulsar listener (Pulsar's `nativeUrl`), null when it has none",
+    )
 
 
 class BrokerInfo(BaseModel):
@@ -65,9 +71,13 @@ def brokers_router(topics: TopicsApi) -> APIRouter:
         owner = await topics.lookup(full_name(tenant, namespace, topic))
         if owner is None:  # the only broker: this one, as the client reached it
             url = str(request.base_url).rstrip("/")
-            return LookupResult(broker_url=url, http_url=url, kafka_url=None)
+            native = getattr(request.app.state, "pulsar_url", None)
+            return LookupResult(broker_url=url, http_url=url, kafka_url=None, native_url=native)
         return LookupResult(
-            broker_url=owner.http_url, http_url=owner.http_url, kafka_url=owner.kafka_url or None
+            broker_url=owner.http_url,
+            http_url=owner.http_url,
+            kafka_url=owner.kafka_url or None,
+            native_url=owner.pulsar_url or None,
         )
 
     @router.get(

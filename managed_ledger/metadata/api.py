@@ -236,6 +236,7 @@ class BrokerRecord:
     session: str
     http_url: str
     kafka_url: str = ""
+    pulsar_url: str = ""
     started_ms: int = 0
     expires_ms: int = 0
     owned_topics: int = 0

@@ -232,6 +232,7 @@ class BrokerRow(Base):
     session: Mapped[str] = mapped_column(String(64), nullable=False)
     http_url: Mapped[str] = mapped_column(String(1024), nullable=False)
     kafka_url: Mapped[str] = mapped_column(String(1024), nullable=False)
+    pulsar_url: Mapped[str] = mapped_column(String(1024), nullable=False, server_default="")
     started_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
     expires_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
 

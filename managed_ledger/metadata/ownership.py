@@ -51,6 +51,7 @@ def _broker_from_row(row: Any, owned: int = 0) -> BrokerRecord:
         session=row["session"],
         http_url=row["http_url"],
         kafka_url=row["kafka_url"],
+        pulsar_url=row["pulsar_url"],
         started_ms=int(row["started_ms"]),
         expires_ms=int(row["expires_ms"]),
         owned_topics=owned,
@@ -91,7 +92,8 @@ class SqlOwnershipMethods:
                 times = {"started_ms": now, "expires_ms": now + lease_ms}
             else:
                 times = {"started_ms": b.started_ms, "expires_ms": b.expires_ms}
-            values = {"session": b.session, "http_url": b.http_url, "kafka_url": b.kafka_url, **times}
+            urls = {"http_url": b.http_url, "kafka_url": b.kafka_url, "pulsar_url": b.pulsar_url}
+            values = {"session": b.session, **urls, **times}
             where = BROKERS.c.broker_id == b.broker_id
             if conn.execute(update(BROKERS).where(where).values(**values)).rowcount == 0:
                 conn.execute(insert(BROKERS).values(broker_id=b.broker_id, **values))

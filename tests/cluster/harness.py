@@ -69,6 +69,11 @@ class Broker:
         return f"127.0.0.1:{self.process.env['QUIRE_KAFKA_PORT']}"
 
     @property
+    def pulsar(self) -> str:
+        """Its Pulsar service URL (a cluster started with QUIRE_PULSAR_PORT="auto")."""
+        return f"pulsar://127.0.0.1:{self.process.env['QUIRE_PULSAR_PORT']}"
+
+    @property
     def broker_id(self) -> str:
         return self.node.address
 
@@ -123,8 +128,9 @@ class Cluster:
             **(SHORT_LEASES if self.short_leases else {}),
             **self.env,
             **(extra or {}),
-            # "auto": a Kafka listener on a port of each broker's own
+            # "auto": a Kafka (Pulsar) listener on a port of each broker's own
             **({"QUIRE_KAFKA_PORT": str(free_port())} if self.env.get("QUIRE_KAFKA_PORT") == "auto" else {}),
+            **{k: str(free_port()) for k in ("QUIRE_PULSAR_PORT",) if self.env.get(k) == "auto"},
         }
 
     def _spawn_broker(self, port: int | None = None, env: dict[str, str] | None = None) -> Broker:

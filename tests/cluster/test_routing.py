@@ -118,7 +118,7 @@ def _check_admin(client: CarefulClient, topic: str, owner: str) -> None:
     r = client.get(admin(topic) + "/subscriptions")
     assert r.status_code == 200 and r.json() == ["s"]
     r = client.get(lookup_path(topic))
-    assert r.json() == {"brokerUrl": owner, "httpUrl": owner, "kafkaUrl": None}
+    assert r.json() == {"brokerUrl": owner, "httpUrl": owner, "kafkaUrl": None, "nativeUrl": None}
 
 
 def _check_redirects(urls: list[str], owners: dict[str, str]) -> None:

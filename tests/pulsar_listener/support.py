@@ -8,11 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 
+from tests.conftest import drop_postgres_schema, fresh_postgres_schema_url
 from tests.support import QuireProcess, free_port, wait_until
 from tests.test_cli_standalone import free_port_run
 
 START_TIMEOUT_S = 90.0
+STORES = ["sqlite", "postgres"]  # the metadata stores the listener's tests run on
 CLIENT_TIMEOUT_S = 30
 
 
@@ -76,3 +79,19 @@ def serving(tmp_path: Path, env: dict[str, str] | None = None) -> Iterator[Stand
         yield standalone
     finally:
         standalone.process.stop()
+
+
+def serving_on(
+    request: pytest.FixtureRequest, tmp_path: Path, env: dict[str, str] | None = None
+) -> Iterator[Standalone]:
+    """A standalone on the metadata store `request.param` names (STORES): its own SQLite file,
+    or a fresh PostgreSQL schema dropped afterwards."""
+    if request.param == "sqlite":
+        yield from serving(tmp_path, env)
+        return
+    base = request.getfixturevalue("postgres_url")
+    url, schema = fresh_postgres_schema_url(base)
+    try:
+        yield from serving(tmp_path, {**(env or {}), "QUIRE_DATABASE_URL": url})
+    finally:
+        drop_postgres_schema(base, schema)

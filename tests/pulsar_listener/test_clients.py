@@ -12,15 +12,17 @@ import httpx
 import pulsar
 import pytest
 
-from tests.pulsar_listener.support import CLIENT_TIMEOUT_S, Standalone, serving
+from tests.pulsar_listener.support import CLIENT_TIMEOUT_S, STORES, Standalone, serving_on
 
 pytestmark = pytest.mark.timeout(300)
 RECEIVE_MS = 10_000
 
 
-@pytest.fixture(scope="module")
-def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
-    yield from serving(Path(tmp_path_factory.mktemp("pulsar")))
+@pytest.fixture(scope="module", params=STORES)
+def standalone(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Standalone]:
+    yield from serving_on(request, Path(tmp_path_factory.mktemp("pulsar")))
 
 
 @pytest.fixture
@@ -192,3 +194,62 @@ def test_redeliver_unacknowledged_on_a_partitioned_topic(
     again = [consumer.receive(RECEIVE_MS) for _ in range(6)]
     assert sorted(m.data() for m in again) == got
     assert all(m.redelivery_count() >= 1 for m in again)
+
+
+@pytest.mark.parametrize(
+    "codec",
+    [
+        pulsar.CompressionType.LZ4,
+        pulsar.CompressionType.ZLib,
+        pulsar.CompressionType.ZSTD,
+        pulsar.CompressionType.SNAPPY,
+    ],
+    ids=lambda c: str(c.name),
+)
+@pytest.mark.parametrize("batching", [True, False], ids=["batch", "single"])
+def test_compressed_messages_are_stored_and_read_as_sent(
+    client: pulsar.Client, standalone: Standalone, codec: pulsar.CompressionType, batching: bool
+) -> None:
+    """Each codec, batched and not: the listener decompresses into Quire's messages (REST reads
+    the values), and a Pulsar consumer reads them back."""
+    name, quire_name = topic()
+    producer = client.create_producer(
+        name,
+        compression_type=codec,
+        batching_enabled=batching,
+        batching_max_messages=5,
+        batching_max_publish_delay_ms=1000,
+    )
+    values = [(f"value-{i}-" * 40).encode() for i in range(5)]  # compressible
+    for i, value in enumerate(values):
+        producer.send_async(value, lambda result, msg_id: None, partition_key=f"k{i}")
+    producer.flush()
+    rest = rest_read(standalone, quire_name)
+    assert [(r["key"], r["value"]) for r in rest] == [(f"k{i}", v.decode()) for i, v in enumerate(values)]
+    entries = {r["message_id"].rsplit(":", 1)[0] for r in rest}
+    assert len(entries) == (1 if batching else 5)
+    consumer = client.subscribe(name, "s", initial_position=pulsar.InitialPosition.Earliest)
+    assert [consumer.receive(RECEIVE_MS).data() for _ in values] == values
+
+
+def test_topic_stats_show_each_pulsar_producer_and_consumer_connection(
+    client: pulsar.Client, standalone: Standalone
+) -> None:
+    name, quire_name = topic()
+    consumer = client.subscribe(
+        name, "s", consumer_type=pulsar.ConsumerType.Shared, initial_position=pulsar.InitialPosition.Earliest
+    )
+    client.create_producer(name, producer_name="idle")
+    busy = client.create_producer(name, producer_name="busy")
+    busy.send(b"x")
+    consumer.acknowledge(consumer.receive(RECEIVE_MS))
+    r = httpx.get(f"{standalone.http}/admin/v2/persistent/{quire_name}/stats", timeout=10)
+    assert r.status_code == 200, r.text
+    stats = r.json()
+    publishers = {p["producerName"]: p for p in stats["publishers"]}
+    assert set(publishers) == {"idle", "busy"}
+    assert (publishers["busy"]["msgCounter"], publishers["idle"]["msgCounter"]) == (1, 0)
+    (consumer_stats,) = stats["subscriptions"]["s"]["consumers"]
+    for entry in [*publishers.values(), consumer_stats]:
+        assert entry["address"].startswith("127.0.0.1:"), entry
+        assert entry["clientVersion"].startswith("Pulsar"), entry

@@ -232,4 +232,4 @@ async def test_a_request_at_a_non_owner_is_redirected_with_its_path_and_query(
     assert stats.status_code == 307
     assert stats.headers["location"] == base + "/admin/v2/persistent/public/default/x/stats"
     assert lookup.status_code == 200
-    assert lookup.json() == {"brokerUrl": base, "httpUrl": base, "kafkaUrl": None}
+    assert lookup.json() == {"brokerUrl": base, "httpUrl": base, "kafkaUrl": None, "nativeUrl": None}

@@ -1149,6 +1149,135 @@ class CommandGetLastMessageIdResponse(_message.Message):
 Global___CommandGetLastMessageIdResponse: _TypeAlias = CommandGetLastMessageIdResponse  # noqa: Y015
 
 @_typing.final
+class CommandSeek(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONSUMER_ID_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    MESSAGE_ID_FIELD_NUMBER: _builtins.int
+    MESSAGE_PUBLISH_TIME_FIELD_NUMBER: _builtins.int
+    consumer_id: _builtins.int
+    request_id: _builtins.int
+    message_publish_time: _builtins.int
+    @_builtins.property
+    def message_id(self) -> Global___MessageIdData: ...
+    def __init__(
+        self,
+        *,
+        consumer_id: _builtins.int | None = ...,
+        request_id: _builtins.int | None = ...,
+        message_id: Global___MessageIdData | None = ...,
+        message_publish_time: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["consumer_id", b"consumer_id", "message_id", b"message_id", "message_publish_time", b"message_publish_time", "request_id", b"request_id"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["consumer_id", b"consumer_id", "message_id", b"message_id", "message_publish_time", b"message_publish_time", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CommandSeek: _TypeAlias = CommandSeek  # noqa: Y015
+
+@_typing.final
+class CommandActiveConsumerChange(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONSUMER_ID_FIELD_NUMBER: _builtins.int
+    IS_ACTIVE_FIELD_NUMBER: _builtins.int
+    consumer_id: _builtins.int
+    is_active: _builtins.bool
+    def __init__(
+        self,
+        *,
+        consumer_id: _builtins.int | None = ...,
+        is_active: _builtins.bool | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["consumer_id", b"consumer_id", "is_active", b"is_active"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["consumer_id", b"consumer_id", "is_active", b"is_active"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CommandActiveConsumerChange: _TypeAlias = CommandActiveConsumerChange  # noqa: Y015
+
+@_typing.final
+class CommandGetTopicsOfNamespace(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    class _Mode:
+        ValueType = _typing.NewType("ValueType", _builtins.int)
+        V: _TypeAlias = ValueType  # noqa: Y015
+
+    class _ModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[CommandGetTopicsOfNamespace._Mode.ValueType], _builtins.type):
+        DESCRIPTOR: _descriptor.EnumDescriptor
+        PERSISTENT: CommandGetTopicsOfNamespace._Mode.ValueType  # 0
+        NON_PERSISTENT: CommandGetTopicsOfNamespace._Mode.ValueType  # 1
+        ALL: CommandGetTopicsOfNamespace._Mode.ValueType  # 2
+
+    class Mode(_Mode, metaclass=_ModeEnumTypeWrapper): ...
+    PERSISTENT: CommandGetTopicsOfNamespace.Mode.ValueType  # 0
+    NON_PERSISTENT: CommandGetTopicsOfNamespace.Mode.ValueType  # 1
+    ALL: CommandGetTopicsOfNamespace.Mode.ValueType  # 2
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    NAMESPACE_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
+    TOPICS_PATTERN_FIELD_NUMBER: _builtins.int
+    TOPICS_HASH_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.int
+    namespace: _builtins.str
+    mode: Global___CommandGetTopicsOfNamespace.Mode.ValueType
+    topics_pattern: _builtins.str
+    topics_hash: _builtins.str
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.int | None = ...,
+        namespace: _builtins.str | None = ...,
+        mode: Global___CommandGetTopicsOfNamespace.Mode.ValueType | None = ...,
+        topics_pattern: _builtins.str | None = ...,
+        topics_hash: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["mode", b"mode", "namespace", b"namespace", "request_id", b"request_id", "topics_hash", b"topics_hash", "topics_pattern", b"topics_pattern"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["mode", b"mode", "namespace", b"namespace", "request_id", b"request_id", "topics_hash", b"topics_hash", "topics_pattern", b"topics_pattern"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CommandGetTopicsOfNamespace: _TypeAlias = CommandGetTopicsOfNamespace  # noqa: Y015
+
+@_typing.final
+class CommandGetTopicsOfNamespaceResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    TOPICS_FIELD_NUMBER: _builtins.int
+    FILTERED_FIELD_NUMBER: _builtins.int
+    TOPICS_HASH_FIELD_NUMBER: _builtins.int
+    CHANGED_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.int
+    filtered: _builtins.bool
+    topics_hash: _builtins.str
+    changed: _builtins.bool
+    @_builtins.property
+    def topics(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.int | None = ...,
+        topics: _abc.Iterable[_builtins.str] | None = ...,
+        filtered: _builtins.bool | None = ...,
+        topics_hash: _builtins.str | None = ...,
+        changed: _builtins.bool | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["changed", b"changed", "filtered", b"filtered", "request_id", b"request_id", "topics_hash", b"topics_hash"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changed", b"changed", "filtered", b"filtered", "request_id", b"request_id", "topics", b"topics", "topics_hash", b"topics_hash"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CommandGetTopicsOfNamespaceResponse: _TypeAlias = CommandGetTopicsOfNamespaceResponse  # noqa: Y015
+
+@_typing.final
 class BaseCommand(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -1303,8 +1432,12 @@ class BaseCommand(_message.Message):
     PARTITIONMETADATARESPONSE_FIELD_NUMBER: _builtins.int
     LOOKUPTOPIC_FIELD_NUMBER: _builtins.int
     LOOKUPTOPICRESPONSE_FIELD_NUMBER: _builtins.int
+    SEEK_FIELD_NUMBER: _builtins.int
     GETLASTMESSAGEID_FIELD_NUMBER: _builtins.int
     GETLASTMESSAGEIDRESPONSE_FIELD_NUMBER: _builtins.int
+    ACTIVE_CONSUMER_CHANGE_FIELD_NUMBER: _builtins.int
+    GETTOPICSOFNAMESPACE_FIELD_NUMBER: _builtins.int
+    GETTOPICSOFNAMESPACERESPONSE_FIELD_NUMBER: _builtins.int
     ACKRESPONSE_FIELD_NUMBER: _builtins.int
     type: Global___BaseCommand.Type.ValueType
     @_builtins.property
@@ -1354,9 +1487,17 @@ class BaseCommand(_message.Message):
     @_builtins.property
     def lookupTopicResponse(self) -> Global___CommandLookupTopicResponse: ...
     @_builtins.property
+    def seek(self) -> Global___CommandSeek: ...
+    @_builtins.property
     def getLastMessageId(self) -> Global___CommandGetLastMessageId: ...
     @_builtins.property
     def getLastMessageIdResponse(self) -> Global___CommandGetLastMessageIdResponse: ...
+    @_builtins.property
+    def active_consumer_change(self) -> Global___CommandActiveConsumerChange: ...
+    @_builtins.property
+    def getTopicsOfNamespace(self) -> Global___CommandGetTopicsOfNamespace: ...
+    @_builtins.property
+    def getTopicsOfNamespaceResponse(self) -> Global___CommandGetTopicsOfNamespaceResponse: ...
     @_builtins.property
     def ackResponse(self) -> Global___CommandAckResponse: ...
     def __init__(
@@ -1386,13 +1527,17 @@ class BaseCommand(_message.Message):
         partitionMetadataResponse: Global___CommandPartitionedTopicMetadataResponse | None = ...,
         lookupTopic: Global___CommandLookupTopic | None = ...,
         lookupTopicResponse: Global___CommandLookupTopicResponse | None = ...,
+        seek: Global___CommandSeek | None = ...,
         getLastMessageId: Global___CommandGetLastMessageId | None = ...,
         getLastMessageIdResponse: Global___CommandGetLastMessageIdResponse | None = ...,
+        active_consumer_change: Global___CommandActiveConsumerChange | None = ...,
+        getTopicsOfNamespace: Global___CommandGetTopicsOfNamespace | None = ...,
+        getTopicsOfNamespaceResponse: Global___CommandGetTopicsOfNamespaceResponse | None = ...,
         ackResponse: Global___CommandAckResponse | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "ackResponse", b"ackResponse", "close_consumer", b"close_consumer", "close_producer", b"close_producer", "connect", b"connect", "connected", b"connected", "error", b"error", "flow", b"flow", "getLastMessageId", b"getLastMessageId", "getLastMessageIdResponse", b"getLastMessageIdResponse", "lookupTopic", b"lookupTopic", "lookupTopicResponse", b"lookupTopicResponse", "message", b"message", "partitionMetadata", b"partitionMetadata", "partitionMetadataResponse", b"partitionMetadataResponse", "ping", b"ping", "pong", b"pong", "producer", b"producer", "producer_success", b"producer_success", "redeliverUnacknowledgedMessages", b"redeliverUnacknowledgedMessages", "send", b"send", "send_error", b"send_error", "send_receipt", b"send_receipt", "subscribe", b"subscribe", "success", b"success", "type", b"type", "unsubscribe", b"unsubscribe"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "ackResponse", b"ackResponse", "active_consumer_change", b"active_consumer_change", "close_consumer", b"close_consumer", "close_producer", b"close_producer", "connect", b"connect", "connected", b"connected", "error", b"error", "flow", b"flow", "getLastMessageId", b"getLastMessageId", "getLastMessageIdResponse", b"getLastMessageIdResponse", "getTopicsOfNamespace", b"getTopicsOfNamespace", "getTopicsOfNamespaceResponse", b"getTopicsOfNamespaceResponse", "lookupTopic", b"lookupTopic", "lookupTopicResponse", b"lookupTopicResponse", "message", b"message", "partitionMetadata", b"partitionMetadata", "partitionMetadataResponse", b"partitionMetadataResponse", "ping", b"ping", "pong", b"pong", "producer", b"producer", "producer_success", b"producer_success", "redeliverUnacknowledgedMessages", b"redeliverUnacknowledgedMessages", "seek", b"seek", "send", b"send", "send_error", b"send_error", "send_receipt", b"send_receipt", "subscribe", b"subscribe", "success", b"success", "type", b"type", "unsubscribe", b"unsubscribe"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "ackResponse", b"ackResponse", "close_consumer", b"close_consumer", "close_producer", b"close_producer", "connect", b"connect", "connected", b"connected", "error", b"error", "flow", b"flow", "getLastMessageId", b"getLastMessageId", "getLastMessageIdResponse", b"getLastMessageIdResponse", "lookupTopic", b"lookupTopic", "lookupTopicResponse", b"lookupTopicResponse", "message", b"message", "partitionMetadata", b"partitionMetadata", "partitionMetadataResponse", b"partitionMetadataResponse", "ping", b"ping", "pong", b"pong", "producer", b"producer", "producer_success", b"producer_success", "redeliverUnacknowledgedMessages", b"redeliverUnacknowledgedMessages", "send", b"send", "send_error", b"send_error", "send_receipt", b"send_receipt", "subscribe", b"subscribe", "success", b"success", "type", b"type", "unsubscribe", b"unsubscribe"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ack", b"ack", "ackResponse", b"ackResponse", "active_consumer_change", b"active_consumer_change", "close_consumer", b"close_consumer", "close_producer", b"close_producer", "connect", b"connect", "connected", b"connected", "error", b"error", "flow", b"flow", "getLastMessageId", b"getLastMessageId", "getLastMessageIdResponse", b"getLastMessageIdResponse", "getTopicsOfNamespace", b"getTopicsOfNamespace", "getTopicsOfNamespaceResponse", b"getTopicsOfNamespaceResponse", "lookupTopic", b"lookupTopic", "lookupTopicResponse", b"lookupTopicResponse", "message", b"message", "partitionMetadata", b"partitionMetadata", "partitionMetadataResponse", b"partitionMetadataResponse", "ping", b"ping", "pong", b"pong", "producer", b"producer", "producer_success", b"producer_success", "redeliverUnacknowledgedMessages", b"redeliverUnacknowledgedMessages", "seek", b"seek", "send", b"send", "send_error", b"send_error", "send_receipt", b"send_receipt", "subscribe", b"subscribe", "success", b"success", "type", b"type", "unsubscribe", b"unsubscribe"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

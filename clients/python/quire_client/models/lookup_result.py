@@ -26,11 +26,13 @@ class LookupResult:
             broker_url (str): the owner's service URL (its HTTP URL: Quire's clients speak HTTP)
             http_url (str):
             kafka_url (None | str): the owner's Kafka listener, null when it has none
+            native_url (None | str): the owner's Pulsar listener (Pulsar's `nativeUrl`), null when it has none
      """
 
     broker_url: str
     http_url: str
     kafka_url: None | str
+    native_url: None | str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
 
@@ -45,6 +47,9 @@ class LookupResult:
         kafka_url: None | str
         kafka_url = self.kafka_url
 
+        native_url: None | str
+        native_url = self.native_url
+
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -52,6 +57,7 @@ class LookupResult:
             "brokerUrl": broker_url,
             "httpUrl": http_url,
             "kafkaUrl": kafka_url,
+            "nativeUrl": native_url,
         })
 
         return field_dict
@@ -73,10 +79,19 @@ class LookupResult:
         kafka_url = _parse_kafka_url(d.pop("kafkaUrl"))
 
 
+        def _parse_native_url(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        native_url = _parse_native_url(d.pop("nativeUrl"))
+
+
         lookup_result = cls(
             broker_url=broker_url,
             http_url=http_url,
             kafka_url=kafka_url,
+            native_url=native_url,
         )
 
 
