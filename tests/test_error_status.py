@@ -46,9 +46,9 @@ NOT_ERRORS = {
     # The Pulsar listener's: a refusal becomes a ServerError in its answer, a bad frame closes
     # the connection.
     "app.pulsar_listener.errors.PulsarError",
-    "app.pulsar_listener.errors.FrameError",
+    "app.pulsar_listener.errors.PulsarFrameError",
     "app.pulsar_listener.frames.ChecksumMismatch",
-    "app.pulsar_listener.server.CloseConnection",
+    "app.pulsar_listener.server.PulsarCloseConnection",
     "bookie.auth.AuthRefused",
     # The web console's signals inside its page wrapper (app.console.web.page): an API refusal
     # becomes the page's answer showing its problem, a missing login the login page.

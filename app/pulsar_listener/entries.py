@@ -25,7 +25,7 @@ import cramjam
 
 from managed_ledger.entry_format import Message, StoredMessage
 
-from .errors import FrameError
+from .errors import PulsarFrameError
 from .proto import pulsar_api_pb2 as pb
 
 _U32 = struct.Struct(">I")
@@ -47,11 +47,13 @@ def decompress(metadata: pb.MessageMetadata, body: bytes) -> bytes:
         elif codec == pb.SNAPPY:
             out = bytes(cramjam.snappy.decompress_raw(body))
         else:
-            raise FrameError(f"unknown compression {codec}")
+            raise PulsarFrameError(f"unknown compression {codec}")
     except (cramjam.DecompressionError, zlib.error, ValueError) as exc:
-        raise FrameError(f"payload does not decompress ({pb.CompressionType.Name(codec)}): {exc}") from exc
+        raise PulsarFrameError(
+            f"payload does not decompress ({pb.CompressionType.Name(codec)}): {exc}"
+        ) from exc
     if len(out) != size:
-        raise FrameError(f"payload decompressed to {len(out)} bytes, metadata says {size}")
+        raise PulsarFrameError(f"payload decompressed to {len(out)} bytes, metadata says {size}")
     return out
 
 
@@ -60,7 +62,7 @@ def _properties(items: Sequence[pb.KeyValue]) -> dict[str, str] | None:
 
 
 def to_messages(metadata: pb.MessageMetadata, body: bytes) -> list[Message]:
-    """The Quire messages of one SEND (FrameError when its batch does not parse)."""
+    """The Quire messages of one SEND (PulsarFrameError when its batch does not parse)."""
     body = decompress(metadata, body)
     if not metadata.HasField("num_messages_in_batch"):
         return [
@@ -74,7 +76,7 @@ def to_messages(metadata: pb.MessageMetadata, body: bytes) -> list[Message]:
         ]
     count = metadata.num_messages_in_batch
     if not 0 < count <= MAX_BATCH_MESSAGES:
-        raise FrameError(f"batch of {count} messages")
+        raise PulsarFrameError(f"batch of {count} messages")
     return _batch(metadata, memoryview(body), count)
 
 
@@ -83,17 +85,17 @@ def _batch(metadata: pb.MessageMetadata, view: memoryview, count: int) -> list[M
     at = 0
     for i in range(count):
         if at + 4 > len(view):
-            raise FrameError(f"batch cut short at message {i} of {count}")
+            raise PulsarFrameError(f"batch cut short at message {i} of {count}")
         (size,) = _U32.unpack_from(view, at)
         single = pb.SingleMessageMetadata()
         try:
             single.ParseFromString(bytes(view[at + 4 : at + 4 + size]))
         except Exception as exc:
-            raise FrameError(f"batch message {i}: metadata does not decode") from exc
+            raise PulsarFrameError(f"batch message {i}: metadata does not decode") from exc
         at += 4 + size
         end = at + single.payload_size
         if not single.HasField("payload_size") or single.payload_size < 0 or end > len(view):
-            raise FrameError(f"batch message {i}: payload size past the batch")
+            raise PulsarFrameError(f"batch message {i}: payload size past the batch")
         out.append(
             Message(
                 value=b"" if single.null_value else bytes(view[at:end]),

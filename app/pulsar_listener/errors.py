@@ -1,6 +1,6 @@
 """The Pulsar listener's errors, and Quire's errors as Pulsar's `ServerError` codes.
 
-`FrameError` means the bytes of a connection cannot be trusted any more: the connection is
+`PulsarFrameError` means the bytes of a connection cannot be trusted any more: the connection is
 closed (only that one). Every other failure is answered on the connection with an ERROR,
 SEND_ERROR or a failed lookup carrying a `ServerError`, as the Java broker answers it (the
 client decides from the code whether to retry).
@@ -38,7 +38,7 @@ class PulsarError(QuireError):
             self.server_error = server_error
 
 
-class FrameError(PulsarError):
+class PulsarFrameError(PulsarError):
     """A frame that cannot be read: its connection is closed."""
 
 

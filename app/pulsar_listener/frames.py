@@ -14,7 +14,7 @@ Byte layout of a frame, every integer big-endian:
 
 Limits: a frame is at most `max_frame_bytes` (the largest message the listener takes, sent to the
 client in CONNECTED, plus 10 KiB for the command and metadata, as the Java broker allows); a
-larger size, a command size past the frame, or a command that does not decode is a `FrameError`
+larger size, a command size past the frame, or a command that does not decode is a `PulsarFrameError`
 and closes the connection. A checksum that does not match is not: it is answered per message
 (SEND_ERROR ChecksumError), as Pulsar does.
 """
@@ -29,7 +29,7 @@ from typing import Final
 from crc32c import crc32c
 from google.protobuf.message import DecodeError
 
-from .errors import FrameError, PulsarError
+from .errors import PulsarError, PulsarFrameError
 from .proto import pulsar_api_pb2 as pb
 
 MAGIC_CRC32C: Final = 0x0E01
@@ -64,14 +64,14 @@ async def read_frame(reader: asyncio.StreamReader, max_frame_bytes: int) -> Fram
     except asyncio.IncompleteReadError as exc:
         if not exc.partial:
             return None
-        raise FrameError("frame cut short in its size") from exc
+        raise PulsarFrameError("frame cut short in its size") from exc
     (total,) = _U32.unpack(head)
     if total < 4 or total > max_frame_bytes:
-        raise FrameError(f"frame size {total} outside 4..{max_frame_bytes}")
+        raise PulsarFrameError(f"frame size {total} outside 4..{max_frame_bytes}")
     try:
         body = await reader.readexactly(total)
     except asyncio.IncompleteReadError as exc:
-        raise FrameError(f"frame cut short: {len(exc.partial)} of {total} bytes") from exc
+        raise PulsarFrameError(f"frame cut short: {len(exc.partial)} of {total} bytes") from exc
     return parse_frame(body)
 
 
@@ -80,33 +80,33 @@ def parse_frame(body: bytes) -> Frame:
     view = memoryview(body)
     (size,) = _U32.unpack_from(view)
     if size == 0 or size > len(view) - 4:
-        raise FrameError(f"command size {size} outside 1..{len(view) - 4}")
+        raise PulsarFrameError(f"command size {size} outside 1..{len(view) - 4}")
     command = pb.BaseCommand()
     try:
         command.ParseFromString(bytes(view[4 : 4 + size]))
     except DecodeError as exc:
-        raise FrameError(f"command does not decode: {exc}") from exc
+        raise PulsarFrameError(f"command does not decode: {exc}") from exc
     return Frame(command, view[4 + size :])
 
 
 def open_payload(rest: memoryview) -> Payload:
     """A message's metadata and payload; ChecksumMismatch when its checksum does not match,
-    FrameError when it is not there or its metadata does not decode."""
+    PulsarFrameError when it is not there or its metadata does not decode."""
     if len(rest) >= 6 and _U16.unpack_from(rest)[0] == MAGIC_CRC32C:
         _, checksum = _CHECKED.unpack_from(rest)
         rest = rest[6:]
         if crc32c(rest) != checksum:
             raise ChecksumMismatch("checksum of the message's metadata and payload does not match")
     if len(rest) < 4:
-        raise FrameError("a message without its metadata")
+        raise PulsarFrameError("a message without its metadata")
     (size,) = _U32.unpack_from(rest)
     if size > len(rest) - 4:
-        raise FrameError(f"metadata size {size} past the frame")
+        raise PulsarFrameError(f"metadata size {size} past the frame")
     metadata = pb.MessageMetadata()
     try:
         metadata.ParseFromString(bytes(rest[4 : 4 + size]))
     except DecodeError as exc:
-        raise FrameError(f"message metadata does not decode: {exc}") from exc
+        raise PulsarFrameError(f"message metadata does not decode: {exc}") from exc
     return Payload(metadata, bytes(rest[4 + size :]))
 
 

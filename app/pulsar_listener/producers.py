@@ -22,13 +22,13 @@ from app.auth.policy import Need
 from topics.api import ProduceResult, TopicsApi
 
 from .entries import to_messages
-from .errors import FrameError, PulsarError, server_error_of
+from .errors import PulsarError, PulsarFrameError, server_error_of
 from .frames import open_payload
 from .proto import pulsar_api_pb2 as pb
 from .publish import Publish
 from .registry import Registry
 from .security import Access
-from .server import CloseConnection, Connection, Handler
+from .server import Connection, Handler, PulsarCloseConnection
 from .session import partitions_of, quire_topic
 
 log = logging.getLogger("quire.pulsar")
@@ -57,7 +57,7 @@ class Producer:
             sequence_id, highest, rest = await self.queue.get()
             try:
                 await self._store(sequence_id, highest, rest)
-            except FrameError as exc:
+            except PulsarFrameError as exc:
                 log.info("Pulsar connection %s: producer %s: %s; closing", self.conn.peer, self.name, exc)
                 self.conn.writer.transport.abort()
                 return
@@ -69,7 +69,7 @@ class Producer:
             payload = open_payload(rest)
             messages = to_messages(payload.metadata, payload.body)
             results = await self._publish(self.topic, self.name, messages)
-        except FrameError:
+        except PulsarFrameError:
             raise
         except Exception as exc:
             if not isinstance(exc, PulsarError):
@@ -165,7 +165,7 @@ class Producers:
             log.info(
                 "Pulsar connection %s: SEND for unknown producer %d; closing", conn.peer, send.producer_id
             )
-            raise CloseConnection
+            raise PulsarCloseConnection
         if send.is_chunk:
             error = pb.CommandSendError(
                 producer_id=send.producer_id,

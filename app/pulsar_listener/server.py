@@ -7,7 +7,7 @@ consumer's deliveries run in its own task, `consumers`). Writes go straight to t
 A connection must send CONNECT first, within `connect_timeout_s` and in a frame of at most
 `pre_connect_max_frame_bytes`; after CONNECTED its frames may be as large as the largest
 message plus 10 KiB. Bad input affects only its own connection: a frame that cannot be read
-(`frames.FrameError`: garbage, a size past the limit, a command that does not decode or lacks a
+(`frames.PulsarFrameError`: garbage, a size past the limit, a command that does not decode or lacks a
 required field) closes it; an unknown command is answered with an ERROR; a handler that fails
 answers with the error's `ServerError` where the command has a request id, and a handler bug is
 logged and closes the connection.
@@ -27,7 +27,7 @@ from typing import Any
 from common.errors import QuireError
 
 from .config import PulsarConfig
-from .errors import FrameError, server_error_of
+from .errors import PulsarFrameError, server_error_of
 from .frames import FRAME_OVERHEAD_BYTES, command_frame, message_frame, read_frame
 from .proto import pulsar_api_pb2 as pb
 from .security import Access
@@ -41,7 +41,7 @@ _READ_LIMIT = 1024 * 1024
 _CLOSE_WAIT_S = 2.0
 
 
-class CloseConnection(Exception):
+class PulsarCloseConnection(Exception):
     """Raised by a handler to close its connection."""
 
 
@@ -134,9 +134,9 @@ class Connection:
                 self.peer,
                 self.config.connect_timeout_s,
             )
-        except FrameError as exc:
+        except PulsarFrameError as exc:
             log.info("Pulsar connection %s: %s; closing", self.peer, exc)
-        except CloseConnection:
+        except PulsarCloseConnection:
             pass
         except (ConnectionError, OSError):
             pass
@@ -149,7 +149,7 @@ class Connection:
         if frame is None:
             return
         if frame.command.type != T.CONNECT:
-            raise FrameError(f"{_name(frame.command)} before CONNECT")
+            raise PulsarFrameError(f"{_name(frame.command)} before CONNECT")
         await self.dispatch(frame.command, frame.rest)
 
     async def dispatch(self, command: pb.BaseCommand, rest: memoryview) -> None:
@@ -161,9 +161,9 @@ class Connection:
             self.send_error(0, pb.NotAllowedError, f"command {_name(command)} is not supported")
             return
         if self.connected and self.server.access.expired(self):
-            raise CloseConnection
+            raise PulsarCloseConnection
         if not command.IsInitialized():
-            raise FrameError(f"{_name(command)} lacks required fields")
+            raise PulsarFrameError(f"{_name(command)} lacks required fields")
         await handler(self, command, rest)
 
     # --- writing -----------------------------------------------------------------------------

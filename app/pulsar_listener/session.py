@@ -19,7 +19,7 @@ from topics.errors import TopicNotFoundError
 from .errors import PulsarError, server_error_of
 from .proto import pulsar_api_pb2 as pb
 from .security import Access
-from .server import CloseConnection, Connection, Handler
+from .server import Connection, Handler, PulsarCloseConnection
 
 T = pb.BaseCommand
 PROTOCOL_VERSION = 20
@@ -52,14 +52,14 @@ class Session:
 
     async def connect(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
         if conn.connected:
-            raise CloseConnection  # a second CONNECT: the client is confused
+            raise PulsarCloseConnection  # a second CONNECT: the client is confused
         connect = command.connect
         try:
             self.access.authenticate(conn, connect)
         except PulsarError as exc:
             conn.send_error(0, exc.server_error, str(exc))
             await conn.drain()
-            raise CloseConnection from exc
+            raise PulsarCloseConnection from exc
         conn.connected = True
         conn.client_version = connect.client_version
         conn.protocol_version = min(connect.protocol_version, PROTOCOL_VERSION)
