@@ -147,11 +147,14 @@ class Gate:
         self.authorizer = Authorizer(topics, config.super_user_roles, config.authorization_cache_ms)
         self._on_error = on_error
 
-    async def admit(self, scope: Scope, send: Send) -> Send | None:
-        """The send to serve the request with, or None when the gate answered it (401, 403)."""
+    def _match(self, method: str, path: str) -> tuple[Rule, dict[str, str]] | None:
         if len(self._routes) != self._compiled_for:  # a route added after the app was built
             self._table, self._compiled_for = RouteTable(self._routes), len(self._routes)
-        found = self._table.match(scope["method"], _route_path(scope))
+        return self._table.match(method, path)
+
+    async def admit(self, scope: Scope, send: Send) -> Send | None:
+        """The send to serve the request with, or None when the gate answered it (401, 403)."""
+        found = self._match(scope["method"], _route_path(scope))
         rule, params = found if found is not None else (None, {})
         if rule is not None and self._open(rule.need):
             return send
@@ -176,6 +179,24 @@ class Gate:
             await self._forbid(send, denied)
             return None
         return self._forgetting(send) if rule.operation_id in CHANGES_GRANTS else send
+
+    async def may(self, role: str, method: str, path: str) -> bool:
+        """Would `admit` let `role` (already authenticated) through to `method path` (a decoded
+        path)? The same route table and authorizer, asked about a request nobody sends: the
+        console hides the forms a role may not use with it. Only a hint: when it cannot tell (no
+        such route, the store does not answer) it says yes and the request itself is decided by
+        `admit` as always."""
+        found = self._match(method, path)
+        if found is None or not self.config.authorization or self._open(found[0].need):
+            return True
+        rule, params = found
+        try:
+            denied = await self.authorizer.check(
+                role, rule.need, params.get("tenant"), params.get("namespace")
+            )
+        except QuireError:
+            return True
+        return denied is None
 
     def _open(self, need: Need) -> bool:
         return need == Need.OPEN or (need == Need.METRICS and not self.config.metrics_require_token)

@@ -61,13 +61,15 @@ def cluster_routes(router: APIRouter, console: Console) -> None:
     @router.get(CONSOLE_URL, include_in_schema=False)
     @page(console)
     async def cluster(ctx: Ctx) -> Response:
-        (brokers, brokers_problem), (bookies, bookies_problem), (under, _) = await asyncio.gather(
+        (brokers, brokers_problem), (bookies, bookies_problem), (under, _), may = await asyncio.gather(
             attempt(ctx.api.get("/admin/v2/brokers")),
             attempt(ctx.api.get("/admin/v2/bookies/all")),
             attempt(ctx.api.get("/admin/v2/bookies/underreplicated")),
+            ctx.may(decommission=("POST", "/admin/v2/bookies/_/decommission")),
         )
         return ctx.render(
             "cluster.html",
+            may=may,
             brokers=brokers or [],
             brokers_problem=brokers_problem,
             bookies=(bookies or {}).get("bookies", []),
@@ -124,7 +126,8 @@ def tenant_routes(router: APIRouter, console: Console) -> None:
         shown = [n for n in sorted(names) if q.lower() in n.lower()]
         details = await asyncio.gather(*(attempt(ctx.api.get(f"/admin/v2/tenants/{path(n)}")) for n in shown))
         rows = [{"name": n, "info": info, "problem": p} for n, (info, p) in zip(shown, details, strict=True)]
-        return ctx.render("tenants.html", rows=rows, total=len(names), q=q)
+        may = await ctx.may(create=("PUT", "/admin/v2/tenants/_"), delete=("DELETE", "/admin/v2/tenants/_"))
+        return ctx.render("tenants.html", rows=rows, total=len(names), q=q, may=may)
 
     @router.post(CONSOLE_URL + "/tenants", include_in_schema=False)
     @page(console)
@@ -151,7 +154,9 @@ def tenant_routes(router: APIRouter, console: Console) -> None:
             {"name": n, "short": n.split("/", 1)[-1], "topics": None if t is None else len(t), "problem": p}
             for n, (t, p) in zip(names, lists, strict=True)
         ]
-        return ctx.render("tenant.html", tenant=tenant, rows=rows)
+        url = f"/admin/v2/namespaces/{path(tenant)}/_"
+        may = await ctx.may(create=("PUT", url), delete=("DELETE", url))
+        return ctx.render("tenant.html", tenant=tenant, rows=rows, may=may)
 
     @router.post(CONSOLE_URL + "/tenants/{tenant}", include_in_schema=False)
     @page(console)
@@ -173,8 +178,10 @@ def namespace_routes(router: APIRouter, console: Console) -> None:
     @page(console)
     async def namespace(ctx: Ctx, tenant: str, namespace: str) -> Response:
         base = f"/admin/v2/namespaces/{path(tenant, namespace)}"
-        listing, *policies = await asyncio.gather(
+        topic_url = f"/admin/v2/persistent/{path(tenant, namespace)}/_"
+        listing, may, *policies = await asyncio.gather(
             ctx.api.get(f"/admin/v2/persistent/{path(tenant, namespace)}"),
+            ctx.may(create=("PUT", topic_url), delete=("DELETE", topic_url)),
             *(attempt(ctx.api.get(f"{base}/{p}")) for p in NAMESPACE_POLICIES),
         )
         prefix = f"persistent://{tenant}/{namespace}/"
@@ -195,6 +202,7 @@ def namespace_routes(router: APIRouter, console: Console) -> None:
             q=q,
             page_no=page_no,
             pages=pages,
+            may=may,
             policies=[(n, v, p) for n, (v, p) in zip(NAMESPACE_POLICIES, policies, strict=True)],
         )
 

@@ -38,36 +38,32 @@ def _names(tenant: str, namespace: str, topic: str) -> dict[str, str]:
     }
 
 
+def _topic_checks(urls: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """The API call behind each form of the topic page (a subscription's name does not change
+    who may call it, so `_` stands for every one)."""
+    admin, data, sub = urls["admin"], urls["data"], f"{urls['admin']}/subscription/_"
+    checks = {
+        "produce": ("POST", data + "/messages"),
+        "browse": ("GET", data + "/messages"),
+        "compact": ("PUT", admin + "/compaction"),
+        "unload": ("PUT", admin + "/unload"),
+        "delete": ("DELETE", admin),
+        "sub_create": ("PUT", data + "/subscriptions/_"),
+        "sub_reset": ("POST", sub + "/resetcursor/0"),
+        "sub_skip": ("POST", sub + "/skip/1"),
+        "sub_clear": ("POST", sub + "/skip_all"),
+        "sub_delete": ("DELETE", sub),
+        "sub_peek": ("GET", sub + "/position/1"),
+    }
+    checks.update({f"policy_{p}": ("POST", f"{admin}/{p}") for p in TOPIC_POLICIES})
+    return checks
+
+
 def topic_routes(router: APIRouter, console: Console) -> None:
     @router.get(TOPIC_URL, include_in_schema=False)
     @page(console)
     async def topic(ctx: Ctx, tenant: str, namespace: str, topic: str) -> Response:
-        urls = _names(tenant, namespace, topic)
-        (
-            stats,
-            (internal, internal_problem),
-            (compaction, compaction_problem),
-            *policies,
-        ) = await asyncio.gather(
-            ctx.api.get(urls["admin"] + "/stats"),
-            attempt(ctx.api.get(urls["admin"] + "/internalStats")),
-            attempt(ctx.api.get(urls["admin"] + "/compaction")),
-            *(attempt(ctx.api.get(f"{urls['admin']}/{p}")) for p in TOPIC_POLICIES),
-        )
-        return ctx.render(
-            "topic.html",
-            tenant=tenant,
-            namespace=namespace,
-            topic=topic,
-            urls=urls,
-            stats=stats,
-            internal=internal,
-            internal_problem=internal_problem,
-            compaction=compaction,
-            compaction_problem=compaction_problem,
-            horizon=(internal or {}).get("compactionHorizon"),
-            policies=[(n, v, p) for n, (v, p) in zip(TOPIC_POLICIES, policies, strict=True)],
-        )
+        return await _topic_page(ctx, tenant, namespace, topic)
 
     @router.get(TOPIC_URL + "/chart", include_in_schema=False)
     @page(console)
@@ -125,6 +121,38 @@ def topic_action_routes(router: APIRouter, console: Console) -> None:
             raise ApiRefused(Problem(422, "Unknown action", f"no action {action!r} on a topic"))
         done, to = await handler(ctx, urls, form)
         return ctx.back(to or urls["page"], ok=done)
+
+
+async def _topic_page(ctx: Ctx, tenant: str, namespace: str, topic: str) -> Response:
+    urls = _names(tenant, namespace, topic)
+    (
+        stats,
+        (internal, internal_problem),
+        (compaction, compaction_problem),
+        may,
+        *policies,
+    ) = await asyncio.gather(
+        ctx.api.get(urls["admin"] + "/stats"),
+        attempt(ctx.api.get(urls["admin"] + "/internalStats")),
+        attempt(ctx.api.get(urls["admin"] + "/compaction")),
+        ctx.may(**_topic_checks(urls)),
+        *(attempt(ctx.api.get(f"{urls['admin']}/{p}")) for p in TOPIC_POLICIES),
+    )
+    return ctx.render(
+        "topic.html",
+        may=may,
+        tenant=tenant,
+        namespace=namespace,
+        topic=topic,
+        urls=urls,
+        stats=stats,
+        internal=internal,
+        internal_problem=internal_problem,
+        compaction=compaction,
+        compaction_problem=compaction_problem,
+        horizon=(internal or {}).get("compactionHorizon"),
+        policies=[(n, v, p) for n, (v, p) in zip(TOPIC_POLICIES, policies, strict=True)],
+    )
 
 
 async def _peek(ctx: Ctx, tenant: str, namespace: str, topic: str) -> Response:

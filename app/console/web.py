@@ -8,6 +8,7 @@ session's token), calls the API, and answers `ctx.render(...)` or, after an acti
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import inspect
 import logging
@@ -15,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import jinja2
 from fastapi import FastAPI, Request
@@ -63,6 +64,19 @@ class Console:
         role: str = self.app.state.gate.config.verifier.role(token)
         return role
 
+    async def may(self, role: str | None, checks: dict[str, tuple[str, str]]) -> dict[str, bool]:
+        """For each name, whether `role` may call (method, API url): asked of the gate itself
+        (app.auth.gate's `may`: its route table and authorizer), so who may do what is written
+        once, in app/auth/policy.py. Everything when security is off."""
+        gate = getattr(self.app.state, "gate", None)
+        if gate is None or role is None:
+            return dict.fromkeys(checks, True)
+        names = list(checks)
+        answers = await asyncio.gather(
+            *(gate.may(role, method, unquote(urlsplit(url).path)) for method, url in checks.values())
+        )
+        return dict(zip(names, answers, strict=True))
+
     def begin(self, request: Request, *, login: bool = True) -> Ctx:
         session = self.sessions.get(request.cookies.get(COOKIE))
         fresh = session is None
@@ -92,6 +106,11 @@ class Ctx:
             **values,
         )
         return self._cookie(HTMLResponse(html, status_code=status))
+
+    async def may(self, **checks: tuple[str, str]) -> dict[str, bool]:
+        """Which of these API calls (name=(method, url)) the session's role may make: the page
+        shows the forms that make them only then (the API still decides each call)."""
+        return await self.console.may(self.session.role, checks)
 
     def back(self, to: str, ok: str | None = None, problem: Problem | None = None) -> Response:
         if ok is not None:

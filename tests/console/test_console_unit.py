@@ -195,3 +195,71 @@ async def test_the_kafka_groups_page_shows_each_partitions_end_and_lag() -> None
         assert row is not None, page.text
         cells = re.findall(r'<td class="num">([^<]*)</td>', row[1])
         assert cells == ["0", "1", "3", "2"]  # partition, committed, end offset, lag
+
+
+async def test_a_page_shows_only_the_forms_the_role_may_use() -> None:
+    async with secured() as s:
+        await login(s.client, "consumer")
+        page = (await s.client.get("/console/topics/acme/ns/t")).text
+        assert 'id="compact-now"' not in page and "Delete topic" not in page and 'value="unload"' not in page
+        assert 'value="policy"' not in page and 'value="produce"' not in page
+        assert 'position=1">Peek</a>' in page and 'value="sub-reset"' in page  # a consumer's own
+        assert 'value="sub-delete"' in page  # Pulsar lets a consumer unsubscribe (policy.py)
+        s.client.cookies.clear()
+        await login(s.client, "producer")
+        page = (await s.client.get("/console/topics/acme/ns/t")).text
+        assert 'value="produce"' in page and "Peek</a>" not in page and 'id="compact-now"' not in page
+        s.client.cookies.clear()
+        await login(s.client, "acme-admin")
+        page = (await s.client.get("/console/topics/acme/ns/t")).text
+        for shown in ('id="compact-now"', "Delete topic", 'value="unload"', 'value="policy"', "Peek</a>"):
+            assert shown in page, shown
+        namespace = (await s.client.get("/console/namespaces/acme/ns")).text
+        assert 'id="create-topic"' in namespace and "Delete</button>" in namespace
+        tenant = (await s.client.get("/console/tenants/acme")).text
+        assert "Create a namespace" in tenant
+        s.client.cookies.clear()
+        await login(s.client, "consumer")
+        namespace = (await s.client.get("/console/namespaces/acme/ns")).text
+        assert 'id="create-topic"' not in namespace and "Delete</button>" not in namespace
+
+
+async def test_decommission_shows_for_a_super_user_only() -> None:
+    async with secured() as s:
+        console = s.app.state.console
+        check = {"decommission": ("POST", "/admin/v2/bookies/_/decommission")}
+        assert await console.may("root", check) == {"decommission": True}
+        assert await console.may("consumer", check) == {"decommission": False}
+        assert await console.may("acme-admin", check) == {"decommission": False}
+        bookie = {"bookieId": "b1:3181", "state": "writable", "ledgers": 3, "freeBytes": 1 << 30}
+        page = console.env.get_template("cluster.html")
+        values = {"session": SessionStore().new(), "auth_on": True, "path": "/console", "flashes": []}
+        values |= {"brokers": [], "brokers_problem": None, "bookies": [bookie], "bookies_problem": None}
+        values |= {"under": [], "chart_url": "/console/cluster/chart"}
+        assert "Decommission</button>" in page.render(**values, may={"decommission": True})
+        assert "Decommission</button>" not in page.render(**values, may={"decommission": False})
+        await login(s.client, "root")
+        tenants = (await s.client.get("/console/tenants")).text
+        assert "Create a tenant" in tenants and "Delete</button>" in tenants
+
+
+async def test_every_form_the_console_checks_is_an_api_operation() -> None:
+    from urllib.parse import unquote
+
+    from app.console.topic_pages import _names, _topic_checks
+
+    async with secured() as s:
+        gate = s.app.state.gate
+        checks = list(_topic_checks(_names("acme", "ns", "t")).values())
+        checks.append(("POST", "/admin/v2/bookies/_/decommission"))
+        for method, url in checks:
+            assert gate._match(method, unquote(url)) is not None, (method, url)
+
+
+async def test_with_authorization_off_every_form_shows() -> None:
+    from tests.api.auth_support import security
+
+    async with secured(security(authorization=False)) as s:
+        await login(s.client, "consumer")
+        page = (await s.client.get("/console/topics/acme/ns/t")).text
+        assert 'id="compact-now"' in page and "Delete topic" in page and 'value="produce"' in page
