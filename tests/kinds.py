@@ -35,7 +35,7 @@ KINDS = ("unit", "process", "live", "contract")
 FAST = ("unit", "contract")
 SUFFIXES = {"_contract": "contract", "_process": "process", "_live": "live"}
 PREFIXES = {"test_live_": "live"}
-FOLDERS = {"cluster": "process", "chaos_torn": "process", "kafka_clients": "live"}
+FOLDERS = {"cluster": "process", "chaos_torn": "process", "kafka_clients": "live", "pulsar_listener": "live"}
 # Markers that imply a kind: a Spark session starts a JVM.
 IMPLIED = {"spark": "process"}
 # When fixtures of different kinds meet, the heavier wins (a live stack that a test also restarts).

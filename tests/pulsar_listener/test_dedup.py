@@ -5,33 +5,14 @@ as a Pulsar broker answers a duplicate."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import httpx
 import pulsar
 import pytest
 
-from tests.pulsar_listener.support import CLIENT_TIMEOUT_S, STORES, Standalone, serving_on
+from tests.pulsar_listener.support import Standalone
 from tests.pulsar_listener.test_clients import rest_read, topic
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture(scope="module", params=STORES)
-def standalone(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Standalone]:
-    yield from serving_on(request, Path(tmp_path_factory.mktemp("pulsar-dedup")))
-
-
-@pytest.fixture
-def client(standalone: Standalone) -> Iterator[pulsar.Client]:
-    c = pulsar.Client(standalone.service_url, operation_timeout_seconds=CLIENT_TIMEOUT_S)
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def dedup_on(standalone: Standalone, quire_name: str) -> None:

@@ -7,34 +7,16 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pulsar
 import pytest
 
-from tests.pulsar_listener.support import CLIENT_TIMEOUT_S, STORES, Standalone, serving_on
+from tests.pulsar_listener.support import Standalone
 from tests.pulsar_listener.test_clients import topic
 
 pytestmark = pytest.mark.timeout(300)
 RECEIVE_MS = 10_000
-
-
-@pytest.fixture(scope="module", params=STORES)
-def standalone(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Standalone]:
-    yield from serving_on(request, Path(tmp_path_factory.mktemp("pulsar-readers")))
-
-
-@pytest.fixture
-def client(standalone: Standalone) -> Iterator[pulsar.Client]:
-    c = pulsar.Client(standalone.service_url, operation_timeout_seconds=CLIENT_TIMEOUT_S)
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def produce(client: pulsar.Client, name: str, values: list[str]) -> list[pulsar.MessageId]:

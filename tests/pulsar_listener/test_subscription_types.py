@@ -7,34 +7,15 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from pathlib import Path
 
 import pulsar
 import pytest
 
-from tests.pulsar_listener.support import CLIENT_TIMEOUT_S, STORES, Standalone, serving_on
 from tests.pulsar_listener.test_clients import topic
 
 pytestmark = pytest.mark.timeout(300)
 RECEIVE_MS = 10_000
 EARLIEST = pulsar.InitialPosition.Earliest
-
-
-@pytest.fixture(scope="module", params=STORES)
-def standalone(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Standalone]:
-    yield from serving_on(request, Path(tmp_path_factory.mktemp("pulsar-types")))
-
-
-@pytest.fixture
-def client(standalone: Standalone) -> Iterator[pulsar.Client]:
-    c = pulsar.Client(standalone.service_url, operation_timeout_seconds=CLIENT_TIMEOUT_S)
-    try:
-        yield c
-    finally:
-        c.close()
 
 
 def send(client: pulsar.Client, name: str, values: list[tuple[str, str]]) -> None:
