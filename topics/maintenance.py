@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 
 from managed_ledger.api import ManagedLedger
 from managed_ledger.entry_format import batch_publish_time
@@ -98,33 +99,19 @@ class Maintenance:
         return {"metadata": metadata, "bookies": bookies}
 
     async def _ttl_loop(self) -> None:
-        interval_s = self._r.config.message_ttl_check_interval_ms / 1000
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                await self._backlog.expire_by_ttl()
-            except Exception:  # the loop must outlive one bad topic; the next tick retries
-                log.exception("message TTL check failed")
+        await _every(self._r.config.message_ttl_check_interval_ms, self._backlog.expire_by_ttl, "message TTL")
 
     async def _quota_loop(self) -> None:
-        interval_s = self._r.config.backlog_quota_check_interval_ms / 1000
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                await self._quota.check_backlog_quotas()
-            except Exception:  # the loop must outlive one bad topic; the next tick retries
-                log.exception("backlog quota check failed")
+        interval_ms = self._r.config.backlog_quota_check_interval_ms
+        await _every(interval_ms, self._quota.check_backlog_quotas, "backlog quota")
 
     async def _compaction_loop(self) -> None:
-        interval_s = self._r.config.compaction_check_interval_ms / 1000
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                if self._r.ownership is not None:  # alone, this broker applied every change itself
-                    await self.refresh_namespace_policies()
-                await self.check_compaction_thresholds()
-            except Exception:  # the loop must outlive one bad topic; the next tick retries
-                log.exception("auto-compaction check failed")
+        await _every(self._r.config.compaction_check_interval_ms, self._compaction_tick, "auto-compaction")
+
+    async def _compaction_tick(self) -> None:
+        if self._r.ownership is not None:  # alone, this broker applied every change itself
+            await self.refresh_namespace_policies()
+        await self.check_compaction_thresholds()
 
     async def refresh_namespace_policies(self) -> None:
         """Re-apply namespace policies another broker changed to the topics open here (a topic's
@@ -192,3 +179,14 @@ class Maintenance:
                 return None
             t.first_after_horizon[partition] = known
         return known[1]
+
+
+async def _every(interval_ms: int, check: Callable[[], Awaitable[object]], what: str) -> None:
+    """Run `check` every `interval_ms` for ever; a failing tick is logged and the next retries
+    (the loop must outlive one bad topic)."""
+    while True:
+        await asyncio.sleep(interval_ms / 1000)
+        try:
+            await check()
+        except Exception:
+            log.exception("%s check failed", what)
