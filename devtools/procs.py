@@ -140,9 +140,21 @@ class Proc:
             except subprocess.TimeoutExpired:
                 self.kill9()
         self.signal(signal.SIGKILL)  # any grandchildren left behind
+        self._wait_group_gone(timeout_s)
         if self._log is not None:
             self._log.close()
         return self.proc.returncode
+
+    def _wait_group_gone(self, timeout_s: float) -> None:
+        """Until no process of the group is left (a killed grandchild, such as the compactor's
+        Spark JVM, exits a moment after the SIGKILL), bounded by `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(self.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
