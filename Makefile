@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-compaction bench-spark bench-kafka bench-kafka-wire pulsar-proto bench-console soak chaos chaos-fuzz client openapi clean
+.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-compaction bench-spark bench-kafka bench-kafka-wire pulsar-proto bench-console bench-pulsar soak chaos chaos-fuzz client openapi clean
 
 setup: $(STAMP)
 
@@ -83,6 +83,12 @@ bench-kafka: setup
 # The Kafka listener's wire layer alone: codec costs per 1 MB request, and a pipelined connection.
 bench-kafka-wire: setup
 	$(PY) -m bench.bench_kafka_wire
+
+# pulsar-client against Quire's Pulsar listener and pulsar-lite in one run, Kafka as a second row.
+BENCH_PULSAR_MESSAGES ?= 1000000
+BENCH_PULSAR_ROUNDS ?= 3
+bench-pulsar: setup
+	$(PY) -m bench.bench_pulsar --rounds $(BENCH_PULSAR_ROUNDS) --messages $(BENCH_PULSAR_MESSAGES)
 
 # Every console page's server time with 1,000 topics in a namespace (bar: under 300 ms each).
 bench-console: setup

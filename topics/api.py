@@ -219,8 +219,17 @@ class DataApi(Protocol):
     async def list_subscriptions(self, topic: str) -> list[str]: ...
 
     async def receive(
-        self, topic: str, subscription: str, max_messages: int, wait_ms: int, consumer_id: str | None
-    ) -> list[Delivery]: ...
+        self,
+        topic: str,
+        subscription: str,
+        max_messages: int,
+        wait_ms: int,
+        consumer_id: str | None,
+        whole_entries: bool = False,
+    ) -> list[Delivery]:
+        """`whole_entries`: the last entry is handed out whole, past max_messages (a push
+        consumer's permits: Pulsar sends a batch whole, and its client acks a batch as one)."""
+        ...
 
     async def ack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None: ...
 

@@ -181,7 +181,13 @@ class DataPlane:
         return sorted(t.mls[0].cursors)
 
     async def receive(
-        self, topic: str, subscription: str, max_messages: int, wait_ms: int, consumer_id: str | None
+        self,
+        topic: str,
+        subscription: str,
+        max_messages: int,
+        wait_ms: int,
+        consumer_id: str | None,
+        whole_entries: bool = False,
     ) -> list[Delivery]:
         deadline = self._check_wait(wait_ms)
         max_messages = self._check_max(max_messages)
@@ -191,7 +197,7 @@ class DataPlane:
         while True:
             woken = t.notifier.arm()
             async with sub.lock:
-                out = await sub.fill(max_messages, consumer_id)
+                out = await sub.fill(max_messages, consumer_id, whole_entries)
             if sub.keys.others_ready():
                 t.notifier.notify()
             remaining = deadline - loop.time()
@@ -201,7 +207,7 @@ class DataPlane:
             redelivery_ms = sub.next_redelivery_ms()
             if redelivery_ms is not None:
                 remaining = min(remaining, redelivery_ms / 1000 + 0.001)
-            sub.heard(consumer_id, self._r.clock.now_ms() + int(remaining * 1000))
+            sub.members.heard(consumer_id, self._r.clock.now_ms() + int(remaining * 1000))
             await Notifier.wait(woken, remaining)
             if t.moved:
                 return []  # the topic left this broker: the client's next request finds its owner
@@ -235,11 +241,9 @@ class DataPlane:
         t = await self._r.topic(topic)
         sub = await self._r.subscription(t, subscription)
         async with sub.lock:
-            # As if silent past the idle time: the next consumer to ask sees it gone (what it
-            # held is redelivered; failover's active consumer and key_shared's keys follow).
-            # Here and not a Subscription method: subscriptions.py is at its size limit.
-            if consumer_id in sub._consumers:
-                sub._consumers[consumer_id] = -self._r.config.exclusive_consumer_idle_ms - 1
+            # The next consumer to ask sees it gone (what it held is redelivered; failover's
+            # active consumer and key_shared's keys follow).
+            sub.members.left(consumer_id)
         t.notifier.notify()
 
     async def nack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None:

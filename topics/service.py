@@ -154,9 +154,15 @@ class TopicService:
         return await self.data.list_subscriptions(topic)
 
     async def receive(
-        self, topic: str, subscription: str, max_messages: int, wait_ms: int, consumer_id: str | None
+        self,
+        topic: str,
+        subscription: str,
+        max_messages: int,
+        wait_ms: int,
+        consumer_id: str | None,
+        whole_entries: bool = False,
     ) -> list[Delivery]:
-        return await self.data.receive(topic, subscription, max_messages, wait_ms, consumer_id)
+        return await self.data.receive(topic, subscription, max_messages, wait_ms, consumer_id, whole_entries)
 
     async def ack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None:
         return await self.data.ack(topic, subscription, message_ids)

@@ -56,6 +56,7 @@ from topics.dead_letters import DeadLetterWriter
 from topics.delivery_state import EntryAcks
 from topics.errors import ConsumerBusyError, ConsumerIdRequiredError
 from topics.key_shared import KeyRouter
+from topics.members import Members
 from topics.readers import BEYOND, CompactedSource, after, decode_entry, entries_wanted
 
 # Resolves the partition of a message id the subscription has no state for (ledger ids are
@@ -96,7 +97,6 @@ class Subscription:
         self.options = options
         self.ack_timeout_ms = ack_timeout_ms
         self._max_unacked = max_unacked
-        self._exclusive_idle_ms = exclusive_idle_ms
         self._clock = clock
         self._compacted = compacted
         self._partition_of = partition_of
@@ -119,9 +119,7 @@ class Subscription:
         # what compaction removed is never delivered, so nobody would ack it one by one.
         self._compacted_unacked: list[set[MessageId]] = [set() for _ in cursors]
         self._compacted_end: list[Position | None] = [None] * len(cursors)
-        self._owner: str | None = None  # exclusive: the consumer; failover: the active one
-        self._owner_seen_ms = 0
-        self._consumers: dict[str, int] = {}  # failover, key_shared: live consumer -> heard until (ms)
+        self.members = Members(exclusive_idle_ms)
         self.keys = KeyRouter()  # key_shared
         self._rr = 0
         self._entries_read = 0  # with _messages_read: the batch size seen, to size reads
@@ -151,16 +149,20 @@ class Subscription:
         return delivery_state.encode(entries, counts, cursor.is_acked, delivery_state.MAX_MESSAGES)
 
     # --- delivery ------------------------------------------------------------------------------
-    async def fill(self, max_messages: int, consumer_id: str | None) -> list[Delivery]:
+    async def fill(
+        self, max_messages: int, consumer_id: str | None, whole_entries: bool = False
+    ) -> list[Delivery]:
         """Hand out up to max_messages: redeliveries first, then new messages. Caller holds the
         subscription's lock, so concurrent consumers never get the same message. Messages past
-        their redelivery limit met on the way go to the dead-letter topic instead."""
-        out = await self._fill(max_messages, consumer_id)
+        their redelivery limit met on the way go to the dead-letter topic instead.
+        `whole_entries`: the last new entry handed out is handed out whole, past max_messages
+        (a push consumer's permits, as Pulsar's dispatcher sends a batch whole)."""
+        out = await self._fill(max_messages, consumer_id, whole_entries)
         if self._dead:
             await self._write_dead_letters()
         return out
 
-    async def _fill(self, max_messages: int, consumer_id: str | None) -> list[Delivery]:
+    async def _fill(self, max_messages: int, consumer_id: str | None, whole: bool) -> list[Delivery]:
         now = self._clock.now_ms()
         kind = self.options.type
         if kind != "shared" and not consumer_id:
@@ -171,7 +173,7 @@ class Subscription:
         elif kind in ("failover", "key_shared"):
             self._join(consumer, now)
         self._expire(now)
-        if kind == "failover" and consumer != self._owner:
+        if kind == "failover" and consumer != self.members.owner:
             return []  # a standby: it takes over when the active consumer goes silent
         keyed = kind == "key_shared"
         out: list[Delivery] = []
@@ -201,6 +203,11 @@ class Subscription:
                 partition, message = self._ready.popleft()
                 if not self._is_acked(partition, message.message_id):
                     touched.add(partition)
+                    self._hand_out(out, partition, message, now, consumer)
+            last = out[-1].message.message_id.position if whole and out else None
+            while last is not None and self._ready and self._ready[0][1].message_id.position == last:
+                partition, message = self._ready.popleft()
+                if not self._is_acked(partition, message.message_id):
                     self._hand_out(out, partition, message, now, consumer)
         finally:
             for mid in skipped:
@@ -274,47 +281,36 @@ class Subscription:
         return Delivery(message, count)
 
     # --- consumers (failover, key_shared) -------------------------------------------------------
-    def heard(self, consumer_id: str | None, until_ms: int) -> None:
-        """A consumer is waiting in a long poll until `until_ms`: it stays live that long."""
-        if consumer_id in self._consumers:
-            self._consumers[consumer_id] = max(self._consumers[consumer_id], until_ms)
-
     def _join(self, consumer: str, now: int) -> None:
-        """Note `consumer` as live; consumers silent for the idle time leave, and what they held
-        unacked is redelivered. Failover's active consumer follows the live set."""
-        joined = consumer not in self._consumers
-        self._consumers[consumer] = max(self._consumers.get(consumer, 0), now)
-        gone = [c for c, heard in self._consumers.items() if now - heard > self._exclusive_idle_ms]
-        for c in gone:
-            del self._consumers[c]
+        """Note `consumer` as live (topics.members); what consumers that left held unacked is
+        redelivered, and failover's or key_shared's assignment follows the live set."""
+        failover = self.options.type == "failover"
+        change = self.members.join(consumer, now, failover)
+        gone = change.gone
         if gone:
             for mid in [m for m, p in self.pending.items() if p.consumer in gone]:
                 self._to_redeliver(mid, "consumer left")
             for pending in self._redeliver_msgs.values():
                 if pending.consumer in gone:
                     pending.consumer = None  # nobody has it now (key_shared: its key is free)
-        if self.options.type == "failover":
-            active = min(self._consumers)
-            if active != self._owner:
-                # The previous active consumer's unacked messages go to the new one, in order.
-                for mid in list(self.pending):
-                    self._to_redeliver(mid, "consumer left")
-                self._owner = active
-        elif joined or gone:
+        if change.new_active is not None:
+            self._redeliver_all()  # the previous active consumer's unacked go to the new one
+        elif not failover and (change.joined or gone):
             out = [(p.message, p.consumer) for p in self.pending.values()]
             out.extend((p.message, p.consumer) for p in self._redeliver_msgs.values())
-            self.keys.set_consumers(self._consumers, out)
+            self.keys.set_consumers(self.members.live, out)
 
     def _claim(self, consumer: str, now: int) -> None:
-        owner = self._owner
-        if owner is not None and owner != consumer and now - self._owner_seen_ms <= self._exclusive_idle_ms:
+        owner = self.members.busy(consumer, now)
+        if owner is not None:
             raise ConsumerBusyError(self.topic, self.name, owner)
-        if owner is not None and owner != consumer:
-            # The previous consumer is gone: what it held unacked goes to the new one, in order.
-            for mid in list(self.pending):
-                self._to_redeliver(mid, "consumer left")
-        self._owner = consumer
-        self._owner_seen_ms = now
+        if self.members.claim(consumer, now):
+            self._redeliver_all()  # the previous consumer is gone: its unacked go to the new one
+
+    def _redeliver_all(self) -> None:
+        """Every unacked message goes round again, in order (its consumer changed)."""
+        for mid in list(self.pending):
+            self._to_redeliver(mid, "consumer left")
 
     def _expire(self, now: int) -> None:
         while self.pending:
@@ -336,7 +332,7 @@ class Subscription:
         if self._redeliver_msgs:
             return 0
         now = self._clock.now_ms()
-        times = [heard + self._exclusive_idle_ms + 1 for heard in self._consumers.values()]
+        times = self.members.next_leave_ms()
         if self.pending:
             times.append(next(iter(self.pending.values())).deadline_ms)
         return max(0, min(times) - now) if times else None

@@ -137,7 +137,9 @@ class Consumer:
         reader's: its position)."""
         if self.reads is not None:
             return await self.reads.fetch(max_messages, wait_ms)
-        return await self.topics.receive(self.topic, self.subscription, max_messages, wait_ms, self.quire_id)
+        return await self.topics.receive(
+            self.topic, self.subscription, max_messages, wait_ms, self.quire_id, whole_entries=True
+        )
 
     def _push(self, deliveries: list[Delivery]) -> None:
         entries: dict[Position, list[Delivery]] = {}

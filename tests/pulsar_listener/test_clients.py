@@ -4,6 +4,7 @@ subscriptions, acks that survive a reconnect."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import httpx
@@ -235,3 +236,37 @@ def test_topic_stats_show_each_pulsar_producer_and_consumer_connection(
     for entry in [*publishers.values(), consumer_stats]:
         assert entry["address"].startswith("127.0.0.1:"), entry
         assert entry["clientVersion"].startswith("Pulsar"), entry
+
+
+def test_batches_larger_than_the_consumers_permits_all_arrive(client: pulsar.Client) -> None:
+    """A consumer's queue (its permits) smaller than a batch: the listener sends each batch
+    whole, as Pulsar's dispatcher does. Cut into two MESSAGEs of one entry, the client acked the
+    first part as the whole entry and the broker took the second part as acked too: 2,000 of
+    5,000 never reached the application, and the subscription's backlog said 0."""
+    name, _ = topic()
+    producer = client.create_producer(
+        name,
+        batching_enabled=True,
+        batching_max_messages=500,
+        batching_max_publish_delay_ms=50,
+        block_if_queue_full=True,
+    )
+    failed: list[pulsar.Result] = []
+    for i in range(5_000):
+        producer.send_async(f"m{i}".encode(), lambda r, _: r == pulsar.Result.Ok or failed.append(r))
+    producer.flush()
+    assert failed == []
+    consumer = client.subscribe(
+        name,
+        "small-queue",
+        consumer_type=pulsar.ConsumerType.Shared,
+        initial_position=pulsar.InitialPosition.Earliest,
+        receiver_queue_size=300,
+    )
+    seen: set[bytes] = set()
+    with contextlib.suppress(pulsar.Timeout):
+        while len(seen) < 5_000:
+            m = consumer.receive(5_000)
+            seen.add(m.data())
+            consumer.acknowledge(m)
+    assert len(seen) == 5_000

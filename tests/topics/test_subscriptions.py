@@ -105,6 +105,14 @@ async def test_small_pages_split_a_batch(svc: TopicService) -> None:
     assert got == [str(i) for i in range(7)]
 
 
+async def test_whole_entries_hands_the_last_batch_out_whole_past_the_limit(svc: TopicService) -> None:
+    await produce(svc, *[str(i) for i in range(7)])  # one entry of 7
+    await produce(svc, "next")
+    await svc.create_subscription(T, "s", EARLIEST)
+    assert values(await svc.receive(T, "s", 2, 0, None, whole_entries=True)) == [str(i) for i in range(7)]
+    assert values(await svc.receive(T, "s", 2, 0, None, whole_entries=True)) == ["next"]
+
+
 async def test_ack_by_id_of_a_message_not_delivered_in_this_session(env: Env) -> None:
     svc = env.service
     ids = await produce(svc, "a", "b")
