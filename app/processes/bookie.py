@@ -3,16 +3,17 @@
 Start: open the metadata store and check the disk's cookie (exit 2 when the disk was wiped or
 swapped; `--format` registers it as a new instance), build the engine's StorageConfig from the
 settings, open the engine (journal replay, index rebuild), bind the server, register and start
-the heartbeat and the ledger garbage collector (`bookie.ledger_gc`: ledgers the metadata no
-longer has, every QUIRE_BOOKIE_LEDGER_GC_INTERVAL_S, only with a shared QUIRE_DATABASE_URL), log
-where it listens. With `QUIRE_BOOKIE_METRICS_PORT` (`--metrics-port`) set, its
-Prometheus metrics are served on that port of the listen host at `/metrics`
-(`app/process_metrics.py`; for a super-user's token only with QUIRE_METRICS_REQUIRE_TOKEN). The
-bookie port asks clients for the cluster secret and speaks TLS as the settings say
-(`bookie.auth`); the start-up line says which. SIGTERM or SIGINT: stop heartbeating (recorded as down),
-stop accepting, let requests in flight finish (bounded), close the engine, exit 0. A heartbeat
-refused because the bookie id was formatted as another instance stops it the same way (without
-recording it down: that is the other instance now) and exits 1. Runs on uvloop when installed.
+the heartbeat, the ledger garbage collector (`bookie.ledger_gc`: ledgers the metadata no
+longer has, every QUIRE_BOOKIE_LEDGER_GC_INTERVAL_S, only with a shared QUIRE_DATABASE_URL) and
+the scrub (`bookie.scrubber`: rotten copies listed for repair), log where it listens. With
+`QUIRE_BOOKIE_METRICS_PORT` (`--metrics-port`) set, its Prometheus metrics are served on that
+port of the listen host at `/metrics` (`app/process_metrics.py`; for a super-user's token only
+with QUIRE_METRICS_REQUIRE_TOKEN). The bookie port asks clients for the cluster secret and speaks
+TLS as the settings say (`bookie.auth`); the start-up line says which. SIGTERM or SIGINT: stop
+heartbeating (recorded as down), stop accepting, let requests in flight finish (bounded), close
+the engine, exit 0. A heartbeat refused because the bookie id was formatted as another instance
+stops it the same way (without recording it down: that is the other instance now) and exits 1.
+Runs on uvloop when installed.
 A journal damaged before intact records (not a torn tail, `bookie.storage.recovery`) or a data
 dir in use stops the start with one line and exit 1.
 """
@@ -37,7 +38,9 @@ if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
     from bookie.ledger_gc import LedgerGarbageCollector
+    from bookie.recovery_store import RecoveryStore
     from bookie.registration import BookieRegistration
+    from bookie.scrubber import Scrubber
     from bookie.storage.engine import LedgerStorage
 
 log = logging.getLogger("quire.bookie")
@@ -102,9 +105,27 @@ async def serve(settings: Settings, format_disk: bool = False) -> None:
         storage = LedgerStorage(storage_config(settings))
         registration = BookieRegistration(store, storage, registration_config(settings, host, instance_id))
         collector = LedgerGarbageCollector(storage, store, ledger_gc_interval_s(settings))
-        await _serve_storage(settings, storage, registration, collector)
+        scrubber = make_scrubber(settings, storage, store, registration.config.bookie_id)
+        await _serve_storage(settings, storage, registration, collector, scrubber)
     finally:
         store.close()
+
+
+def make_scrubber(
+    settings: Settings, storage: LedgerStorage, store: RecoveryStore, bookie_id: str
+) -> Scrubber:
+    """The scrub, told of every rotten copy the engine meets, listing them in the store."""
+    from bookie.recovery_store import mark_rotten
+    from bookie.registry import wall_clock_ms
+    from bookie.scrubber import Scrubber, ScrubConfig
+
+    async def report(ledger_id: int, entry_ids: set[int]) -> bool:
+        return await asyncio.to_thread(mark_rotten, store, ledger_id, bookie_id, entry_ids, wall_clock_ms())
+
+    config = ScrubConfig(settings.bookie_scrub_interval_s, settings.bookie_scrub_rate_bytes_per_s)
+    scrubber = Scrubber(storage, report, config)
+    storage.on_corrupt = scrubber.notice
+    return scrubber
 
 
 def ledger_gc_interval_s(settings: Settings) -> float:
@@ -119,6 +140,7 @@ async def _serve_storage(
     storage: LedgerStorage,
     registration: BookieRegistration,
     collector: LedgerGarbageCollector,
+    scrubber: Scrubber,
 ) -> None:
     # Handlers first: a SIGTERM that comes as soon as the port answers (before registration is
     # done) still stops the bookie cleanly, once it has started.
@@ -151,6 +173,7 @@ async def _serve_storage(
         await storage.close()
         raise SystemExit(f"quire bookie: cannot register in the metadata store: {exc}") from exc
     collector.start()
+    scrubber.start()
     log.info(
         "bookie %s listening on %s:%d (%s), data in %s%s",
         registration.config.bookie_id,
@@ -163,6 +186,7 @@ async def _serve_storage(
     await stop.wait()
     log.info("bookie stopping")
     await collector.close()
+    await scrubber.close()
     await registration.close()
     await server.close()
     if metrics is not None:

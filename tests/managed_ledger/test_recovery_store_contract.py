@@ -9,7 +9,14 @@ from dataclasses import replace
 import pytest
 
 from bookie.ledger_metadata import BadVersionError, NotFoundError
-from bookie.recovery_store import LeaderLease, UnderReplicatedLedger, claim, claimable, take_lease
+from bookie.recovery_store import (
+    LeaderLease,
+    UnderReplicatedLedger,
+    claim,
+    claimable,
+    mark_rotten,
+    take_lease,
+)
 from bookie.registry import BookieRecord, BookieState
 from tests.managed_ledger.test_metadata_contract import Opener, opener, store  # noqa: F401
 
@@ -51,7 +58,7 @@ def test_underreplicated_rows_create_list_cas_and_delete(opener: Opener) -> None
     assert second.get_underreplicated(7) == row and second.get_underreplicated(8) is None
     with pytest.raises(BadVersionError):
         second.put_underreplicated(UnderReplicatedLedger(7, ("c:1",)))
-    with pytest.raises(ValueError, match="no missing"):
+    with pytest.raises(ValueError, match="no missing bookie or rotten copy"):
         second.put_underreplicated(UnderReplicatedLedger(9, ()))
     grown = second.put_underreplicated(replace(row, missing=("a:1", "b:2", "c:3")))
     with pytest.raises(BadVersionError):
@@ -102,3 +109,21 @@ def test_a_state_change_with_an_expected_state_is_a_compare_and_set(store) -> No
     assert done.state == BookieState.DECOMMISSIONING
     with pytest.raises(NotFoundError):
         store.set_bookie_state("b9:3181", BookieState.WRITABLE, expect=BookieState.DECOMMISSIONING)
+
+
+def test_rotten_copies_are_kept_in_a_row_of_their_own(opener: Opener) -> None:  # noqa: F811
+    first, second = opener(), opener()
+    assert mark_rotten(first, 4, "a:1", {9, 2}, now_ms=10)
+    row = second.get_underreplicated(4)
+    assert row is not None and row.missing == () and row.rotten == (("a:1", 2), ("a:1", 9))
+    assert row.named() == ("a:1",) and row.marked_ms == 10
+    claimed = claim(second, row, "w", now_ms=20, claim_ms=100)
+    assert claimed is not None
+    assert mark_rotten(first, 4, "b:2", {2}, now_ms=30)  # a second holder: the claim is kept
+    grown = first.get_underreplicated(4)
+    assert grown is not None and grown.claimed_by == "w"
+    assert grown.rotten == (("a:1", 2), ("a:1", 9), ("b:2", 2))
+    assert mark_rotten(first, 4, "b:2", {2}, now_ms=40)  # already listed: nothing changes
+    assert first.get_underreplicated(4) == grown
+    both = second.put_underreplicated(replace(grown, missing=("c:3",)))
+    assert both.named() == ("a:1", "b:2", "c:3")
