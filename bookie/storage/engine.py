@@ -312,7 +312,7 @@ class LedgerStorage:
         A recovery add over a copy whose checksum fails is a repair (`bookie.scrubber`): False,
         so its record is appended and the index slot points at it from then on."""
         try:
-            stored = self._read_stored(ledger_id, entry_id)
+            stored = self._read_stored(ledger_id, entry_id, report=not recovery)
         except BookieError as exc:
             if not recovery or exc.code != ErrorCode.CORRUPT:
                 raise
@@ -490,8 +490,9 @@ class LedgerStorage:
 
     # ---- reads ----------------------------------------------------------------------------
 
-    def _read_stored(self, ledger_id: int, entry_id: int) -> bytes | None:
-        """The stored payload, None if absent; raises BookieError(CORRUPT) on a bad checksum."""
+    def _read_stored(self, ledger_id: int, entry_id: int, report: bool = True) -> bytes | None:
+        """The stored payload, None if absent; raises BookieError(CORRUPT) on a bad checksum (and
+        tells `on_corrupt`, unless `report` is off: a recovery add is repairing that copy)."""
         try:
             slot = self._index.lookup(ledger_id, entry_id)
         except IndexDamagedError as exc:
@@ -515,7 +516,7 @@ class LedgerStorage:
         rec = decode_record(data, 0)
         if rec is None:
             log.error("ledger %d entry %d: checksum mismatch in its stored record", ledger_id, entry_id)
-            if self.on_corrupt is not None:
+            if self.on_corrupt is not None and report:
                 self.on_corrupt(ledger_id, entry_id)
             raise BookieError(ErrorCode.CORRUPT, f"ledger {ledger_id} entry {entry_id}: checksum mismatch")
         if rec.type != ADD or rec.ledger_id != ledger_id or rec.entry_id != entry_id:

@@ -155,10 +155,13 @@ async def test_a_recovery_add_rewrites_a_rotten_copy_and_an_ordinary_add_does_no
     storage = await _storage(tmp_path)
     try:
         flip(tmp_path, (1, 4))
+        noticed: list[tuple[int, int]] = []
+        storage.on_corrupt = lambda ledger_id, entry_id: noticed.append((ledger_id, entry_id))
         with pytest.raises(BookieError) as bad:
             await storage.add_entry(1, 4, 3, PAYLOAD)
-        assert bad.value.code == ErrorCode.CORRUPT
+        assert bad.value.code == ErrorCode.CORRUPT and noticed == [(1, 4)]
         await storage.add_entry(1, 4, -1, PAYLOAD, recovery=True)
+        assert noticed == [(1, 4)]  # the repair itself does not list the copy again
         assert storage.read_entry(1, 4) == PAYLOAD
         assert storage.last_entry_id(1) == 9 and storage.read_last_add_confirmed(1) == 8
         with pytest.raises(BookieError) as other:
