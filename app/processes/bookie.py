@@ -12,10 +12,12 @@ with QUIRE_METRICS_REQUIRE_TOKEN). The bookie port asks clients for the cluster 
 TLS as the settings say (`bookie.auth`); the start-up line says which. SIGTERM or SIGINT: stop
 heartbeating (recorded as down), stop accepting, let requests in flight finish (bounded), close
 the engine, exit 0. A heartbeat refused because the bookie id was formatted as another instance
-stops it the same way (without recording it down: that is the other instance now) and exits 1.
-Runs on uvloop when installed.
+(or taken over by another process) stops it the same way (without recording it down: that is the
+other one now) and exits 1. Runs on uvloop when installed.
 A journal damaged before intact records (not a torn tail, `bookie.storage.recovery`) or a data
-dir in use stops the start with one line and exit 1.
+dir in use stops the start with one line and exit 1. Another live process registered under the
+bookie id (a copy of its data directory, the bookie started twice; `bookie.registration`) stops
+the start with one line and exit 2.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from app.listen import bind_tcp
 from app.settings import Settings
 from bookie.auth import ServerSecurity
-from bookie.errors import BookieError
+from bookie.errors import BookieError, TwinBookieError
 from bookie.server import BookieServer, ServerConfig
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from bookie.storage.engine import LedgerStorage
 
 log = logging.getLogger("quire.bookie")
+EXIT_TWIN = 2  # as every refusal an operator must fix (`app.registry.EXIT_SETTINGS`)
 
 
 def storage_config(settings: Settings) -> Any:
@@ -168,6 +171,11 @@ async def _serve_storage(
         raise
     try:
         await registration.start()
+    except TwinBookieError as exc:  # another live process serves this id: an operator must look
+        await server.close()
+        await storage.close()
+        print(f"quire bookie: refusing to start: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_TWIN) from None
     except Exception as exc:
         await server.close()
         await storage.close()

@@ -194,6 +194,7 @@ class BookieRow(Base):
     heartbeat_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
     free_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
     ledgers: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    process_id: Mapped[str] = mapped_column(String(64), nullable=False, server_default="")
 
 
 class BookieCookieRow(Base):

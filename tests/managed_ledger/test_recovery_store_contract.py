@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from bookie.errors import ProcessReplacedError
 from bookie.ledger_metadata import BadVersionError, NotFoundError
 from bookie.recovery_store import (
     LeaderLease,
@@ -127,3 +128,22 @@ def test_rotten_copies_are_kept_in_a_row_of_their_own(opener: Opener) -> None:  
     assert first.get_underreplicated(4) == grown
     both = second.put_underreplicated(replace(grown, missing=("c:3",)))
     assert both.named() == ("a:1", "b:2", "c:3")
+
+
+def test_a_registration_expecting_another_process_is_refused(opener: Opener) -> None:  # noqa: F811
+    first, second = opener(), opener()
+    record = BookieRecord("b:1", "i", BookieState.WRITABLE, 100, process_id="p1")
+    first.put_bookie(record, expect_process="")  # nobody registered yet
+    first.put_bookie(replace(record, heartbeat_ms=200), expect_process="p1")  # its own heartbeat
+    with pytest.raises(ProcessReplacedError):  # p2 expected nobody, or a third process
+        second.put_bookie(replace(record, process_id="p2"), expect_process="")
+    with pytest.raises(ProcessReplacedError):
+        second.put_bookie(replace(record, process_id="p2"), expect_process="p0")
+    second.put_bookie(replace(record, process_id="p2", heartbeat_ms=300), expect_process="p1")  # took over
+    with pytest.raises(ProcessReplacedError):  # p1 comes back: its heartbeat is refused
+        first.put_bookie(replace(record, heartbeat_ms=400), expect_process="p1")
+    (row,) = first.list_bookies()
+    assert (row.process_id, row.heartbeat_ms) == ("p2", 300)
+    first.put_bookie(replace(record, process_id="", heartbeat_ms=500))  # no expectation: no check
+    (row,) = second.list_bookies()
+    assert row.process_id == "" and row.heartbeat_ms == 500
