@@ -18,8 +18,12 @@ empty, it changes nothing. The kinds:
   rest zeroed, as unwritten blocks read), and started again;
 - `bit-rot`: `kill -9`, one bit flipped in 1 to 3 stored entries (records the index checkpoint
   covers, so that they are found by reads, not by replay), started again: readers must get those
-  entries from the other copy. The bookie does not repair a rotten copy, so while a bookie
-  holds one (until it is formatted) no bookie is wiped or replaced (that would be a second loss);
+  entries from the other copy. The campaign then reads each rotten copy from that bookie (as a
+  reader would: the bookie lists a copy it finds rotten, `bookie.scrubber`) until auto-recovery
+  has rewritten it and it is served again (the time is noted). A bit rot is a loss of copies
+  until then: the next loss waits for the under-replicated list to empty, as after a wipe; a
+  copy not repaired within the recovery timeout blocks every later loss (a second one would be
+  beyond Qw=2);
 - `twin-bookie`: a second process started under a running bookie's id, on another port, with an
   empty data directory or a copy of the first one's; the first must keep serving. What the
   second did (refused, with its exit status, or still running) is noted; it is then stopped;
@@ -44,8 +48,10 @@ from typing import Any, Protocol
 
 from bench.chaos.cluster import Cluster, control_file, shim_env
 from bench.chaos.history import Fault, History
-from bench.chaos.procs import Proc, quire_args
+from bench.chaos.procs import HOST, Proc, quire_args
 from bench.common import free_port
+from bookie.errors import BookieError, ErrorCode
+from bookie.replica_io import ReplicaIO
 from bookie.storage.diskio import read_synced
 from bookie.storage.index import read_checkpoint
 from bookie.storage.records import ADD, RECORD_HEADER_SIZE, parse_segment_name, scan_segment
@@ -141,8 +147,8 @@ class DiskFaults:
         self.cluster = faults.cluster
         self.history = faults.history
         self.rng = faults.rng
-        # Bookies holding a rotten copy (never repaired while the bookie keeps its disk): no more
-        # losses while any does; a bookie formatted since took its rotten copies with it.
+        # Bookies holding a rotten copy that was not seen repaired: no more losses while any does;
+        # a bookie formatted since took its rotten copies with it.
         self.rotten: set[str] = set()
 
     def _control(self, bookie: Proc) -> Path:
@@ -219,6 +225,37 @@ class DiskFaults:
             self.rotten.add(bookie.name)
         fault.detail = "rotten: " + (", ".join(f"{le[0]}:{le[1]}" for le in rotten) or "nothing to rot")
         await self._start_or_format(bookie, fault)
+        if bookie.name not in self.rotten:
+            return  # refused its disk and formatted: its rotten copies went with it
+        self.faults.wiped()  # the next loss waits for the repair (the list empties)
+        took = await self._repaired(bookie, rotten, self.faults.config.recovery_timeout_s)
+        if took is None:
+            fault.detail += "; NOT repaired within the recovery timeout"
+            self.history.note(f"bit-rot: a rotten copy on {bookie.name} was not repaired; no more losses")
+        else:
+            fault.detail += f"; repaired in place in {took:.1f} s"
+            self.rotten.discard(bookie.name)
+
+    async def _repaired(self, bookie: Proc, rotten: list[tuple[int, int]], timeout_s: float) -> float | None:
+        """Read each rotten copy from the bookie (a CORRUPT answer lists it for repair) until every
+        one is served again or gone with its ledger; the seconds it took, None after the timeout."""
+        started = time.monotonic()
+        left = set(rotten)
+        io = ReplicaIO()
+        try:
+            while left and time.monotonic() - started < timeout_s:
+                for ledger_id, entry_id in sorted(left):
+                    try:
+                        await io.read_entry(f"{HOST}:{bookie.port}", ledger_id, entry_id)
+                    except BookieError as exc:
+                        if exc.code != ErrorCode.NO_SUCH_LEDGER:
+                            continue  # still rotten (or the bookie is busy): read it again
+                    left.discard((ledger_id, entry_id))  # served again, or deleted with its ledger
+                if left:
+                    await asyncio.sleep(0.5)
+        finally:
+            await io.close()
+        return None if left else time.monotonic() - started
 
     async def _start_or_format(self, bookie: Proc, fault: Fault) -> None:
         """Start it again; one that refuses its disk (damage that is not a torn tail) is formatted
