@@ -164,7 +164,7 @@ async def _serve_storage(
         raise SystemExit(f"quire bookie: cannot open the storage in {settings.data_dir}: {exc}") from exc
     server = BookieServer(storage, config)
     try:
-        metrics = start_metrics(settings, server, storage)
+        metrics = start_metrics(settings, server, storage, scrubber)
         await server.start(port.listening())
     except SystemExit:
         await storage.close()
@@ -207,7 +207,9 @@ async def _serve_storage(
     log.info("bookie stopped")
 
 
-def start_metrics(settings: Settings, server: BookieServer, storage: LedgerStorage) -> WSGIServer | None:
+def start_metrics(
+    settings: Settings, server: BookieServer, storage: LedgerStorage, scrubber: Scrubber | None = None
+) -> WSGIServer | None:
     """Serve the bookie's Prometheus metrics on its listen host, unless the port is 0 (off).
 
     Bound before the bookie port, so that a metrics port in use stops the bookie at start, where
@@ -216,7 +218,8 @@ def start_metrics(settings: Settings, server: BookieServer, storage: LedgerStora
         return None
     from app.process_metrics import BookieCollector, metrics_auth, serve_metrics
 
-    collector = BookieCollector(asyncio.get_running_loop(), server, storage)
+    scrub = None if scrubber is None else scrubber.counters
+    collector = BookieCollector(asyncio.get_running_loop(), server, storage, scrub)
     port, auth = settings.bookie_metrics_port, metrics_auth(settings)
     setting = "QUIRE_BOOKIE_METRICS_PORT (--metrics-port)"
     return serve_metrics(collector, server.config.host, port, "bookie", auth, setting)
