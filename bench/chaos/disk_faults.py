@@ -17,7 +17,8 @@ empty, it changes nothing. The kinds:
   every journal segment cut back to its last synced length plus a torn part of what followed (the
   rest zeroed, as unwritten blocks read), and started again;
 - `bit-rot`: `kill -9`, one bit flipped in 1 to 3 stored entries (records the index checkpoint
-  covers, so that they are found by reads, not by replay), started again: readers must get those
+  covers, so that they are found by reads, not by replay; when it covers none yet, the bookie is
+  started and killed once more first, as its start writes one), started again: readers must get those
   entries from the other copy. The campaign then reads each rotten copy from that bookie (as a
   reader would: the bookie lists a copy it finds rotten, `bookie.scrubber`) until auto-recovery
   has rewritten it and it is served again (the time is noted). A bit rot is a loss of copies
@@ -220,7 +221,12 @@ class DiskFaults:
 
     async def _bit_rot(self, bookie: Proc, fault: Fault) -> None:
         bookie.kill9()
-        rotten = await asyncio.to_thread(rot, self.cluster.data_dir(bookie), self.rng, self.rng.randint(1, 3))
+        count = self.rng.randint(1, 3)
+        rotten = await asyncio.to_thread(rot, self.cluster.data_dir(bookie), self.rng, count)
+        if not rotten:  # its checkpoint covers nothing yet: a start writes one over what it holds
+            await self.cluster.restart(bookie, self.faults.config.recovery_timeout_s)
+            bookie.kill9()
+            rotten = await asyncio.to_thread(rot, self.cluster.data_dir(bookie), self.rng, count)
         if rotten:
             self.rotten.add(bookie.name)
         fault.detail = "rotten: " + (", ".join(f"{le[0]}:{le[1]}" for le in rotten) or "nothing to rot")
