@@ -21,7 +21,8 @@ empty, it changes nothing. The kinds:
   started and killed once more first, as its start writes one), started again: readers must get those
   entries from the other copy. The campaign then reads each rotten copy from that bookie (as a
   reader would: the bookie lists a copy it finds rotten, `bookie.scrubber`) until auto-recovery
-  has rewritten it and it is served again (the time is noted). A bit rot is a loss of copies
+  has rewritten it and it is served again, or a worker dropped it from the list because its
+  segment had moved off that bookie meanwhile (the time is noted). A bit rot is a loss of copies
   until then: the next loss waits for the under-replicated list to empty, as after a wipe; a
   copy not repaired within the recovery timeout blocks every later loss (a second one would be
   beyond Qw=2);
@@ -46,6 +47,8 @@ import shutil
 import time
 from pathlib import Path
 from typing import Any, Protocol
+
+import httpx
 
 from bench.chaos.cluster import Cluster, control_file, shim_env
 from bench.chaos.history import Fault, History
@@ -243,10 +246,14 @@ class DiskFaults:
             self.rotten.discard(bookie.name)
 
     async def _repaired(self, bookie: Proc, rotten: list[tuple[int, int]], timeout_s: float) -> float | None:
-        """Read each rotten copy from the bookie (a CORRUPT answer lists it for repair) until every
-        one is served again or gone with its ledger; the seconds it took, None after the timeout."""
+        """Read each rotten copy from the bookie (a CORRUPT answer lists it for repair) until each
+        is served again, gone with its ledger, or was seen listed and then dropped from the list
+        by a worker (rewritten, or its segment moved off the bookie meanwhile: then it is no copy
+        the ledger counts). The seconds it took; None after the timeout."""
         started = time.monotonic()
         left = set(rotten)
+        seen_listed: set[int] = set()
+        bookie_id = self.cluster.bookie_id(bookie)
         io = ReplicaIO()
         try:
             while left and time.monotonic() - started < timeout_s:
@@ -257,11 +264,27 @@ class DiskFaults:
                         if exc.code != ErrorCode.NO_SUCH_LEDGER:
                             continue  # still rotten (or the bookie is busy): read it again
                     left.discard((ledger_id, entry_id))  # served again, or deleted with its ledger
+                listed = await self._listed(bookie_id)
+                if listed is not None:
+                    seen_listed |= {lid for lid, _ in left} & listed
+                    left = {(lid, e) for lid, e in left if lid not in seen_listed or lid in listed}
                 if left:
                     await asyncio.sleep(0.5)
         finally:
             await io.close()
         return None if left else time.monotonic() - started
+
+    async def _listed(self, bookie_id: str) -> set[int] | None:
+        """The ledgers the under-replicated list names `bookie_id` for; None if no broker answers."""
+        for url in self.cluster.urls:
+            try:
+                r = await self.cluster.http.get(f"{url}/admin/v2/bookies/underreplicated")
+                if r.status_code == 200:
+                    rows = r.json()["ledgers"]
+                    return {int(row["ledgerId"]) for row in rows if bookie_id in row["missingReplicas"]}
+            except (httpx.HTTPError, ValueError, KeyError):
+                continue
+        return None
 
     async def _start_or_format(self, bookie: Proc, fault: Fault) -> None:
         """Start it again; one that refuses its disk (damage that is not a torn tail) is formatted
