@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from app.auth.tokens import TokenVerifier
     from app.settings import Settings
+    from bookie.scrubber import ScrubCounters
     from bookie.server import BookieServer
     from bookie.storage.engine import LedgerStorage
     from compactor.stats import CompactionStats
@@ -90,10 +91,17 @@ class BookieCollector(Collector):
     READ_ENTRY), fsync time and entries per fsync (JOURNAL_SYNC, the force-write batch size),
     read-only (SERVER_STATUS), disk usage and ledgers."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, server: BookieServer, storage: LedgerStorage) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        server: BookieServer,
+        storage: LedgerStorage,
+        scrub: ScrubCounters | None = None,
+    ) -> None:
         self.loop = loop
         self.server = server
         self.storage = storage
+        self.scrub = scrub
 
     def figures(self) -> BookieFigures:
         """On the loop: the figures as they stand between two of its callbacks."""
@@ -117,6 +125,15 @@ class BookieCollector(Collector):
             ("gc_runs", "Garbage collector runs", stats["gc_runs"]),
         ):
             yield CounterMetricFamily(f"quire_bookie_{name}", documentation, value=value)
+        if self.scrub is not None:
+            for name, documentation, value in (
+                ("scrub_passes", "Scrubs done: every entry held read back", self.scrub.passes),
+                ("scrub_entries", "Entries read by the scrub", self.scrub.entries_scrubbed),
+                ("rotten_copies", "Copies found rotten (checksum failed; by the scrub or a read)",
+                 self.scrub.rotten_found),
+                ("rotten_copies_listed", "Rotten copies listed for repair", self.scrub.rotten_listed),
+            ):  # fmt: skip
+                yield CounterMetricFamily(f"quire_bookie_{name}", documentation, value=value)
         yield histogram(
             "quire_bookie_journal_sync_seconds",
             "Time of the fdatasync of one group commit",

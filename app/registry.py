@@ -39,6 +39,7 @@ def registration_config(settings: Settings, listen_host: str, instance_id: str) 
         instance_id=instance_id,
         data_dir=settings.data_dir.resolve(),
         heartbeat_interval_ms=settings.bookie_heartbeat_interval_ms,
+        heartbeat_timeout_ms=settings.bookie_heartbeat_timeout_ms,
     )
 
 

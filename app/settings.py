@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     # the store no longer has (bookie/ledger_gc.py): what a deletion could not delete on it
     # while it was down. 0: never (a bookie whose store is not the cluster's must not judge).
     bookie_ledger_gc_interval_s: float = Field(300.0, ge=0)
+    # The scrub (bookie/scrubber.py): every this many seconds a bookie reads every entry it holds
+    # and lists the copies whose checksum fails for auto-recovery to rewrite; 0: never (a read
+    # that meets a rotten copy still lists it). At most this many payload bytes a second.
+    bookie_scrub_interval_s: float = Field(86_400.0, ge=0)
+    bookie_scrub_rate_bytes_per_s: int = Field(8 * 1024 * 1024, gt=0)
     # The broker waits this long at start for ensemble_size live bookies, then gives up.
     bookie_wait_timeout_ms: int = Field(30_000, ge=0)
     # An add a bookie has not acknowledged this long counts as that bookie's failure: the writer

@@ -21,7 +21,8 @@ takes over within one lease after it dies. A pass:
    confirmed lacking by the checker (a bookie down for less than the grace period, or one a
    new auditor has not timed yet, stays listed):
    a row whose bookies are all back is dropped, so a cluster with no spare bookie to copy to
-   does not keep listing ledgers whose copies came home.
+   does not keep listing ledgers whose copies came home. A row's rotten copies (listed by a
+   bookie's scrub, `bookie.scrubber`) are kept: only the worker that rewrote them drops them.
 3. Drops rows whose ledger is gone, and marks a decommissioning bookie `decommissioned` once no
    ledger names it and no row is left for it: it holds nothing anyone needs and may be stopped.
    Placement never chooses a decommissioning bookie, so no new ledger can name it meanwhile.
@@ -188,6 +189,11 @@ class Auditor:
                 if listed:
                     self.store.put_underreplicated(UnderReplicatedLedger(ledger_id, listed, now))
                     result.marked += 1
+            elif not listed and row.rotten:
+                # Rotten copies stay listed until a worker rewrote them (`bookie.scrubber`).
+                if row.missing:
+                    self.store.put_underreplicated(replace(row, missing=()))
+                    result.cleared += 1
             elif not listed:
                 self.store.delete_underreplicated(row.ledger_id, row.version)
                 log.info("auditor: ledger %d: its bookies %s are back", ledger_id, ", ".join(row.missing))

@@ -22,8 +22,10 @@ __all__ = [
     "JournalDamagedError",
     "NoSuchEntryError",
     "NoSuchLedgerError",
+    "ProcessReplacedError",
     "QuireError",
     "ReadOnlyError",
+    "TwinBookieError",
     "WireCode",
     "error_from_code",
 ]
@@ -191,3 +193,21 @@ class InstanceReplacedError(QuireError):
 
     kind = ErrorKind.conflict
     title = "Bookie instance replaced"
+
+
+class ProcessReplacedError(InstanceReplacedError):
+    """A heartbeat from a process other than the one the bookie's registration names: another
+    process (on the same disk, or a copy of it) registered under the id since, this one having
+    been silent for a whole heartbeat timeout (paused, cut off); this one must stop."""
+
+    title = "Bookie process replaced"
+
+
+class TwinBookieError(QuireError):
+    """A bookie process found another one, alive, registered under its id (its heartbeat moved
+    while this one watched): a second process on a copy of the disk, or the same bookie started
+    twice. It refuses to start: two processes under one id would each answer for the other's
+    writes."""
+
+    kind = ErrorKind.conflict
+    title = "Bookie id served by another process"

@@ -10,7 +10,9 @@ moved on, NotFoundError when it is gone).
   (or held by itself) may take or renew it by one CAS; two candidates cannot both win, since the
   loser's CAS meets the winner's version. The auditor is elected this way.
 - An `UnderReplicatedLedger` is a ledger with a segment on a bookie that is lost or being
-  decommissioned (`missing`). The auditor writes it; a recovery worker claims it (its id and a
+  decommissioned (`missing`), or with entries a bookie holds rotten (`rotten`: their stored
+  checksum fails; the bookie's scrub lists them, `bookie.scrubber`). The auditor writes the
+  first kind and keeps the second; a recovery worker claims it (its id and a
   claim expiry, by CAS), re-replicates, and deletes it by CAS on the version it read, so a row
   the auditor grew meanwhile survives for the next pass. A claim that lapses (the worker died
   or hangs) may be taken by any other worker.
@@ -39,7 +41,9 @@ class LeaderLease:
 @dataclass(frozen=True, slots=True)
 class UnderReplicatedLedger:
     """`missing`: sorted ids of the bookies whose copies the ledger lacks; `marked_ms`: when the
-    auditor first listed it (an OPEN ledger is left to its writer for a grace period from then)."""
+    auditor first listed it (an OPEN ledger is left to its writer for a grace period from then).
+    `rotten`: sorted (bookie, entry id) copies that bookie holds but cannot serve (their checksum
+    fails); a worker rewrites each in place from a good copy. A row names one or the other."""
 
     ledger_id: int
     missing: tuple[str, ...]
@@ -47,6 +51,11 @@ class UnderReplicatedLedger:
     claimed_by: str = ""
     claim_expires_ms: int = 0
     version: int = 0
+    rotten: tuple[tuple[str, int], ...] = ()
+
+    def named(self) -> tuple[str, ...]:
+        """The bookies the row names: missing ones and those holding rotten copies."""
+        return tuple(sorted(set(self.missing) | {b for b, _ in self.rotten}))
 
 
 class RecoveryStore(Protocol):
@@ -100,3 +109,25 @@ def claim(
         return store.put_underreplicated(replace(row, claimed_by=worker, claim_expires_ms=now_ms + claim_ms))
     except (BadVersionError, NotFoundError):
         return None
+
+
+def mark_rotten(
+    store: RecoveryStore, ledger_id: int, bookie_id: str, entry_ids: set[int], now_ms: int
+) -> bool:
+    """Add (bookie_id, e) for every e to the ledger's row (a new row, or the row changed by CAS,
+    its worker's claim kept); False when the row kept moving (the caller tries again later)."""
+    wanted = {(bookie_id, e) for e in entry_ids}
+    for _ in range(5):
+        row = store.get_underreplicated(ledger_id)
+        try:
+            if row is None:
+                new = UnderReplicatedLedger(ledger_id, (), now_ms, rotten=tuple(sorted(wanted)))
+                store.put_underreplicated(new)
+            elif wanted <= set(row.rotten):
+                return True
+            else:
+                store.put_underreplicated(replace(row, rotten=tuple(sorted(set(row.rotten) | wanted))))
+            return True
+        except (BadVersionError, NotFoundError):
+            continue  # the auditor or a worker changed it meanwhile: read it again
+    return False

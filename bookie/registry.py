@@ -63,6 +63,8 @@ class BookieRecord:
     """A bookie's registration as stored: its last heartbeat and what it reported with it.
 
     `instance_id` is the cookie's: it changes only when the bookie is formatted as new.
+    `process_id` is the registering process's, new at every start (`bookie.registration`): two
+    processes on one disk (a copy of it) share the instance, never the process.
     """
 
     bookie_id: str
@@ -71,6 +73,7 @@ class BookieRecord:
     heartbeat_ms: int
     free_bytes: int = 0
     ledgers: int = 0
+    process_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +105,15 @@ class BookieStatus:
 class BookieDirectory(Protocol):
     """The metadata store's bookie methods (SQL and in-memory stores both implement them)."""
 
-    def put_bookie(self, record: BookieRecord) -> None:
+    def put_bookie(self, record: BookieRecord, *, expect_process: str | None = None) -> None:
         """Register or renew a bookie. A stored DECOMMISSIONING or DECOMMISSIONED state is kept:
         only `set_bookie_state` changes it. Compare-and-set on the instance: when the store holds
         a cookie for the bookie id naming another instance, the record is refused with
         `bookie.errors.InstanceReplacedError` (the id was formatted as a new instance since: the
-        sender is a stale process and must stop), checked in the same transaction as the write."""
+        sender is a stale process and must stop), checked in the same transaction as the write.
+        With `expect_process`, also on the process: a stored registration naming a process other
+        than `expect_process` and the record's own (another process took the id over) refuses it
+        with `bookie.errors.ProcessReplacedError`; a row naming no process is anyone's."""
         ...
 
     def set_bookie_state(

@@ -21,7 +21,9 @@ renewed while it works) and then, for the ledger it names:
    and only then swaps the replacement in by compare-and-set (`LedgerManager.replace_bookie`),
    once every copy is acknowledged (fsynced) by the replacement. The metadata never names a
    bookie for entries it does not hold.
-4. Deletes the row by CAS on the version it read: a row the auditor grew meanwhile stays for
+4. Rewrites the row's rotten copies in place from a good copy (`bookie.rot_repair`; listed by
+   a bookie's scrub, `bookie.scrubber`); a holder that is down holds the row back.
+5. Deletes the row by CAS on the version it read: a row the auditor grew meanwhile stays for
    the next round.
 
 The copy is a stream, not a loop of single entries. In a segment of E bookies entry e goes to
@@ -59,6 +61,7 @@ from bookie.ledgers import LedgerManager, call_blocking, ledger_spec
 from bookie.recovery_store import RecoveryStore, UnderReplicatedLedger, claim, claimable
 from bookie.registry import BookieRegistry, BookieState, NotEnoughBookiesError, wall_clock_ms
 from bookie.replica_io import NOT_THERE, ReplicaIO
+from bookie.rot_repair import rewrite_rotten, rotten_to_repair
 from common.errors import ErrorKind, QuireError
 
 log = logging.getLogger(__name__)
@@ -239,10 +242,31 @@ class ReplicationWorker:
                     return
                 meta = await self.ledgers.recover_and_close(ledger_id)
                 continue
+            if not await self._repair_rotten(meta):
+                return
             if await self._drop_row(ledger_id):
                 self.counters.ledgers_recovered += 1
                 return
             meta = await self.ledgers.get(ledger_id)  # the auditor grew the row: once more
+
+    async def _repair_rotten(self, meta: LedgerMetadata) -> bool:
+        """Rewrite the row's rotten copies in place (`bookie.rot_repair`); False (the row held
+        back for a grace period) when a holder is not up: it is repaired once back, or the
+        auditor lists it lost and its segments move."""
+        todo = rotten_to_repair(meta, self._current_row(meta.ledger_id).rotten)
+        if not todo:
+            return True
+        up = {s.bookie_id for s in await call_blocking(self.registry.all_bookies) if s.state in _UP}
+        for bookie, entry_ids in sorted(todo.items()):
+            if bookie in up:
+                self._current_row(meta.ledger_id)  # stop once the claim is gone
+                await rewrite_rotten(self.io, meta, bookie, entry_ids, self._read_one, self._count_copy,
+                                     self.config.copies_in_flight, self.config.copy_window_bytes)  # fmt: skip
+                log.info("ledger %d: rotten copies %s rewritten on %s", meta.ledger_id, entry_ids, bookie)
+        if set(todo) <= up:
+            return True
+        await self._defer(meta.ledger_id, self._clock_ms() + self.config.open_ledger_grace_ms)
+        return False
 
     async def _fence_due(self, ledger_id: int, meta: LedgerMetadata) -> bool:
         """Whether the open ledger must be fenced and closed now (BookKeeper's

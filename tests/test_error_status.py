@@ -75,6 +75,8 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     # a bookie's own start and registration, never an answer over HTTP; pinned all the same
     "bookie.errors.JournalDamagedError": (("00000001-0000.log", 100, 200), 500, _500),
     "bookie.errors.InstanceReplacedError": (("another instance",), 409, "Bookie instance replaced"),
+    "bookie.errors.ProcessReplacedError": (("another process",), 409, "Bookie process replaced"),
+    "bookie.errors.TwinBookieError": (("a copy",), 409, "Bookie id served by another process"),
     "bookie.registry.NotEnoughBookiesError": (("2 of 3",), 503, "Not enough bookies"),
     "bookie.cookie.CookieMismatchError": (("wiped",), 409, "Bookie cookie mismatch"),
     # auto-recovery's own signals; they stay in the recovery worker, never reach HTTP

@@ -3,18 +3,21 @@
 Start: open the metadata store and check the disk's cookie (exit 2 when the disk was wiped or
 swapped; `--format` registers it as a new instance), build the engine's StorageConfig from the
 settings, open the engine (journal replay, index rebuild), bind the server, register and start
-the heartbeat and the ledger garbage collector (`bookie.ledger_gc`: ledgers the metadata no
-longer has, every QUIRE_BOOKIE_LEDGER_GC_INTERVAL_S, only with a shared QUIRE_DATABASE_URL), log
-where it listens. With `QUIRE_BOOKIE_METRICS_PORT` (`--metrics-port`) set, its
-Prometheus metrics are served on that port of the listen host at `/metrics`
-(`app/process_metrics.py`; for a super-user's token only with QUIRE_METRICS_REQUIRE_TOKEN). The
-bookie port asks clients for the cluster secret and speaks TLS as the settings say
-(`bookie.auth`); the start-up line says which. SIGTERM or SIGINT: stop heartbeating (recorded as down),
-stop accepting, let requests in flight finish (bounded), close the engine, exit 0. A heartbeat
-refused because the bookie id was formatted as another instance stops it the same way (without
-recording it down: that is the other instance now) and exits 1. Runs on uvloop when installed.
+the heartbeat, the ledger garbage collector (`bookie.ledger_gc`: ledgers the metadata no
+longer has, every QUIRE_BOOKIE_LEDGER_GC_INTERVAL_S, only with a shared QUIRE_DATABASE_URL) and
+the scrub (`bookie.scrubber`: rotten copies listed for repair), log where it listens. With
+`QUIRE_BOOKIE_METRICS_PORT` (`--metrics-port`) set, its Prometheus metrics are served on that
+port of the listen host at `/metrics` (`app/process_metrics.py`; for a super-user's token only
+with QUIRE_METRICS_REQUIRE_TOKEN). The bookie port asks clients for the cluster secret and speaks
+TLS as the settings say (`bookie.auth`); the start-up line says which. SIGTERM or SIGINT: stop
+heartbeating (recorded as down), stop accepting, let requests in flight finish (bounded), close
+the engine, exit 0. A heartbeat refused because the bookie id was formatted as another instance
+(or taken over by another process) stops it the same way (without recording it down: that is the
+other one now) and exits 1. Runs on uvloop when installed.
 A journal damaged before intact records (not a torn tail, `bookie.storage.recovery`) or a data
-dir in use stops the start with one line and exit 1.
+dir in use stops the start with one line and exit 1. Another live process registered under the
+bookie id (a copy of its data directory, the bookie started twice; `bookie.registration`) stops
+the start with one line and exit 2.
 """
 
 from __future__ import annotations
@@ -30,17 +33,20 @@ from typing import TYPE_CHECKING, Any
 from app.listen import bind_tcp
 from app.settings import Settings
 from bookie.auth import ServerSecurity
-from bookie.errors import BookieError
+from bookie.errors import BookieError, TwinBookieError
 from bookie.server import BookieServer, ServerConfig
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
     from bookie.ledger_gc import LedgerGarbageCollector
+    from bookie.recovery_store import RecoveryStore
     from bookie.registration import BookieRegistration
+    from bookie.scrubber import Scrubber
     from bookie.storage.engine import LedgerStorage
 
 log = logging.getLogger("quire.bookie")
+EXIT_TWIN = 2  # as every refusal an operator must fix (`app.registry.EXIT_SETTINGS`)
 
 
 def storage_config(settings: Settings) -> Any:
@@ -102,9 +108,27 @@ async def serve(settings: Settings, format_disk: bool = False) -> None:
         storage = LedgerStorage(storage_config(settings))
         registration = BookieRegistration(store, storage, registration_config(settings, host, instance_id))
         collector = LedgerGarbageCollector(storage, store, ledger_gc_interval_s(settings))
-        await _serve_storage(settings, storage, registration, collector)
+        scrubber = make_scrubber(settings, storage, store, registration.config.bookie_id)
+        await _serve_storage(settings, storage, registration, collector, scrubber)
     finally:
         store.close()
+
+
+def make_scrubber(
+    settings: Settings, storage: LedgerStorage, store: RecoveryStore, bookie_id: str
+) -> Scrubber:
+    """The scrub, told of every rotten copy the engine meets, listing them in the store."""
+    from bookie.recovery_store import mark_rotten
+    from bookie.registry import wall_clock_ms
+    from bookie.scrubber import Scrubber, ScrubConfig
+
+    async def report(ledger_id: int, entry_ids: set[int]) -> bool:
+        return await asyncio.to_thread(mark_rotten, store, ledger_id, bookie_id, entry_ids, wall_clock_ms())
+
+    config = ScrubConfig(settings.bookie_scrub_interval_s, settings.bookie_scrub_rate_bytes_per_s)
+    scrubber = Scrubber(storage, report, config)
+    storage.on_corrupt = scrubber.notice
+    return scrubber
 
 
 def ledger_gc_interval_s(settings: Settings) -> float:
@@ -119,6 +143,7 @@ async def _serve_storage(
     storage: LedgerStorage,
     registration: BookieRegistration,
     collector: LedgerGarbageCollector,
+    scrubber: Scrubber,
 ) -> None:
     # Handlers first: a SIGTERM that comes as soon as the port answers (before registration is
     # done) still stops the bookie cleanly, once it has started.
@@ -139,18 +164,24 @@ async def _serve_storage(
         raise SystemExit(f"quire bookie: cannot open the storage in {settings.data_dir}: {exc}") from exc
     server = BookieServer(storage, config)
     try:
-        metrics = start_metrics(settings, server, storage)
+        metrics = start_metrics(settings, server, storage, scrubber)
         await server.start(port.listening())
     except SystemExit:
         await storage.close()
         raise
     try:
         await registration.start()
+    except TwinBookieError as exc:  # another live process serves this id: an operator must look
+        await server.close()
+        await storage.close()
+        print(f"quire bookie: refusing to start: {exc}", file=sys.stderr, flush=True)
+        raise SystemExit(EXIT_TWIN) from None
     except Exception as exc:
         await server.close()
         await storage.close()
         raise SystemExit(f"quire bookie: cannot register in the metadata store: {exc}") from exc
     collector.start()
+    scrubber.start()
     log.info(
         "bookie %s listening on %s:%d (%s), data in %s%s",
         registration.config.bookie_id,
@@ -163,6 +194,7 @@ async def _serve_storage(
     await stop.wait()
     log.info("bookie stopping")
     await collector.close()
+    await scrubber.close()
     await registration.close()
     await server.close()
     if metrics is not None:
@@ -175,7 +207,9 @@ async def _serve_storage(
     log.info("bookie stopped")
 
 
-def start_metrics(settings: Settings, server: BookieServer, storage: LedgerStorage) -> WSGIServer | None:
+def start_metrics(
+    settings: Settings, server: BookieServer, storage: LedgerStorage, scrubber: Scrubber | None = None
+) -> WSGIServer | None:
     """Serve the bookie's Prometheus metrics on its listen host, unless the port is 0 (off).
 
     Bound before the bookie port, so that a metrics port in use stops the bookie at start, where
@@ -184,7 +218,8 @@ def start_metrics(settings: Settings, server: BookieServer, storage: LedgerStora
         return None
     from app.process_metrics import BookieCollector, metrics_auth, serve_metrics
 
-    collector = BookieCollector(asyncio.get_running_loop(), server, storage)
+    scrub = None if scrubber is None else scrubber.counters
+    collector = BookieCollector(asyncio.get_running_loop(), server, storage, scrub)
     port, auth = settings.bookie_metrics_port, metrics_auth(settings)
     setting = "QUIRE_BOOKIE_METRICS_PORT (--metrics-port)"
     return serve_metrics(collector, server.config.host, port, "bookie", auth, setting)

@@ -107,7 +107,7 @@ def cluster_router() -> APIRouter:
         rows = _store(request.app).list_underreplicated()
         return UnderReplicatedList(
             ledgers=[
-                UnderReplicatedInfo(ledger_id=r.ledger_id, missing_replicas=list(r.missing)) for r in rows
+                UnderReplicatedInfo(ledger_id=r.ledger_id, missing_replicas=list(r.named())) for r in rows
             ]
         )
 

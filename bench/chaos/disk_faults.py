@@ -17,9 +17,15 @@ empty, it changes nothing. The kinds:
   every journal segment cut back to its last synced length plus a torn part of what followed (the
   rest zeroed, as unwritten blocks read), and started again;
 - `bit-rot`: `kill -9`, one bit flipped in 1 to 3 stored entries (records the index checkpoint
-  covers, so that they are found by reads, not by replay), started again: readers must get those
-  entries from the other copy. The bookie does not repair a rotten copy, so while a bookie
-  holds one (until it is formatted) no bookie is wiped or replaced (that would be a second loss);
+  covers, so that they are found by reads, not by replay; when it covers none yet, the bookie is
+  started and killed once more first, as its start writes one), started again: readers must get those
+  entries from the other copy. The campaign then reads each rotten copy from that bookie (as a
+  reader would: the bookie lists a copy it finds rotten, `bookie.scrubber`) until auto-recovery
+  has rewritten it and it is served again, or a worker dropped it from the list because its
+  segment had moved off that bookie meanwhile (the time is noted). A bit rot is a loss of copies
+  until then: the next loss waits for the under-replicated list to empty, as after a wipe; a
+  copy not repaired within the recovery timeout blocks every later loss (a second one would be
+  beyond Qw=2);
 - `twin-bookie`: a second process started under a running bookie's id, on another port, with an
   empty data directory or a copy of the first one's; the first must keep serving. What the
   second did (refused, with its exit status, or still running) is noted; it is then stopped;
@@ -42,10 +48,14 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+import httpx
+
 from bench.chaos.cluster import Cluster, control_file, shim_env
 from bench.chaos.history import Fault, History
-from bench.chaos.procs import Proc, quire_args
+from bench.chaos.procs import HOST, Proc, quire_args
 from bench.common import free_port
+from bookie.errors import BookieError, ErrorCode
+from bookie.replica_io import ReplicaIO
 from bookie.storage.diskio import read_synced
 from bookie.storage.index import read_checkpoint
 from bookie.storage.records import ADD, RECORD_HEADER_SIZE, parse_segment_name, scan_segment
@@ -141,8 +151,8 @@ class DiskFaults:
         self.cluster = faults.cluster
         self.history = faults.history
         self.rng = faults.rng
-        # Bookies holding a rotten copy (never repaired while the bookie keeps its disk): no more
-        # losses while any does; a bookie formatted since took its rotten copies with it.
+        # Bookies holding a rotten copy that was not seen repaired: no more losses while any does;
+        # a bookie formatted since took its rotten copies with it.
         self.rotten: set[str] = set()
 
     def _control(self, bookie: Proc) -> Path:
@@ -214,11 +224,67 @@ class DiskFaults:
 
     async def _bit_rot(self, bookie: Proc, fault: Fault) -> None:
         bookie.kill9()
-        rotten = await asyncio.to_thread(rot, self.cluster.data_dir(bookie), self.rng, self.rng.randint(1, 3))
+        count = self.rng.randint(1, 3)
+        rotten = await asyncio.to_thread(rot, self.cluster.data_dir(bookie), self.rng, count)
+        if not rotten:  # its checkpoint covers nothing yet: a start writes one over what it holds
+            await self.cluster.restart(bookie, self.faults.config.recovery_timeout_s)
+            bookie.kill9()
+            rotten = await asyncio.to_thread(rot, self.cluster.data_dir(bookie), self.rng, count)
         if rotten:
             self.rotten.add(bookie.name)
         fault.detail = "rotten: " + (", ".join(f"{le[0]}:{le[1]}" for le in rotten) or "nothing to rot")
         await self._start_or_format(bookie, fault)
+        if bookie.name not in self.rotten:
+            return  # refused its disk and formatted: its rotten copies went with it
+        self.faults.wiped()  # the next loss waits for the repair (the list empties)
+        took = await self._repaired(bookie, rotten, self.faults.config.recovery_timeout_s)
+        if took is None:
+            fault.detail += "; NOT repaired within the recovery timeout"
+            self.history.note(f"bit-rot: a rotten copy on {bookie.name} was not repaired; no more losses")
+        else:
+            fault.detail += f"; repaired in place in {took:.1f} s"
+            self.rotten.discard(bookie.name)
+
+    async def _repaired(self, bookie: Proc, rotten: list[tuple[int, int]], timeout_s: float) -> float | None:
+        """Read each rotten copy from the bookie (a CORRUPT answer lists it for repair) until each
+        is served again, gone with its ledger, or was seen listed and then dropped from the list
+        by a worker (rewritten, or its segment moved off the bookie meanwhile: then it is no copy
+        the ledger counts). The seconds it took; None after the timeout."""
+        started = time.monotonic()
+        left = set(rotten)
+        seen_listed: set[int] = set()
+        bookie_id = self.cluster.bookie_id(bookie)
+        io = ReplicaIO()
+        try:
+            while left and time.monotonic() - started < timeout_s:
+                for ledger_id, entry_id in sorted(left):
+                    try:
+                        await io.read_entry(f"{HOST}:{bookie.port}", ledger_id, entry_id)
+                    except BookieError as exc:
+                        if exc.code != ErrorCode.NO_SUCH_LEDGER:
+                            continue  # still rotten (or the bookie is busy): read it again
+                    left.discard((ledger_id, entry_id))  # served again, or deleted with its ledger
+                listed = await self._listed(bookie_id)
+                if listed is not None:
+                    seen_listed |= {lid for lid, _ in left} & listed
+                    left = {(lid, e) for lid, e in left if lid not in seen_listed or lid in listed}
+                if left:
+                    await asyncio.sleep(0.5)
+        finally:
+            await io.close()
+        return None if left else time.monotonic() - started
+
+    async def _listed(self, bookie_id: str) -> set[int] | None:
+        """The ledgers the under-replicated list names `bookie_id` for; None if no broker answers."""
+        for url in self.cluster.urls:
+            try:
+                r = await self.cluster.http.get(f"{url}/admin/v2/bookies/underreplicated")
+                if r.status_code == 200:
+                    rows = r.json()["ledgers"]
+                    return {int(row["ledgerId"]) for row in rows if bookie_id in row["missingReplicas"]}
+            except (httpx.HTTPError, ValueError, KeyError):
+                continue
+        return None
 
     async def _start_or_format(self, bookie: Proc, fault: Fault) -> None:
         """Start it again; one that refuses its disk (damage that is not a torn tail) is formatted

@@ -116,6 +116,8 @@ class LedgerStorage:
         self._ledgers: dict[int, LedgerState] = {}  # the same dict for the engine's life (GC views it)
         self.gc = GarbageCollector(self._segments, self._index, self._ledgers, config.gc_max_live_fraction)
         self._inflight: dict[tuple[int, int], bytes] = {}
+        # Told of every stored record found rotten (a read or the scrub): `bookie.scrubber`.
+        self.on_corrupt: Callable[[int, int], None] | None = None
         self._group: Group | None = None
         self._flushing: Group | None = None  # the group being written and synced
         self._flush_task: asyncio.Task[None] | None = None
@@ -275,7 +277,7 @@ class LedgerStorage:
         if st is not None:
             if st.fenced and not recovery:
                 raise FencedError(ledger_id)
-            if entry_id <= st.last_entry_id and self._stored_equal(ledger_id, entry_id, payload):
+            if entry_id <= st.last_entry_id and self._stored_equal(ledger_id, entry_id, payload, recovery):
                 return
         key = (ledger_id, entry_id)
         pending = self._inflight.get(key)
@@ -305,9 +307,17 @@ class LedgerStorage:
             self._flush_task = asyncio.get_running_loop().create_task(self._flush_all())
         await group.future
 
-    def _stored_equal(self, ledger_id: int, entry_id: int, payload: bytes) -> bool:
-        """A retried add: True if the same bytes are stored, BAD_REQUEST if other bytes are."""
-        stored = self._read_stored(ledger_id, entry_id)
+    def _stored_equal(self, ledger_id: int, entry_id: int, payload: bytes, recovery: bool) -> bool:
+        """A retried add: True if the same bytes are stored, BAD_REQUEST if other bytes are.
+        A recovery add over a copy whose checksum fails is a repair (`bookie.scrubber`): False,
+        so its record is appended and the index slot points at it from then on."""
+        try:
+            stored = self._read_stored(ledger_id, entry_id, report=not recovery)
+        except BookieError as exc:
+            if not recovery or exc.code != ErrorCode.CORRUPT:
+                raise
+            log.warning("ledger %d entry %d: a recovery add rewrites its rotten copy", ledger_id, entry_id)
+            return False
         if stored is None:
             return False
         if stored != payload:
@@ -480,8 +490,9 @@ class LedgerStorage:
 
     # ---- reads ----------------------------------------------------------------------------
 
-    def _read_stored(self, ledger_id: int, entry_id: int) -> bytes | None:
-        """The stored payload, None if absent; raises BookieError(CORRUPT) on a bad checksum."""
+    def _read_stored(self, ledger_id: int, entry_id: int, report: bool = True) -> bytes | None:
+        """The stored payload, None if absent; raises BookieError(CORRUPT) on a bad checksum (and
+        tells `on_corrupt`, unless `report` is off: a recovery add is repairing that copy)."""
         try:
             slot = self._index.lookup(ledger_id, entry_id)
         except IndexDamagedError as exc:
@@ -505,6 +516,8 @@ class LedgerStorage:
         rec = decode_record(data, 0)
         if rec is None:
             log.error("ledger %d entry %d: checksum mismatch in its stored record", ledger_id, entry_id)
+            if self.on_corrupt is not None and report:
+                self.on_corrupt(ledger_id, entry_id)
             raise BookieError(ErrorCode.CORRUPT, f"ledger {ledger_id} entry {entry_id}: checksum mismatch")
         if rec.type != ADD or rec.ledger_id != ledger_id or rec.entry_id != entry_id:
             return None  # a stale slot (its record was cut off and the place reused)

@@ -4,7 +4,10 @@ cookies, for the SQL store and the in-memory one, mixed into each store class.
 Registrations are upserts by the bookie itself, compared against its cookie: a record whose
 instance id is not the one the stored cookie names is refused (`InstanceReplacedError`), so a
 second process under one bookie id (a paused one resuming after the id was formatted anew) can
-neither heartbeat nor flip the row's instance, and stops. A stored DECOMMISSIONING or
+neither heartbeat nor flip the row's instance, and stops. A registration may also name the
+process it expects to find registered (`expect_process`): one that finds another process there
+is refused (`ProcessReplacedError`), so two processes on one disk (a copy of it) cannot both
+heartbeat under one id. A stored DECOMMISSIONING or
 DECOMMISSIONED state survives heartbeats: an operator (or the auditor, once the bookie is
 drained) set it through `set_bookie_state`, the only way to change it. Cookies follow the put_*
 rule of the other records: version 0 creates, version v replaces version v, anything else is a
@@ -19,7 +22,7 @@ from typing import Any, cast
 
 from sqlalchemy import Table, insert, select, update
 
-from bookie.errors import InstanceReplacedError
+from bookie.errors import InstanceReplacedError, ProcessReplacedError
 from bookie.registry import OPERATOR_STATES, STORED_STATES, BookieCookie, BookieRecord, BookieState
 from managed_ledger.metadata.api import BadVersionError, NotFoundError
 from managed_ledger.metadata.engine import Transactional
@@ -46,6 +49,15 @@ def _same_instance(record: BookieRecord, cookie_instance: str | None) -> None:
         )
 
 
+def _same_process(record: BookieRecord, stored_process: str | None, expect: str | None) -> None:
+    """Refuse a registration when another process took the id over (`put_bookie`)."""
+    if expect is not None and stored_process not in (None, "", expect, record.process_id):
+        raise ProcessReplacedError(
+            f"bookie {record.bookie_id} is registered by process {stored_process} now; process "
+            f"{record.process_id} may no longer register under its id"
+        )
+
+
 def _kept_state(stored: BookieState | None, reported: BookieState) -> BookieState:
     return stored if stored in OPERATOR_STATES else reported
 
@@ -58,6 +70,7 @@ def _record_from_row(row: Any) -> BookieRecord:
         heartbeat_ms=int(row["heartbeat_ms"]),
         free_bytes=int(row["free_bytes"]),
         ledgers=int(row["ledgers"]),
+        process_id=row["process_id"] or "",
     )
 
 
@@ -74,22 +87,25 @@ def _cookie_from_row(row: Any) -> BookieCookie:
 class SqlBookieMethods:
     """Mixed into SqlMetadataStore: uses its `_read` / `_write` transactions."""
 
-    def put_bookie(self: Transactional, record: BookieRecord) -> None:
+    def put_bookie(self: Transactional, record: BookieRecord, *, expect_process: str | None = None) -> None:
         new = _checked(record)
         with self._write() as conn:
             cookie = conn.execute(
                 select(COOKIES.c.instance_id).where(COOKIES.c.bookie_id == new.bookie_id)
             ).scalar()
             _same_instance(new, cookie)
-            stored = conn.execute(
-                select(BOOKIES.c.state).where(BOOKIES.c.bookie_id == new.bookie_id)
-            ).scalar()
+            row = conn.execute(
+                select(BOOKIES.c.state, BOOKIES.c.process_id).where(BOOKIES.c.bookie_id == new.bookie_id)
+            ).first()
+            stored = None if row is None else row[0]
+            _same_process(new, None if row is None else row[1], expect_process)
             values = {
                 "instance_id": new.instance_id,
                 "state": str(_kept_state(None if stored is None else BookieState(stored), new.state)),
                 "heartbeat_ms": new.heartbeat_ms,
                 "free_bytes": new.free_bytes,
                 "ledgers": new.ledgers,
+                "process_id": new.process_id,
             }
             if stored is None:
                 conn.execute(insert(BOOKIES).values(bookie_id=new.bookie_id, **values))
@@ -151,12 +167,13 @@ class InMemoryBookieMethods:
         self._bookies: dict[str, BookieRecord] = {}
         self._cookies: dict[str, BookieCookie] = {}
 
-    def put_bookie(self, record: BookieRecord) -> None:
+    def put_bookie(self, record: BookieRecord, *, expect_process: str | None = None) -> None:
         new = _checked(record)
         with self._bookie_lock:
             cookie = self._cookies.get(new.bookie_id)
             _same_instance(new, None if cookie is None else cookie.instance_id)
             stored = self._bookies.get(new.bookie_id)
+            _same_process(new, None if stored is None else stored.process_id, expect_process)
             state = _kept_state(None if stored is None else stored.state, new.state)
             self._bookies[new.bookie_id] = replace(new, state=state)
 

@@ -28,7 +28,8 @@ Tables (every table a caller updates has `version`, the compare-and-set token):
 - bookie_cookies: one row per bookie id: the instance id and data directory of its disk.
 - leader_leases: a named role (the auditor), who holds it and until when.
 - underreplicated_ledgers: one row per ledger with a copy on a lost or decommissioning bookie:
-  the missing bookie ids (JSON list), when it was listed, and a recovery worker's claim.
+  the missing bookie ids (JSON list), when it was listed, and a recovery worker's claim; and
+  the rotten copies a bookie's scrub found (JSON list of [bookie, entry_id]; NULL: none).
 - brokers: one row per broker id (`host:port`): its current session, URLs, start time and lease
   expiry (renewed by heartbeats, last writer wins).
 - topic_owners: one row per owned topic: the broker and session owning it (valid while that
@@ -193,6 +194,7 @@ class BookieRow(Base):
     heartbeat_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
     free_bytes: Mapped[int] = mapped_column(BigInteger, nullable=False)
     ledgers: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    process_id: Mapped[str] = mapped_column(String(64), nullable=False, server_default="")
 
 
 class BookieCookieRow(Base):
@@ -223,6 +225,7 @@ class UnderReplicatedRow(Base):
     claimed_by: Mapped[str] = mapped_column(String(255), nullable=False)
     claim_expires_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
+    rotten: Mapped[Any] = mapped_column(JSONType, nullable=True)
 
 
 class BrokerRow(Base):

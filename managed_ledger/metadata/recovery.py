@@ -32,13 +32,14 @@ def _under_from_row(row: Any) -> UnderReplicatedLedger:
         claimed_by=row["claimed_by"],
         claim_expires_ms=int(row["claim_expires_ms"]),
         version=int(row["version"]),
+        rotten=tuple(sorted((str(b), int(e)) for b, e in row["rotten"] or ())),
     )
 
 
 def _checked(row: UnderReplicatedLedger) -> UnderReplicatedLedger:
-    if not row.missing:
-        raise ValueError(f"under-replicated ledger {row.ledger_id} names no missing bookie")
-    return replace(row, missing=tuple(sorted(set(row.missing))))
+    if not row.missing and not row.rotten:
+        raise ValueError(f"under-replicated ledger {row.ledger_id} names no missing bookie or rotten copy")
+    return replace(row, missing=tuple(sorted(set(row.missing))), rotten=tuple(sorted(set(row.rotten))))
 
 
 def _stale(what: str, given: int, stored: int | None) -> MetadataError:
@@ -92,6 +93,7 @@ class SqlRecoveryMethods:
             "marked_ms": new.marked_ms,
             "claimed_by": new.claimed_by,
             "claim_expires_ms": new.claim_expires_ms,
+            "rotten": [[b, e] for b, e in new.rotten],
         }
         what = f"under-replicated ledger {new.ledger_id}"
         _cas_put(self, UNDER, new.ledger_id, new.version, values, what)

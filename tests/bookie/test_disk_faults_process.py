@@ -29,6 +29,7 @@ from bench.chaos.disk_faults import control_file, power_loss_cut, rot, set_fault
 from bookie.client import BookieLedgerClient
 from bookie.errors import BookieError, ErrorCode, NoSuchEntryError
 from bookie.types import LedgerSpec
+from managed_ledger.metadata.sql import SqlMetadataStore
 from tests.bookie.conftest import BookieProcess, start_bookie_process
 from tests.support import wait_until
 
@@ -191,12 +192,10 @@ def test_bit_rot_between_a_kill_and_a_restart_is_answered_corrupt(tmp_path: Path
         bookie.stop()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a second process on a copy of a running bookie's disk carries the same instance id and "
-    "is not refused (the campaign's twin-bookie finds it); it needs a per-process registration",
-)
 def test_a_second_process_on_a_copy_of_the_disk_is_refused(tmp_path: Path) -> None:
+    """The copy carries the running bookie's cookie instance (and its process mark), but it is
+    another directory: the registration it finds is watched, its heartbeat moves, and the copy
+    refuses to start (exit 2) while the first keeps its registration (`bookie.registration`)."""
     database = f"sqlite:///{tmp_path / 'metadata.db'}"
     env = {"QUIRE_DATABASE_URL": database, "QUIRE_BOOKIE_HEARTBEAT_INTERVAL_MS": "200",
            "QUIRE_BOOKIE_HEARTBEAT_TIMEOUT_MS": "1000"}  # fmt: skip
@@ -211,6 +210,17 @@ def test_a_second_process_on_a_copy_of_the_disk_is_refused(tmp_path: Path) -> No
         time.sleep(3.0)
         assert first.alive()
         assert not twin.alive(), "a second process under a running bookie's id keeps running"
+        assert twin.stop() == 2, twin.log()[-3000:]
+        assert "served by another live process" in twin.log(), twin.log()[-3000:]
+        store = SqlMetadataStore(database)
+        try:
+            (row,) = store.list_bookies()
+            assert row.process_id and row.heartbeat_ms > 0  # still the first one's, heartbeating
+            before = row.heartbeat_ms
+            wait_until(lambda: store.list_bookies()[0].heartbeat_ms > before, 10, "the first's heartbeat")
+            assert "served by another live process" not in first.log()
+        finally:
+            store.close()
     finally:
         twin.stop()
         first.stop()

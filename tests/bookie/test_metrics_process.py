@@ -53,6 +53,7 @@ def test_bookie_metrics_count_what_was_written_and_read(tmp_path: Path) -> None:
         assert before["quire_bookie_add_entries_total"] == 0 and before["quire_bookie_ledgers"] == 0
         assert before["quire_bookie_journal_sync_seconds_count"] == 0
         assert before["quire_bookie_read_only"] == 0 and 0 < before["quire_bookie_disk_usage_ratio"] < 1
+        assert before["quire_bookie_rotten_copies_total"] == before["quire_bookie_scrub_passes_total"] == 0
 
         first = [b"entry-%d" % i * (i % 5 + 1) for i in range(120)]
         second = [b"y" * 1000] * 9

@@ -131,6 +131,7 @@ def test_a_paused_bookie_whose_id_was_formatted_elsewhere_stops_when_it_resumes(
     a = _bookie(tmp_path, database_url).start()
     first = store.get_bookie_cookie(a.address)
     assert first is not None and a.process is not None and a.process.proc is not None
+    wait_until(lambda: len(store.list_bookies()) == 1, START_TIMEOUT_S, "A registered")
     os.killpg(a.process.proc.pid, signal.SIGSTOP)
     b = QuireProcess(
         ["bookie", "--data-dir", str(tmp_path / "b"), "--port", str(free_port()), "--format"],
@@ -152,6 +153,7 @@ def test_a_paused_bookie_whose_id_was_formatted_elsewhere_stops_when_it_resumes(
 
         wait_until(formatted, START_TIMEOUT_S, "the second instance's cookie")
         assert b.alive() and second is not None, b.log()[-3000:]
+        # B watches A's registration for a heartbeat timeout first (A is paused: it stays still).
         wait_until(lambda: store.list_bookies()[0].instance_id == second.instance_id, 30, "B registered")
         os.killpg(a.process.proc.pid, signal.SIGCONT)
         wait_until(lambda: not a.alive(), 30, "A to stop")
@@ -165,3 +167,80 @@ def test_a_paused_bookie_whose_id_was_formatted_elsewhere_stops_when_it_resumes(
             os.killpg(a.process.proc.pid, signal.SIGCONT)
         a.stop()
         assert b.stop() == 0
+
+
+def _row_process(store: SqlMetadataStore) -> str:
+    (row,) = store.list_bookies()
+    return row.process_id
+
+
+def test_a_bookie_restarted_after_kill9_takes_its_id_over_at_once(
+    tmp_path: Path, database_url: str, store: SqlMetadataStore
+) -> None:
+    """Its predecessor's registration is fresh, but the data directory's process mark proves it
+    was this directory's process, now dead (this one holds the directory's lock): no watch."""
+    bookie = _bookie(tmp_path, database_url).start()
+    try:
+        wait_until(lambda: len(store.list_bookies()) == 1, START_TIMEOUT_S, "the registration")
+        first = _row_process(store)
+        bookie.kill9()
+        bookie.start()
+        wait_until(lambda: _row_process(store) != first, START_TIMEOUT_S, "the restart's registration")
+        assert "watching its heartbeat" not in bookie.log(), bookie.log()[-3000:]
+    finally:
+        assert bookie.stop() == 0
+
+
+def test_a_copy_of_a_dead_bookies_disk_takes_the_id_over_after_watching_it(
+    tmp_path: Path, database_url: str, store: SqlMetadataStore
+) -> None:
+    """A copied (or restored) directory is not proof: the copy watches the registration for a
+    heartbeat timeout, sees it still, and takes the id over."""
+    a = _bookie(tmp_path, database_url).start()
+    copy: BookieProcess | None = None
+    try:
+        wait_until(lambda: len(store.list_bookies()) == 1, START_TIMEOUT_S, "the registration")
+        first = _row_process(store)
+        a.kill9()
+        shutil.copytree(a.data_dir, tmp_path / "copy")
+        env = {**a.env, "QUIRE_BOOKIE_ADVERTISED_ADDRESS": a.address}
+        copy = BookieProcess(tmp_path / "copy", tmp_path / "copy.log", env).start()
+        wait_until(lambda: _row_process(store) != first or not copy.alive(), START_TIMEOUT_S, "the takeover")
+        assert copy.alive(), copy.log()[-3000:]
+        assert "watching its heartbeat" in copy.log()
+    finally:
+        a.stop()
+        if copy is not None:
+            assert copy.stop() == 0
+
+
+def test_a_paused_bookie_whose_id_a_copy_took_over_stops_when_it_resumes(
+    tmp_path: Path, database_url: str, store: SqlMetadataStore
+) -> None:
+    """A is paused past its heartbeat timeout; a process on a copy of its disk watches the
+    registration, sees it still, and takes the id over. When A resumes its heartbeat is refused
+    (another process registered) and it stops, exit 1, without marking the id down."""
+    a = _bookie(tmp_path, database_url).start()
+    copy: BookieProcess | None = None
+    assert a.process is not None and a.process.proc is not None
+    try:
+        wait_until(lambda: len(store.list_bookies()) == 1, START_TIMEOUT_S, "the registration")
+        first = _row_process(store)
+        os.killpg(a.process.proc.pid, signal.SIGSTOP)
+        shutil.copytree(a.data_dir, tmp_path / "copy", ignore=shutil.ignore_patterns("LOCK"))
+        env = {**a.env, "QUIRE_BOOKIE_ADVERTISED_ADDRESS": a.address}
+        copy = BookieProcess(tmp_path / "copy", tmp_path / "copy.log", env).start()
+        wait_until(lambda: _row_process(store) != first or not copy.alive(), START_TIMEOUT_S, "the takeover")
+        assert copy.alive(), copy.log()[-3000:]
+        os.killpg(a.process.proc.pid, signal.SIGCONT)
+        wait_until(lambda: not a.alive(), 30, "A to stop")
+        assert a.stop() == 1
+        assert "registered by process" in a.log(), a.log()[-3000:]
+        (row,) = store.list_bookies()
+        assert row.process_id != first and row.heartbeat_ms > 0
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(a.process.proc.pid, signal.SIGCONT)
+        a.stop()
+        if copy is not None:
+            assert copy.stop() == 0

@@ -8,8 +8,16 @@ from dataclasses import replace
 
 import pytest
 
+from bookie.errors import ProcessReplacedError
 from bookie.ledger_metadata import BadVersionError, NotFoundError
-from bookie.recovery_store import LeaderLease, UnderReplicatedLedger, claim, claimable, take_lease
+from bookie.recovery_store import (
+    LeaderLease,
+    UnderReplicatedLedger,
+    claim,
+    claimable,
+    mark_rotten,
+    take_lease,
+)
 from bookie.registry import BookieRecord, BookieState
 from tests.managed_ledger.test_metadata_contract import Opener, opener, store  # noqa: F401
 
@@ -51,7 +59,7 @@ def test_underreplicated_rows_create_list_cas_and_delete(opener: Opener) -> None
     assert second.get_underreplicated(7) == row and second.get_underreplicated(8) is None
     with pytest.raises(BadVersionError):
         second.put_underreplicated(UnderReplicatedLedger(7, ("c:1",)))
-    with pytest.raises(ValueError, match="no missing"):
+    with pytest.raises(ValueError, match="no missing bookie or rotten copy"):
         second.put_underreplicated(UnderReplicatedLedger(9, ()))
     grown = second.put_underreplicated(replace(row, missing=("a:1", "b:2", "c:3")))
     with pytest.raises(BadVersionError):
@@ -102,3 +110,40 @@ def test_a_state_change_with_an_expected_state_is_a_compare_and_set(store) -> No
     assert done.state == BookieState.DECOMMISSIONING
     with pytest.raises(NotFoundError):
         store.set_bookie_state("b9:3181", BookieState.WRITABLE, expect=BookieState.DECOMMISSIONING)
+
+
+def test_rotten_copies_are_kept_in_a_row_of_their_own(opener: Opener) -> None:  # noqa: F811
+    first, second = opener(), opener()
+    assert mark_rotten(first, 4, "a:1", {9, 2}, now_ms=10)
+    row = second.get_underreplicated(4)
+    assert row is not None and row.missing == () and row.rotten == (("a:1", 2), ("a:1", 9))
+    assert row.named() == ("a:1",) and row.marked_ms == 10
+    claimed = claim(second, row, "w", now_ms=20, claim_ms=100)
+    assert claimed is not None
+    assert mark_rotten(first, 4, "b:2", {2}, now_ms=30)  # a second holder: the claim is kept
+    grown = first.get_underreplicated(4)
+    assert grown is not None and grown.claimed_by == "w"
+    assert grown.rotten == (("a:1", 2), ("a:1", 9), ("b:2", 2))
+    assert mark_rotten(first, 4, "b:2", {2}, now_ms=40)  # already listed: nothing changes
+    assert first.get_underreplicated(4) == grown
+    both = second.put_underreplicated(replace(grown, missing=("c:3",)))
+    assert both.named() == ("a:1", "b:2", "c:3")
+
+
+def test_a_registration_expecting_another_process_is_refused(opener: Opener) -> None:  # noqa: F811
+    first, second = opener(), opener()
+    record = BookieRecord("b:1", "i", BookieState.WRITABLE, 100, process_id="p1")
+    first.put_bookie(record, expect_process="")  # nobody registered yet
+    first.put_bookie(replace(record, heartbeat_ms=200), expect_process="p1")  # its own heartbeat
+    with pytest.raises(ProcessReplacedError):  # p2 expected nobody, or a third process
+        second.put_bookie(replace(record, process_id="p2"), expect_process="")
+    with pytest.raises(ProcessReplacedError):
+        second.put_bookie(replace(record, process_id="p2"), expect_process="p0")
+    second.put_bookie(replace(record, process_id="p2", heartbeat_ms=300), expect_process="p1")  # took over
+    with pytest.raises(ProcessReplacedError):  # p1 comes back: its heartbeat is refused
+        first.put_bookie(replace(record, heartbeat_ms=400), expect_process="p1")
+    (row,) = first.list_bookies()
+    assert (row.process_id, row.heartbeat_ms) == ("p2", 300)
+    first.put_bookie(replace(record, process_id="", heartbeat_ms=500))  # no expectation: no check
+    (row,) = second.list_bookies()
+    assert row.process_id == "" and row.heartbeat_ms == 500
