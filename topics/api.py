@@ -198,13 +198,22 @@ PolicyName = Literal[
 
 
 class DataApi(Protocol):
-    """What clients call: produce, subscriptions, readers (the REST data routes)."""
+    """What clients call: produce, subscriptions, readers (the REST data routes).
+
+    `partition` (produce, receive, last_sequence_id, last_message_id) addresses one partition
+    of a partitioned topic, as the Pulsar door's `<topic>-partition-<n>` does: produce stores
+    on it alone (no routing), receive hands out only its messages (shared; the door applies
+    Pulsar's per-partition subscription rules), the others look at its managed ledger only.
+    None: the topic as a whole. Acks, nacks and seeks by id need none (an id names its ledger).
+    """
 
     async def produce(
-        self, topic: str, producer_name: str | None, messages: list[Message]
+        self, topic: str, producer_name: str | None, messages: list[Message], partition: int | None = None
     ) -> list[ProduceResult]: ...
 
-    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
+    async def last_sequence_id(
+        self, topic: str, producer_name: str, partition: int | None = None
+    ) -> int | None:
         """The highest sequence id stored for the producer by the dedup `produce` applies (the
         Pulsar listener's PRODUCER_SUCCESS.last_sequence_id); None when the topic's
         deduplication is off or the producer stored nothing."""
@@ -219,7 +228,13 @@ class DataApi(Protocol):
     async def list_subscriptions(self, topic: str) -> list[str]: ...
 
     async def receive(
-        self, topic: str, subscription: str, max_messages: int, wait_ms: int, consumer_id: str | None
+        self,
+        topic: str,
+        subscription: str,
+        max_messages: int,
+        wait_ms: int,
+        consumer_id: str | None,
+        partition: int | None = None,
     ) -> list[Delivery]: ...
 
     async def ack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None: ...
@@ -242,7 +257,9 @@ class DataApi(Protocol):
 
     async def get_message(self, topic: str, message_id: MessageId) -> StoredMessage: ...
 
-    async def last_message_id(self, topic: str, read_compacted: bool) -> MessageId | None: ...
+    async def last_message_id(
+        self, topic: str, read_compacted: bool, partition: int | None = None
+    ) -> MessageId | None: ...
 
     async def reached_end_of_topic(self, topic: str, subscription: str) -> bool:
         """The topic is terminated and the subscription acked all of it."""

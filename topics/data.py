@@ -75,9 +75,10 @@ class DataPlane:
 
     # --- produce -------------------------------------------------------------------------------
     async def produce(
-        self, topic: str, producer_name: str | None, messages: list[Message]
+        self, topic: str, producer_name: str | None, messages: list[Message], partition: int | None = None
     ) -> list[ProduceResult]:
-        """Store the batch through the topic's one publish path: one write per partition touched."""
+        """Store the batch through the topic's one publish path: one write per partition touched
+        (all on `partition` when one is given)."""
         # Limits first: a refused batch must not even auto-create its topic.
         size = self._check_batch(messages)
         t = self._r.topics.get(topic)
@@ -86,8 +87,8 @@ class DataPlane:
         if not messages:
             return []
         dedup_on = t.policies.deduplication_enabled
-        if t.router is None:
-            write = MessagesWrite(0, producer_name, dedup_on, messages, size)
+        if t.router is None or partition is not None:
+            write = MessagesWrite(_partition(t, partition), producer_name, dedup_on, messages, size)
             await t.publish([write], producer_name)
             return write.results
         routes = t.router.route(messages)
@@ -181,17 +182,25 @@ class DataPlane:
         return sorted(t.mls[0].cursors)
 
     async def receive(
-        self, topic: str, subscription: str, max_messages: int, wait_ms: int, consumer_id: str | None
+        self,
+        topic: str,
+        subscription: str,
+        max_messages: int,
+        wait_ms: int,
+        consumer_id: str | None,
+        partition: int | None = None,
     ) -> list[Delivery]:
         deadline = self._check_wait(wait_ms)
         max_messages = self._check_max(max_messages)
         t = await self._r.topic(topic)
+        if partition is not None:
+            _partition(t, partition)
         sub = await self._r.subscription(t, subscription)
         loop = asyncio.get_running_loop()
         while True:
             woken = t.notifier.arm()
             async with sub.lock:
-                out = await sub.fill(max_messages, consumer_id)
+                out = await sub.fill(max_messages, consumer_id, partition)
             if sub.keys.others_ready():
                 t.notifier.notify()
             remaining = deadline - loop.time()
@@ -222,13 +231,16 @@ class DataPlane:
             await sub.ack_cumulative(message_id)
         t.quota.changed()
 
-    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
+    async def last_sequence_id(
+        self, topic: str, producer_name: str, partition: int | None = None
+    ) -> int | None:
         """The producer's highest stored sequence id (topics.dedup's state; the Pulsar door's
         PRODUCER_SUCCESS.last_sequence_id); None with dedup off or nothing stored."""
         t = await self._r.topic(topic, create=True)
         if not t.policies.deduplication_enabled:
             return None
-        highest = [h for ml in t.mls if (h := ml.dedup_highest(producer_name)) is not None]
+        mls = t.mls if partition is None else [t.mls[_partition(t, partition)]]
+        highest = [h for ml in mls if (h := ml.dedup_highest(producer_name)) is not None]
         return max(highest, default=None)
 
     async def consumer_left(self, topic: str, subscription: str, consumer_id: str) -> None:
@@ -357,11 +369,15 @@ class DataPlane:
                     return messages[message_id.batch_index]
         raise MessageNotFoundError(t.name, str(message_id))
 
-    async def last_message_id(self, topic: str, read_compacted: bool) -> MessageId | None:
+    async def last_message_id(
+        self, topic: str, read_compacted: bool, partition: int | None = None
+    ) -> MessageId | None:
         t = await self._r.topic(topic)
         found: list[MessageId] = []
-        for ml in t.mls:
-            last = await self._last_in_ledger(t, ml.name, t.mls.index(ml))
+        chosen = range(len(t.mls)) if partition is None else [_partition(t, partition)]
+        for i in chosen:
+            ml = t.mls[i]
+            last = await self._last_in_ledger(t, ml.name, i)
             if read_compacted:
                 horizon = await self._r.compacted.horizon(ml.name)
                 if horizon is not None and (last is None or last <= horizon):
@@ -389,6 +405,15 @@ class DataPlane:
 def _from_log_start(t: Topic, starts: list[MessageId]) -> list[MessageId]:
     """Reads start at each managed ledger's log start at the earliest (truncate-before)."""
     return [max(s, ml.log_start or s) for ml, s in zip(t.mls, starts, strict=True)]
+
+
+def _partition(t: Topic, partition: int | None) -> int:
+    """The managed ledger index of `partition` (None: a topic that is not partitioned)."""
+    if partition is None:
+        return 0
+    if not 0 <= partition < t.partitions:
+        raise InvalidArgumentError(f"{t.name} has {t.partitions} partitions, not a partition {partition}")
+    return partition
 
 
 async def _forward_produce(owner_url: str, topic: str, messages: list[Message]) -> None:

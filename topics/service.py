@@ -140,9 +140,9 @@ class TopicService:
 
     # --- the API, each call forwarded to its part ------------------------------------------------
     async def produce(
-        self, topic: str, producer_name: str | None, messages: list[Message]
+        self, topic: str, producer_name: str | None, messages: list[Message], partition: int | None = None
     ) -> list[ProduceResult]:
-        return await self.data.produce(topic, producer_name, messages)
+        return await self.data.produce(topic, producer_name, messages, partition)
 
     async def create_subscription(self, topic: str, subscription: str, options: SubscriptionOptions) -> bool:
         return await self.data.create_subscription(topic, subscription, options)
@@ -154,9 +154,15 @@ class TopicService:
         return await self.data.list_subscriptions(topic)
 
     async def receive(
-        self, topic: str, subscription: str, max_messages: int, wait_ms: int, consumer_id: str | None
+        self,
+        topic: str,
+        subscription: str,
+        max_messages: int,
+        wait_ms: int,
+        consumer_id: str | None,
+        partition: int | None = None,
     ) -> list[Delivery]:
-        return await self.data.receive(topic, subscription, max_messages, wait_ms, consumer_id)
+        return await self.data.receive(topic, subscription, max_messages, wait_ms, consumer_id, partition)
 
     async def ack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None:
         return await self.data.ack(topic, subscription, message_ids)
@@ -170,8 +176,10 @@ class TopicService:
     async def seek(self, topic: str, subscription: str, target: SeekTarget) -> None:
         return await self.data.seek(topic, subscription, target)
 
-    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
-        return await self.data.last_sequence_id(topic, producer_name)
+    async def last_sequence_id(
+        self, topic: str, producer_name: str, partition: int | None = None
+    ) -> int | None:
+        return await self.data.last_sequence_id(topic, producer_name, partition)
 
     async def consumer_left(self, topic: str, subscription: str, consumer_id: str) -> None:
         return await self.data.consumer_left(topic, subscription, consumer_id)
@@ -184,8 +192,10 @@ class TopicService:
     async def get_message(self, topic: str, message_id: MessageId) -> StoredMessage:
         return await self.data.get_message(topic, message_id)
 
-    async def last_message_id(self, topic: str, read_compacted: bool) -> MessageId | None:
-        return await self.data.last_message_id(topic, read_compacted)
+    async def last_message_id(
+        self, topic: str, read_compacted: bool, partition: int | None = None
+    ) -> MessageId | None:
+        return await self.data.last_message_id(topic, read_compacted, partition)
 
     async def reset_cursor(self, topic: str, subscription: str, timestamp_ms: int) -> None:
         return await self.data.reset_cursor(topic, subscription, timestamp_ms)

@@ -151,18 +151,24 @@ class Subscription:
         return delivery_state.encode(entries, counts, cursor.is_acked, delivery_state.MAX_MESSAGES)
 
     # --- delivery ------------------------------------------------------------------------------
-    async def fill(self, max_messages: int, consumer_id: str | None) -> list[Delivery]:
+    async def fill(
+        self, max_messages: int, consumer_id: str | None, partition: int | None = None
+    ) -> list[Delivery]:
         """Hand out up to max_messages: redeliveries first, then new messages. Caller holds the
         subscription's lock, so concurrent consumers never get the same message. Messages past
-        their redelivery limit met on the way go to the dead-letter topic instead."""
-        out = await self._fill(max_messages, consumer_id)
+        their redelivery limit met on the way go to the dead-letter topic instead.
+
+        `partition`: only that partition's messages, handed out as shared does (the Pulsar
+        door's partition consumers, each its own Pulsar subscription: the door applies the
+        type's rules per partition)."""
+        out = await self._fill(max_messages, consumer_id, partition)
         if self._dead:
             await self._write_dead_letters()
         return out
 
-    async def _fill(self, max_messages: int, consumer_id: str | None) -> list[Delivery]:
+    async def _fill(self, max_messages: int, consumer_id: str | None, only: int | None) -> list[Delivery]:
         now = self._clock.now_ms()
-        kind = self.options.type
+        kind = self.options.type if only is None else "shared"
         if kind != "shared" and not consumer_id:
             raise ConsumerIdRequiredError(self.topic, self.name, kind)
         consumer = consumer_id or ""
@@ -184,6 +190,9 @@ class Subscription:
                 if item is None or self._is_acked(item.partition, mid):
                     self._redeliver_msgs.pop(mid, None)
                     continue
+                if only is not None and item.partition != only:
+                    skipped.append(mid)
+                    continue
                 if keyed and self.keys.consumer_of(item.message.key or "") != consumer:
                     skipped.append(mid)
                     continue
@@ -194,11 +203,12 @@ class Subscription:
                 await self._fill_keyed(consumer, max_messages, now, out, touched)
                 return out
             while len(out) < max_messages and len(self.pending) < self._max_unacked:
-                if not self._ready:
-                    if not await self._read_more(max_messages - len(out)):
+                ready = self._next_ready(only)
+                if ready is None:
+                    if not await self._read_more(max_messages - len(out), only):
                         break
                     continue
-                partition, message = self._ready.popleft()
+                partition, message = ready
                 if not self._is_acked(partition, message.message_id):
                     touched.add(partition)
                     self._hand_out(out, partition, message, now, consumer)
@@ -347,8 +357,21 @@ class Subscription:
             return mid.batch_index in state.acked
         return self.cursors[partition].is_acked(mid.position)
 
-    async def _read_more(self, wanted: int) -> bool:
-        """Read entries from the next cursor with any; False when every cursor is at its end."""
+    def _next_ready(self, only: int | None) -> tuple[int, StoredMessage] | None:
+        """The first message read and not handed out yet (of partition `only`, when given)."""
+        if only is None:
+            return self._ready.popleft() if self._ready else None
+        for i, item in enumerate(self._ready):
+            if item[0] == only:
+                del self._ready[i]
+                return item
+        return None
+
+    async def _read_more(self, wanted: int, only: int | None = None) -> bool:
+        """Read entries from the next cursor with any (from partition `only`'s alone, when
+        given); False when every cursor is at its end."""
+        if only is not None:
+            return await self._read_partition(only, wanted)
         n = len(self.cursors)
         for i in range(n):
             partition = (self._rr + i) % n
