@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from managed_ledger.entry_format import Message, StoredMessage
-from managed_ledger.metadata.api import BrokerRecord, GroupOffset, NamespaceGrants, TenantInfo
+from managed_ledger.metadata.api import BrokerRecord, GroupOffset, NamespaceGrants, SchemaVersion, TenantInfo
 from managed_ledger.position import MessageId
 from topics.ownership import BrokerInfo
 
@@ -428,6 +428,36 @@ class AdminApi(Protocol):
     async def delete_group_offsets(self, group: str) -> int:
         """Delete the group's offsets; how many there were."""
         ...
+
+    # --- schemas (topics.schemas) -------------------------------------------------------------------
+    async def get_schema(self, topic: str, version: int | None = None) -> SchemaVersion:
+        """The topic's latest live schema, or that version (SchemaNotFoundError: none)."""
+        ...
+
+    async def schema_versions(self, topic: str) -> list[SchemaVersion]:
+        """The topic's live schema versions, oldest first."""
+        ...
+
+    async def put_schema(
+        self, topic: str, schema_type: str, data: bytes, properties: Mapping[str, str]
+    ) -> int:
+        """The schema's version: an equal live one's, or a new one the namespace's strategy lets
+        in (IncompatibleSchemaError: refused; InvalidSchemaError: not a schema)."""
+        ...
+
+    async def check_schema(self, topic: str, schema_type: str, data: bytes) -> None:
+        """IncompatibleSchemaError when the strategy would refuse this schema (nothing stored)."""
+        ...
+
+    async def delete_schema(self, topic: str) -> int:
+        """Mark the topic's schema deleted; the mark's version."""
+        ...
+
+    async def get_schema_compatibility(self, namespace: str) -> str:
+        """The namespace's schemaCompatibilityStrategy (FULL when unset)."""
+        ...
+
+    async def set_schema_compatibility(self, namespace: str, strategy: str) -> None: ...
 
 
 class ClusterApi(Protocol):

@@ -13,6 +13,7 @@ that needs another's work receives that part.
 | `TopicAdmin` | `topics.admin` | tenants, namespaces, topics, policies, compaction requests |
 | `Tenancy` | `topics.tenancy` | tenants' admin roles, namespaces' permissions |
 | `GroupOffsets` | `topics.group_offsets` | Kafka consumer groups' committed offsets |
+| `Schemas` | `topics.schemas` | topics' Pulsar schemas, namespaces' compatibility strategy |
 | `BacklogAdmin` | `topics.backlog` | peek, skip, expire, message TTL |
 | `QuotaAdmin` | `topics.quota_ops` | backlog quotas (and the publish gate), namespace policies |
 | `TopicOpsAdmin` | `topics.topic_ops` | terminate, truncate, truncate-before |
@@ -27,14 +28,21 @@ through.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal
 
 from bookie.api import LedgerClient
 from managed_ledger.api import ManagedLedger, ManagedLedgerFactory
 from managed_ledger.clock import Clock
 from managed_ledger.entry_format import Message, StoredMessage
-from managed_ledger.metadata.api import BrokerRecord, GroupOffset, MetadataStore, NamespaceGrants, TenantInfo
+from managed_ledger.metadata.api import (
+    BrokerRecord,
+    GroupOffset,
+    MetadataStore,
+    NamespaceGrants,
+    SchemaVersion,
+    TenantInfo,
+)
 from managed_ledger.position import MessageId
 from topics.admin import TopicAdmin
 from topics.api import (
@@ -64,6 +72,7 @@ from topics.ownership import BrokerInfo, Ownership
 from topics.quota_ops import QuotaAdmin
 from topics.readers import CompactedSource
 from topics.registry import TopicRegistry
+from topics.schemas import Schemas
 from topics.stats import TopicStats
 from topics.tenancy import Tenancy
 from topics.topic import Topic
@@ -105,6 +114,7 @@ class TopicService:
         self.topic_stats = TopicStats(registry)
         self.tenancy = Tenancy(registry)
         self.groups = GroupOffsets(registry)
+        self.schemas = Schemas(registry)
         self.admin = TopicAdmin(registry)
         self.maintenance = Maintenance(registry, self.backlog, self.quota, self.topic_stats)
         self.kafka = KafkaTopics(registry, self.ops)
@@ -229,6 +239,29 @@ class TopicService:
 
     async def delete_group_offsets(self, group: str) -> int:
         return await self.groups.delete_group_offsets(group)
+
+    async def get_schema(self, topic: str, version: int | None = None) -> SchemaVersion:
+        return await self.schemas.get_schema(topic, version)
+
+    async def schema_versions(self, topic: str) -> list[SchemaVersion]:
+        return await self.schemas.schema_versions(topic)
+
+    async def put_schema(
+        self, topic: str, schema_type: str, data: bytes, properties: Mapping[str, str]
+    ) -> int:
+        return await self.schemas.put_schema(topic, schema_type, data, properties)
+
+    async def check_schema(self, topic: str, schema_type: str, data: bytes) -> None:
+        return await self.schemas.check_schema(topic, schema_type, data)
+
+    async def delete_schema(self, topic: str) -> int:
+        return await self.schemas.delete_schema(topic)
+
+    async def get_schema_compatibility(self, namespace: str) -> str:
+        return await self.schemas.get_compatibility(namespace)
+
+    async def set_schema_compatibility(self, namespace: str, strategy: str) -> None:
+        return await self.schemas.set_compatibility(namespace, strategy)
 
     async def list_tenants(self) -> list[str]:
         return await self.admin.list_tenants()

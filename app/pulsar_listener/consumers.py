@@ -32,6 +32,7 @@ from .errors import PulsarError
 from .proto import pulsar_api_pb2 as pb
 from .readers import ReadPosition, fixed_start, seek_target, start_of, subscribe_start
 from .registry import Registry
+from .schemas import consumer_schema
 from .security import Access
 from .server import Connection, Handler
 from .session import Target, quire_topic, target_of
@@ -295,6 +296,7 @@ class Consumers:
             self.registry.add_consumer(topic, request.subscription, request.subType, reader)
             return reader
         await self._seeks_done(topic, request.subscription)
+        await consumer_schema(self.topics, target.topic, request)
         options = SubscriptionOptions(
             initial_position="earliest" if request.initialPosition == S.Earliest else "latest",
             type=TYPES[request.subType],

@@ -27,6 +27,7 @@ from .frames import open_payload
 from .proto import pulsar_api_pb2 as pb
 from .publish import Publish
 from .registry import Registry
+from .schemas import producer_schema
 from .security import Access
 from .server import Connection, Handler, PulsarCloseConnection
 from .session import Target, quire_topic, target_of
@@ -135,6 +136,7 @@ class Producers:
         try:
             target = producer.target
             last = await self.publish.last_sequence_id(target.topic, producer.name, target.partition)
+            schema_version = await producer_schema(self.topics, target.topic, request)
         except Exception as exc:
             conn.producers.pop(request.producer_id, None)
             await producer.close()
@@ -146,6 +148,8 @@ class Producers:
             producer_name=producer.name,
             last_sequence_id=-1 if last is None else last,
         )
+        if schema_version is not None:
+            success.schema_version = schema_version
         conn.send(T(type=T.PRODUCER_SUCCESS, producer_success=success))
 
     async def _open(self, conn: Connection, request: pb.CommandProducer) -> Producer:
