@@ -200,7 +200,7 @@ PolicyName = Literal[
 class DataApi(Protocol):
     """What clients call: produce, subscriptions, readers (the REST data routes).
 
-    `partition` (produce, receive, last_sequence_id, last_message_id) addresses one partition
+    `partition` (produce, receive, read, last_sequence_id, last_message_id) addresses one partition
     of a partitioned topic, as the Pulsar door's `<topic>-partition-<n>` does: produce stores
     on it alone (no routing), receive hands out only its messages (shared; the door applies
     Pulsar's per-partition subscription rules), the others look at its managed ledger only.
@@ -252,7 +252,13 @@ class DataApi(Protocol):
     async def seek(self, topic: str, subscription: str, target: SeekTarget) -> None: ...
 
     async def read(
-        self, topic: str, start: StartPosition, max_messages: int, read_compacted: bool, wait_ms: int
+        self,
+        topic: str,
+        start: StartPosition,
+        max_messages: int,
+        read_compacted: bool,
+        wait_ms: int,
+        partition: int | None = None,
     ) -> ReadPage: ...
 
     async def get_message(self, topic: str, message_id: MessageId) -> StoredMessage: ...

@@ -291,19 +291,19 @@ class DataPlane:
                 await cursor.reset(position)
 
     # --- readers -------------------------------------------------------------------------------
-    async def _starts(self, t: Topic, start: StartPosition) -> list[MessageId]:
-        """The inclusive start id of each managed ledger (see topics.readers)."""
-        n = len(t.mls)
+    async def _starts(self, t: Topic, start: StartPosition, mls: list[ManagedLedger]) -> list[MessageId]:
+        """The inclusive start id of each managed ledger read (see topics.readers)."""
+        n = len(mls)
         if isinstance(start, tuple) and start[0] == "time":
-            found = [await ml.find_position_by_publish_time(start[1]) for ml in t.mls]
+            found = [await ml.find_position_by_publish_time(start[1]) for ml in mls]
             return [
                 latest(ml) if p is None else MessageId(p.ledger_id, p.entry_id, 0)
-                for ml, p in zip(t.mls, found, strict=True)
+                for ml, p in zip(mls, found, strict=True)
             ]
         if start == "earliest":
             return [EARLIEST] * n
         if start == "latest":
-            return [latest(ml) for ml in t.mls]
+            return [latest(ml) for ml in mls]
         if isinstance(start, MessageId):
             return [start] * n
         if isinstance(start, tuple) and len(start) == 2 and start[0] == "after":
@@ -316,23 +316,28 @@ class DataPlane:
         raise InvalidArgumentError(f"invalid start position {start!r}")
 
     async def read(
-        self, topic: str, start: StartPosition, max_messages: int, read_compacted: bool, wait_ms: int
+        self,
+        topic: str,
+        start: StartPosition,
+        max_messages: int,
+        read_compacted: bool,
+        wait_ms: int,
+        partition: int | None = None,
     ) -> ReadPage:
         deadline = self._check_wait(wait_ms)
         max_messages = self._check_max(max_messages)
         t = await self._r.topic(topic)
-        starts = _from_log_start(t, await self._starts(t, start))
+        mls = t.mls if partition is None else [t.mls[_partition(t, partition)]]
+        starts = _from_log_start(mls, await self._starts(t, start, mls))
         loop = asyncio.get_running_loop()
         while True:
             woken = t.notifier.arm()
             terminated = all_terminated(t.mls)
-            messages, slots = await read_merged(
-                t.mls, self._r.compacted, starts, max_messages, read_compacted
-            )
+            messages, slots = await read_merged(mls, self._r.compacted, starts, max_messages, read_compacted)
             if messages:
                 self._stats.count_read(t, messages)
                 end = terminated and await self._read_all(
-                    t, slots, len(messages) < max_messages, read_compacted
+                    mls, slots, len(messages) < max_messages, read_compacted
                 )
                 return ReadPage(messages, names.format_next(slots), end)
             remaining = deadline - loop.time()
@@ -345,13 +350,13 @@ class DataPlane:
                 raise TopicNotFoundError(t.name, "deleted while the reader waited")
 
     async def _read_all(
-        self, t: Topic, slots: list[MessageId | None], short: bool, read_compacted: bool
+        self, mls: list[ManagedLedger], slots: list[MessageId | None], short: bool, read_compacted: bool
     ) -> bool:
         """Whether a reader of a terminated topic, after this page, has nothing left to read."""
         if short:
             return True  # the page stopped before its size: nothing came after
-        starts = _from_log_start(t, [EARLIEST if s is None else after(s) for s in slots])
-        more, _ = await read_merged(t.mls, self._r.compacted, starts, 1, read_compacted)
+        starts = _from_log_start(mls, [EARLIEST if s is None else after(s) for s in slots])
+        more, _ = await read_merged(mls, self._r.compacted, starts, 1, read_compacted)
         return not more
 
     async def get_message(self, topic: str, message_id: MessageId) -> StoredMessage:
@@ -402,9 +407,9 @@ class DataPlane:
         await self.seek(topic, subscription, timestamp_ms)
 
 
-def _from_log_start(t: Topic, starts: list[MessageId]) -> list[MessageId]:
+def _from_log_start(mls: list[ManagedLedger], starts: list[MessageId]) -> list[MessageId]:
     """Reads start at each managed ledger's log start at the earliest (truncate-before)."""
-    return [max(s, ml.log_start or s) for ml, s in zip(t.mls, starts, strict=True)]
+    return [max(s, ml.log_start or s) for ml, s in zip(mls, starts, strict=True)]
 
 
 def _partition(t: Topic, partition: int | None) -> int:

@@ -195,9 +195,15 @@ class TopicService:
         return await self.data.consumer_left(topic, subscription, consumer_id)
 
     async def read(
-        self, topic: str, start: StartPosition, max_messages: int, read_compacted: bool, wait_ms: int
+        self,
+        topic: str,
+        start: StartPosition,
+        max_messages: int,
+        read_compacted: bool,
+        wait_ms: int,
+        partition: int | None = None,
     ) -> ReadPage:
-        return await self.data.read(topic, start, max_messages, read_compacted, wait_ms)
+        return await self.data.read(topic, start, max_messages, read_compacted, wait_ms, partition)
 
     async def get_message(self, topic: str, message_id: MessageId) -> StoredMessage:
         return await self.data.get_message(topic, message_id)

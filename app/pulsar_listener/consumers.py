@@ -28,7 +28,6 @@ from topics.api import Delivery, SubscriptionOptions, SubscriptionType, TopicsAp
 from topics.errors import SubscriptionNotFoundError, TopicNotFoundError
 
 from .entries import encode_batch, encode_single
-from .errors import PulsarError
 from .proto import pulsar_api_pb2 as pb
 from .readers import ReadPosition, fixed_start, seek_target, start_of, subscribe_start
 from .registry import Registry
@@ -285,13 +284,11 @@ class Consumers:
         await self.access.check(conn, topic, Need.CONSUME)
         target = await target_of(self.topics, topic)
         if not request.durable:
-            if target.partition is not None:
-                raise PulsarError(
-                    f"{topic}: a reader of one partition is not supported yet", pb.NotAllowedError
-                )
             start = subscribe_start(conn, request)
-            start = await fixed_start(self.topics, topic, start, request.read_compacted)
-            reads = ReadPosition(self.topics, topic, start, request.read_compacted)
+            start = await fixed_start(
+                self.topics, target.topic, start, request.read_compacted, target.partition
+            )
+            reads = ReadPosition(self.topics, target.topic, start, request.read_compacted, target.partition)
             reader = Consumer(conn, request, topic, target, self.topics, self.registry, reads)
             self.registry.add_consumer(topic, request.subscription, request.subType, reader)
             return reader

@@ -154,3 +154,22 @@ def test_failover_consumers_share_the_partitions(client: pulsar.Client, standalo
     assert sorted(values) == sorted(f"f{i}".encode() for i in range(40))
     assert partitions["a"] and partitions["b"]
     assert not partitions["a"] & partitions["b"]
+
+
+def test_a_reader_of_a_partitioned_topic_reads_every_partition(
+    client: pulsar.Client, standalone: Standalone
+) -> None:
+    """The client opens one reader per partition; each reads only its partition."""
+    name, _ = partitioned(standalone, 3)
+    producer = client.create_producer(name, batching_enabled=False)
+    receipts = {f"r{i}": producer.send(f"r{i}".encode(), partition_key=f"key{i}") for i in range(9)}
+    reader = client.create_reader(name, pulsar.MessageId.earliest)
+    got = [reader.read_next(RECEIVE_MS) for _ in range(9)]
+    assert sorted(m.data().decode() for m in got) == sorted(receipts)
+    for m in got:
+        assert m.message_id().partition() == receipts[m.data().decode()].partition()
+    with pytest.raises(pulsar.Timeout):
+        reader.read_next(1000)
+    one = client.create_reader(f"{name}-partition-0", pulsar.MessageId.earliest)
+    mine = sorted(v for v, r in receipts.items() if r.partition() == 0)
+    assert sorted(one.read_next(RECEIVE_MS).data().decode() for _ in mine) == mine
