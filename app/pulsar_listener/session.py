@@ -12,12 +12,13 @@ ServiceNotReady.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from app.auth.policy import Need
 from topics import names
 from topics.api import TopicsApi
-from topics.errors import TopicNotFoundError
+from topics.errors import TopicExistsError, TopicNotFoundError
 
 from .errors import PulsarError, server_error_of
 from .proto import pulsar_api_pb2 as pb
@@ -123,16 +124,30 @@ class Session:
         try:
             topic = quire_topic(request.topic)
             await self.access.check(conn, topic, Need.LOOKUP)
-            # TopicNotFound when its namespace does not exist; 0 for a topic not created yet (a
-            # producer or consumer creates it, not partitioned: Pulsar's default
-            # allowAutoTopicCreationType, under the broker's allow_auto_topic_creation).
-            reply.partitions = await partitions_of(self.topics, topic)
+            reply.partitions = await self._partitions_or_create(conn, topic)
             reply.response = reply.Success  # set explicitly: the client tests has_response()
         except Exception as exc:
             reply.response = reply.Failed
             reply.error = server_error_of(exc)
             reply.message = str(exc)
         conn.send(T(type=T.PARTITIONED_METADATA_RESPONSE, partitionMetadataResponse=reply))
+
+    async def _partitions_or_create(self, conn: Connection, topic: str) -> int:
+        """The topic's partitions; TopicNotFound when its namespace does not exist. A topic that
+        does not exist is created partitioned when the broker says so (`auto_topic_partitions`:
+        Pulsar's allowAutoTopicCreationType=partitioned), else it answers 0 and the producer or
+        consumer creates a plain topic (Pulsar's default, non-partitioned)."""
+        try:
+            return await self.topics.get_partitions(topic)
+        except TopicNotFoundError:
+            pass
+        count = await partitions_of(self.topics, topic)
+        auto = conn.config.auto_topic_partitions
+        if not auto or names.partition_index(topic) is not None:
+            return count
+        with contextlib.suppress(TopicExistsError):
+            await self.topics.create_topic(topic, auto)
+        return await self.topics.get_partitions(topic)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pulsar
 import pytest
 
-from tests.pulsar_listener.support import Standalone
+from tests.pulsar_listener.support import CLIENT_TIMEOUT_S, Standalone, serving
 
 pytestmark = pytest.mark.timeout(300)
 RECEIVE_MS = 10_000
@@ -173,3 +175,25 @@ def test_a_reader_of_a_partitioned_topic_reads_every_partition(
     one = client.create_reader(f"{name}-partition-0", pulsar.MessageId.earliest)
     mine = sorted(v for v, r in receipts.items() if r.partition() == 0)
     assert sorted(one.read_next(RECEIVE_MS).data().decode() for _ in mine) == mine
+
+
+@pytest.fixture(scope="module")
+def partitioned_by_default(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
+    env = {"QUIRE_ALLOW_AUTO_TOPIC_CREATION_TYPE": "partitioned", "QUIRE_DEFAULT_NUM_PARTITIONS": "3"}
+    yield from serving(Path(tmp_path_factory.mktemp("pulsar-auto-partitioned")), env)
+
+
+def test_auto_creation_partitioned_when_the_broker_says_so(partitioned_by_default: Standalone) -> None:
+    name = f"auto-{uuid.uuid4().hex[:10]}"
+    c = pulsar.Client(partitioned_by_default.service_url, operation_timeout_seconds=CLIENT_TIMEOUT_S)
+    try:
+        producer = c.create_producer(f"persistent://public/default/{name}", batching_enabled=False)
+        receipts = [producer.send(f"a{i}".encode(), partition_key=f"k{i}") for i in range(6)]
+        assert {r.partition() for r in receipts} <= {0, 1, 2}
+    finally:
+        c.close()
+    r = httpx.get(
+        f"{partitioned_by_default.http}/admin/v2/persistent/public/default/{name}/partitions", timeout=10
+    )
+    assert r.status_code == 200 and r.json() == {"partitions": 3}
+    assert len(rest_read(partitioned_by_default, f"public/default/{name}")) == 6
