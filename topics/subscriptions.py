@@ -39,7 +39,6 @@ import asyncio
 import functools
 import heapq
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +56,7 @@ from topics.delivery_state import EntryAcks
 from topics.errors import ConsumerBusyError, ConsumerIdRequiredError
 from topics.key_shared import KeyRouter
 from topics.readers import BEYOND, CompactedSource, after, decode_entry, entries_wanted
+from topics.ready_queue import ReadyQueue
 
 # Resolves the partition of a message id the subscription has no state for (ledger ids are
 # unique across the cluster, so an id names its managed ledger); None when no partition has it.
@@ -111,7 +111,7 @@ class Subscription:
         self._counts: list[dict[MessageId, int]] = [{} for _ in cursors]
         self._redeliver: list[MessageId] = []
         self._redeliver_msgs: dict[MessageId, _Pending] = {}  # as it was pending: who had it
-        self._ready: deque[tuple[int, StoredMessage]] = deque()
+        self._ready = ReadyQueue()
         self._entries: dict[Position, EntryAcks] = {}
         self._compacted_next: list[MessageId | None] = [None] * len(cursors)
         # Per partition: compacted messages delivered and not yet acked, and the horizon once the
@@ -203,7 +203,7 @@ class Subscription:
                 await self._fill_keyed(consumer, max_messages, now, out, touched)
                 return out
             while len(out) < max_messages and len(self.pending) < self._max_unacked:
-                ready = self._next_ready(only)
+                ready = self._ready.take(only)
                 if ready is None:
                     if not await self._read_more(max_messages - len(out), only):
                         break
@@ -356,16 +356,6 @@ class Subscription:
         if state is not None:
             return mid.batch_index in state.acked
         return self.cursors[partition].is_acked(mid.position)
-
-    def _next_ready(self, only: int | None) -> tuple[int, StoredMessage] | None:
-        """The first message read and not handed out yet (of partition `only`, when given)."""
-        if only is None:
-            return self._ready.popleft() if self._ready else None
-        for i, item in enumerate(self._ready):
-            if item[0] == only:
-                del self._ready[i]
-                return item
-        return None
 
     async def _read_more(self, wanted: int, only: int | None = None) -> bool:
         """Read entries from the next cursor with any (from partition `only`'s alone, when
@@ -558,24 +548,10 @@ class Subscription:
         if last is not None:
             self.ack_before(partition, self.mls[partition].next_position(last))
 
-    async def unacked_messages(self, partition: int, limit: int) -> list[StoredMessage]:
-        """The first `limit` messages of `partition` not acked, delivered or not (Pulsar's peek)."""
-        ml, cursor = self.mls[partition], self.cursors[partition]
-        out: list[StoredMessage] = []
-        start = ml.next_position(cursor.mark_delete_position)
-        while len(out) < limit:
-            entries = await ml.read_entries(start, 64)
-            if not entries:
-                break
-            for pos, payload in entries:
-                if cursor.is_acked(pos):
-                    continue
-                state = self._entries.get(pos)
-                for m in decode_entry(self.topic, pos.ledger_id, pos.entry_id, payload):
-                    if state is None or m.message_id.batch_index not in state.acked:
-                        out.append(m)
-            start = ml.next_position(entries[-1][0])
-        return out[:limit]
+    def batch_acks(self, pos: Position) -> set[int] | None:
+        """The batch indexes acked of the entry at `pos` so far (None: none known here)."""
+        state = self._entries.get(pos)
+        return None if state is None else state.acked
 
     def nack(self, ids: list[MessageId]) -> None:
         for mid in ids:

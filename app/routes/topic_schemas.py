@@ -135,6 +135,11 @@ def schema_router(topics: TopicsApi) -> APIRouter:
     async def delete_schema(tenant: Tenant, namespace: Namespace, topic: Topic) -> SchemaVersionResponse:
         return SchemaVersionResponse(version=await topics.delete_schema(full_name(tenant, namespace, topic)))
 
+    _strategy_routes(router, topics)
+    return router
+
+
+def _strategy_routes(router: APIRouter, topics: TopicsApi) -> None:
     @router.get(
         STRATEGY,
         operation_id="getSchemaCompatibilityStrategy",
@@ -158,5 +163,3 @@ def schema_router(topics: TopicsApi) -> APIRouter:
     ) -> Response:
         await topics.set_schema_compatibility(f"{tenant}/{namespace}", strategy)
         return empty()
-
-    return router
