@@ -32,6 +32,7 @@ from app.routes.cluster import cluster_router
 from app.routes.data import DataHandlers, data_router_for
 from app.routes.kafka_groups import kafka_groups_router
 from app.routes.ops import ops_router
+from app.routes.topic_schemas import schema_router
 from app.topic_metrics import TopicCollector
 from topics.api import TopicsApi
 
@@ -221,6 +222,7 @@ def _include_routes(app: FastAPI, topics: TopicsApi, metrics: Metrics, handlers:
     app.include_router(cluster_router())
     app.include_router(brokers_router(topics))
     app.include_router(kafka_groups_router(topics))
+    app.include_router(schema_router(topics))
     install_console(app)  # /console and `/`
 
 

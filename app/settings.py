@@ -155,6 +155,12 @@ class Settings(BaseSettings):
     pulsar_host: str = ""
     pulsar_advertised_address: str = ""
     pulsar_max_message_bytes: int = Field(5 * 1024 * 1024, gt=0, le=100 * 1024 * 1024)
+    # Pulsar's allowAutoTopicCreationType and defaultNumPartitions: what a Pulsar client's
+    # PARTITIONED_METADATA creates for a topic that does not exist, when allow_auto_topic_creation
+    # is on ("non-partitioned": nothing there, the producer or consumer then creates a plain
+    # topic; "partitioned": a partitioned topic of that many partitions).
+    allow_auto_topic_creation_type: Literal["non-partitioned", "partitioned"] = "non-partitioned"
+    default_num_partitions: int = Field(1, gt=0, le=10_000)
 
     # --- security (docs/operations.md#security) ----------------------------------------------
     # Off by default (as Pulsar standalone), for a first run; turn it on in production.

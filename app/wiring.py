@@ -210,6 +210,9 @@ def pulsar_config(settings: Settings) -> PulsarConfig | None:
         advertised_port=int(port),
         broker_name=settings.effective_advertised_address.replace(":", "-"),
         max_message_bytes=settings.pulsar_max_message_bytes,
+        auto_topic_partitions=settings.default_num_partitions
+        if settings.allow_auto_topic_creation and settings.allow_auto_topic_creation_type == "partitioned"
+        else 0,
     )
 
 

@@ -24,7 +24,6 @@ bookie.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -35,6 +34,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bookie.registry import BookieCookie, BookieDirectory, wall_clock_ms
+from bookie.storage.dir_lock import DirectoryInUseError, DirectoryLock
 from common.errors import ErrorKind, QuireError
 
 log = logging.getLogger(__name__)
@@ -125,15 +125,15 @@ def mismatch(bookie_id: str, disk: BookieCookie | None, stored: BookieCookie | N
 @contextlib.contextmanager
 def _locked(data_dir: Path) -> Iterator[None]:
     """The storage engine's directory lock, held while the cookie is checked or formatted."""
-    fd = os.open(data_dir / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+    lock = DirectoryLock(data_dir)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            raise CookieMismatchError(f"{data_dir} is used by another bookie") from exc
+        lock.acquire()
+    except DirectoryInUseError as exc:
+        raise CookieMismatchError(str(exc)) from exc
+    try:
         yield
     finally:
-        os.close(fd)
+        lock.release()
 
 
 def establish_cookie(

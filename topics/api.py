@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from managed_ledger.entry_format import Message, StoredMessage
-from managed_ledger.metadata.api import BrokerRecord, GroupOffset, NamespaceGrants, TenantInfo
+from managed_ledger.metadata.api import BrokerRecord, GroupOffset, NamespaceGrants, SchemaVersion, TenantInfo
 from managed_ledger.position import MessageId
 from topics.ownership import BrokerInfo
 
@@ -198,13 +198,22 @@ PolicyName = Literal[
 
 
 class DataApi(Protocol):
-    """What clients call: produce, subscriptions, readers (the REST data routes)."""
+    """What clients call: produce, subscriptions, readers (the REST data routes).
+
+    `partition` (produce, receive, read, last_sequence_id, last_message_id) addresses one partition
+    of a partitioned topic, as the Pulsar door's `<topic>-partition-<n>` does: produce stores
+    on it alone (no routing), receive hands out only its messages (shared; the door applies
+    Pulsar's per-partition subscription rules), the others look at its managed ledger only.
+    None: the topic as a whole. Acks, nacks and seeks by id need none (an id names its ledger).
+    """
 
     async def produce(
-        self, topic: str, producer_name: str | None, messages: list[Message]
+        self, topic: str, producer_name: str | None, messages: list[Message], partition: int | None = None
     ) -> list[ProduceResult]: ...
 
-    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
+    async def last_sequence_id(
+        self, topic: str, producer_name: str, partition: int | None = None
+    ) -> int | None:
         """The highest sequence id stored for the producer by the dedup `produce` applies (the
         Pulsar listener's PRODUCER_SUCCESS.last_sequence_id); None when the topic's
         deduplication is off or the producer stored nothing."""
@@ -225,10 +234,12 @@ class DataApi(Protocol):
         max_messages: int,
         wait_ms: int,
         consumer_id: str | None,
+        partition: int | None = None,
         whole_entries: bool = False,
     ) -> list[Delivery]:
-        """`whole_entries`: the last entry is handed out whole, past max_messages (a push
-        consumer's permits: Pulsar sends a batch whole, and its client acks a batch as one)."""
+        """`partition`: that partition's messages only; `whole_entries`: the last entry is
+        handed out whole, past max_messages (a push consumer's permits: Pulsar sends a batch
+        whole, and its client acks a batch as one)."""
         ...
 
     async def ack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None: ...
@@ -246,12 +257,20 @@ class DataApi(Protocol):
     async def seek(self, topic: str, subscription: str, target: SeekTarget) -> None: ...
 
     async def read(
-        self, topic: str, start: StartPosition, max_messages: int, read_compacted: bool, wait_ms: int
+        self,
+        topic: str,
+        start: StartPosition,
+        max_messages: int,
+        read_compacted: bool,
+        wait_ms: int,
+        partition: int | None = None,
     ) -> ReadPage: ...
 
     async def get_message(self, topic: str, message_id: MessageId) -> StoredMessage: ...
 
-    async def last_message_id(self, topic: str, read_compacted: bool) -> MessageId | None: ...
+    async def last_message_id(
+        self, topic: str, read_compacted: bool, partition: int | None = None
+    ) -> MessageId | None: ...
 
     async def reached_end_of_topic(self, topic: str, subscription: str) -> bool:
         """The topic is terminated and the subscription acked all of it."""
@@ -420,6 +439,36 @@ class AdminApi(Protocol):
     async def delete_group_offsets(self, group: str) -> int:
         """Delete the group's offsets; how many there were."""
         ...
+
+    # --- schemas (topics.schemas) -------------------------------------------------------------------
+    async def get_schema(self, topic: str, version: int | None = None) -> SchemaVersion:
+        """The topic's latest live schema, or that version (SchemaNotFoundError: none)."""
+        ...
+
+    async def schema_versions(self, topic: str) -> list[SchemaVersion]:
+        """The topic's live schema versions, oldest first."""
+        ...
+
+    async def put_schema(
+        self, topic: str, schema_type: str, data: bytes, properties: Mapping[str, str]
+    ) -> int:
+        """The schema's version: an equal live one's, or a new one the namespace's strategy lets
+        in (IncompatibleSchemaError: refused; InvalidSchemaError: not a schema)."""
+        ...
+
+    async def check_schema(self, topic: str, schema_type: str, data: bytes) -> None:
+        """IncompatibleSchemaError when the strategy would refuse this schema (nothing stored)."""
+        ...
+
+    async def delete_schema(self, topic: str) -> int:
+        """Mark the topic's schema deleted; the mark's version."""
+        ...
+
+    async def get_schema_compatibility(self, namespace: str) -> str:
+        """The namespace's schemaCompatibilityStrategy (FULL when unset)."""
+        ...
+
+    async def set_schema_compatibility(self, namespace: str, strategy: str) -> None: ...
 
 
 class ClusterApi(Protocol):

@@ -11,6 +11,28 @@ from topics.errors import InvalidArgumentError, MessageNotFoundError
 from topics.meters import count_expired
 from topics.readers import decode_entry
 from topics.registry import TopicRegistry
+from topics.subscriptions import Subscription
+
+
+async def unacked_messages(sub: Subscription, partition: int, limit: int) -> list[StoredMessage]:
+    """The first `limit` messages of `partition` not acked by `sub`, delivered or not (Pulsar's
+    peek). The caller holds the subscription's lock."""
+    ml, cursor = sub.mls[partition], sub.cursors[partition]
+    out: list[StoredMessage] = []
+    start = ml.next_position(cursor.mark_delete_position)
+    while len(out) < limit:
+        entries = await ml.read_entries(start, 64)
+        if not entries:
+            break
+        for pos, payload in entries:
+            if cursor.is_acked(pos):
+                continue
+            acked = sub.batch_acks(pos)
+            for m in decode_entry(sub.topic, pos.ledger_id, pos.entry_id, payload):
+                if acked is None or m.message_id.batch_index not in acked:
+                    out.append(m)
+        start = ml.next_position(entries[-1][0])
+    return out[:limit]
 
 
 class BacklogAdmin:
@@ -26,7 +48,7 @@ class BacklogAdmin:
         left = n
         async with sub.lock:
             for partition in range(len(t.mls)):  # partition by partition, in order
-                found = await sub.unacked_messages(partition, left)
+                found = await unacked_messages(sub, partition, left)
                 if len(found) >= left:
                     return found[left - 1]
                 left -= len(found)
@@ -52,7 +74,7 @@ class BacklogAdmin:
         sub = await self._r.subscription(t, subscription)
         async with sub.lock:
             for partition in range(len(t.mls)):
-                found = await sub.unacked_messages(partition, n)
+                found = await unacked_messages(sub, partition, n)
                 await sub.ack([m.message_id for m in found])
         t.notifier.notify()
         t.quota.changed()

@@ -75,9 +75,10 @@ class DataPlane:
 
     # --- produce -------------------------------------------------------------------------------
     async def produce(
-        self, topic: str, producer_name: str | None, messages: list[Message]
+        self, topic: str, producer_name: str | None, messages: list[Message], partition: int | None = None
     ) -> list[ProduceResult]:
-        """Store the batch through the topic's one publish path: one write per partition touched."""
+        """Store the batch through the topic's one publish path: one write per partition touched
+        (all on `partition` when one is given)."""
         # Limits first: a refused batch must not even auto-create its topic.
         size = self._check_batch(messages)
         t = self._r.topics.get(topic)
@@ -86,8 +87,8 @@ class DataPlane:
         if not messages:
             return []
         dedup_on = t.policies.deduplication_enabled
-        if t.router is None:
-            write = MessagesWrite(0, producer_name, dedup_on, messages, size)
+        if t.router is None or partition is not None:
+            write = MessagesWrite(_partition(t, partition), producer_name, dedup_on, messages, size)
             await t.publish([write], producer_name)
             return write.results
         routes = t.router.route(messages)
@@ -187,17 +188,20 @@ class DataPlane:
         max_messages: int,
         wait_ms: int,
         consumer_id: str | None,
+        partition: int | None = None,
         whole_entries: bool = False,
     ) -> list[Delivery]:
         deadline = self._check_wait(wait_ms)
         max_messages = self._check_max(max_messages)
         t = await self._r.topic(topic)
+        if partition is not None:
+            _partition(t, partition)
         sub = await self._r.subscription(t, subscription)
         loop = asyncio.get_running_loop()
         while True:
             woken = t.notifier.arm()
             async with sub.lock:
-                out = await sub.fill(max_messages, consumer_id, whole_entries)
+                out = await sub.fill(max_messages, consumer_id, partition, whole_entries)
             if sub.keys.others_ready():
                 t.notifier.notify()
             remaining = deadline - loop.time()
@@ -228,13 +232,16 @@ class DataPlane:
             await sub.ack_cumulative(message_id)
         t.quota.changed()
 
-    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
+    async def last_sequence_id(
+        self, topic: str, producer_name: str, partition: int | None = None
+    ) -> int | None:
         """The producer's highest stored sequence id (topics.dedup's state; the Pulsar door's
         PRODUCER_SUCCESS.last_sequence_id); None with dedup off or nothing stored."""
         t = await self._r.topic(topic, create=True)
         if not t.policies.deduplication_enabled:
             return None
-        highest = [h for ml in t.mls if (h := ml.dedup_highest(producer_name)) is not None]
+        mls = t.mls if partition is None else [t.mls[_partition(t, partition)]]
+        highest = [h for ml in mls if (h := ml.dedup_highest(producer_name)) is not None]
         return max(highest, default=None)
 
     async def consumer_left(self, topic: str, subscription: str, consumer_id: str) -> None:
@@ -283,19 +290,19 @@ class DataPlane:
                 await cursor.reset(position)
 
     # --- readers -------------------------------------------------------------------------------
-    async def _starts(self, t: Topic, start: StartPosition) -> list[MessageId]:
-        """The inclusive start id of each managed ledger (see topics.readers)."""
-        n = len(t.mls)
+    async def _starts(self, t: Topic, start: StartPosition, mls: list[ManagedLedger]) -> list[MessageId]:
+        """The inclusive start id of each managed ledger read (see topics.readers)."""
+        n = len(mls)
         if isinstance(start, tuple) and start[0] == "time":
-            found = [await ml.find_position_by_publish_time(start[1]) for ml in t.mls]
+            found = [await ml.find_position_by_publish_time(start[1]) for ml in mls]
             return [
                 latest(ml) if p is None else MessageId(p.ledger_id, p.entry_id, 0)
-                for ml, p in zip(t.mls, found, strict=True)
+                for ml, p in zip(mls, found, strict=True)
             ]
         if start == "earliest":
             return [EARLIEST] * n
         if start == "latest":
-            return [latest(ml) for ml in t.mls]
+            return [latest(ml) for ml in mls]
         if isinstance(start, MessageId):
             return [start] * n
         if isinstance(start, tuple) and len(start) == 2 and start[0] == "after":
@@ -308,23 +315,28 @@ class DataPlane:
         raise InvalidArgumentError(f"invalid start position {start!r}")
 
     async def read(
-        self, topic: str, start: StartPosition, max_messages: int, read_compacted: bool, wait_ms: int
+        self,
+        topic: str,
+        start: StartPosition,
+        max_messages: int,
+        read_compacted: bool,
+        wait_ms: int,
+        partition: int | None = None,
     ) -> ReadPage:
         deadline = self._check_wait(wait_ms)
         max_messages = self._check_max(max_messages)
         t = await self._r.topic(topic)
-        starts = _from_log_start(t, await self._starts(t, start))
+        mls = t.mls if partition is None else [t.mls[_partition(t, partition)]]
+        starts = _from_log_start(mls, await self._starts(t, start, mls))
         loop = asyncio.get_running_loop()
         while True:
             woken = t.notifier.arm()
             terminated = all_terminated(t.mls)
-            messages, slots = await read_merged(
-                t.mls, self._r.compacted, starts, max_messages, read_compacted
-            )
+            messages, slots = await read_merged(mls, self._r.compacted, starts, max_messages, read_compacted)
             if messages:
                 self._stats.count_read(t, messages)
                 end = terminated and await self._read_all(
-                    t, slots, len(messages) < max_messages, read_compacted
+                    mls, slots, len(messages) < max_messages, read_compacted
                 )
                 return ReadPage(messages, names.format_next(slots), end)
             remaining = deadline - loop.time()
@@ -337,13 +349,13 @@ class DataPlane:
                 raise TopicNotFoundError(t.name, "deleted while the reader waited")
 
     async def _read_all(
-        self, t: Topic, slots: list[MessageId | None], short: bool, read_compacted: bool
+        self, mls: list[ManagedLedger], slots: list[MessageId | None], short: bool, read_compacted: bool
     ) -> bool:
         """Whether a reader of a terminated topic, after this page, has nothing left to read."""
         if short:
             return True  # the page stopped before its size: nothing came after
-        starts = _from_log_start(t, [EARLIEST if s is None else after(s) for s in slots])
-        more, _ = await read_merged(t.mls, self._r.compacted, starts, 1, read_compacted)
+        starts = _from_log_start(mls, [EARLIEST if s is None else after(s) for s in slots])
+        more, _ = await read_merged(mls, self._r.compacted, starts, 1, read_compacted)
         return not more
 
     async def get_message(self, topic: str, message_id: MessageId) -> StoredMessage:
@@ -361,11 +373,15 @@ class DataPlane:
                     return messages[message_id.batch_index]
         raise MessageNotFoundError(t.name, str(message_id))
 
-    async def last_message_id(self, topic: str, read_compacted: bool) -> MessageId | None:
+    async def last_message_id(
+        self, topic: str, read_compacted: bool, partition: int | None = None
+    ) -> MessageId | None:
         t = await self._r.topic(topic)
         found: list[MessageId] = []
-        for ml in t.mls:
-            last = await self._last_in_ledger(t, ml.name, t.mls.index(ml))
+        chosen = range(len(t.mls)) if partition is None else [_partition(t, partition)]
+        for i in chosen:
+            ml = t.mls[i]
+            last = await self._last_in_ledger(t, ml.name, i)
             if read_compacted:
                 horizon = await self._r.compacted.horizon(ml.name)
                 if horizon is not None and (last is None or last <= horizon):
@@ -390,9 +406,18 @@ class DataPlane:
         await self.seek(topic, subscription, timestamp_ms)
 
 
-def _from_log_start(t: Topic, starts: list[MessageId]) -> list[MessageId]:
+def _from_log_start(mls: list[ManagedLedger], starts: list[MessageId]) -> list[MessageId]:
     """Reads start at each managed ledger's log start at the earliest (truncate-before)."""
-    return [max(s, ml.log_start or s) for ml, s in zip(t.mls, starts, strict=True)]
+    return [max(s, ml.log_start or s) for ml, s in zip(mls, starts, strict=True)]
+
+
+def _partition(t: Topic, partition: int | None) -> int:
+    """The managed ledger index of `partition` (None: a topic that is not partitioned)."""
+    if partition is None:
+        return 0
+    if not 0 <= partition < t.partitions:
+        raise InvalidArgumentError(f"{t.name} has {t.partitions} partitions, not a partition {partition}")
+    return partition
 
 
 async def _forward_produce(owner_url: str, topic: str, messages: list[Message]) -> None:

@@ -445,3 +445,38 @@ class KafkaSequenceError(TopicsError):
     def __init__(self, reason: str, producer: str, value: int) -> None:
         super().__init__(f"{producer}: {reason} at {value}; nothing of the batch was written")
         self.reason = reason
+
+
+# --- schemas (topics.schemas) -------------------------------------------------------------------
+class SchemaNotFoundError(TopicsError):
+    title = "Schema not found"
+    code = "schema-not-found"
+    kind = ErrorKind.not_found
+
+    def __init__(self, topic: str, version: int | None = None) -> None:
+        which = "a schema" if version is None else f"schema version {version}"
+        super().__init__(f"topic {topic} has no {which}")
+        self.topic = topic
+        self.version = version
+
+
+class InvalidSchemaError(InvalidArgumentError):
+    """The definition is not a schema of its declared type, or the type is unknown."""
+
+    title = "Invalid schema"
+    code = "invalid-schema"
+
+
+class IncompatibleSchemaError(TopicsError):
+    """A new schema the namespace's schemaCompatibilityStrategy refuses (Pulsar's
+    IncompatibleSchema)."""
+
+    title = "Incompatible schema"
+    code = "incompatible-schema"
+    kind = ErrorKind.conflict
+
+    def __init__(self, topic: str, strategy: str, reason: str) -> None:
+        super().__init__(f"schema of {topic} refused by {strategy}: {reason}")
+        self.topic = topic
+        self.strategy = strategy
+        self.reason = reason

@@ -13,6 +13,7 @@ that needs another's work receives that part.
 | `TopicAdmin` | `topics.admin` | tenants, namespaces, topics, policies, compaction requests |
 | `Tenancy` | `topics.tenancy` | tenants' admin roles, namespaces' permissions |
 | `GroupOffsets` | `topics.group_offsets` | Kafka consumer groups' committed offsets |
+| `Schemas` | `topics.schemas` | topics' Pulsar schemas, namespaces' compatibility strategy |
 | `BacklogAdmin` | `topics.backlog` | peek, skip, expire, message TTL |
 | `QuotaAdmin` | `topics.quota_ops` | backlog quotas (and the publish gate), namespace policies |
 | `TopicOpsAdmin` | `topics.topic_ops` | terminate, truncate, truncate-before |
@@ -27,14 +28,21 @@ through.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal
 
 from bookie.api import LedgerClient
 from managed_ledger.api import ManagedLedger, ManagedLedgerFactory
 from managed_ledger.clock import Clock
 from managed_ledger.entry_format import Message, StoredMessage
-from managed_ledger.metadata.api import BrokerRecord, GroupOffset, MetadataStore, NamespaceGrants, TenantInfo
+from managed_ledger.metadata.api import (
+    BrokerRecord,
+    GroupOffset,
+    MetadataStore,
+    NamespaceGrants,
+    SchemaVersion,
+    TenantInfo,
+)
 from managed_ledger.position import MessageId
 from topics.admin import TopicAdmin
 from topics.api import (
@@ -64,6 +72,7 @@ from topics.ownership import BrokerInfo, Ownership
 from topics.quota_ops import QuotaAdmin
 from topics.readers import CompactedSource
 from topics.registry import TopicRegistry
+from topics.schemas import Schemas
 from topics.stats import TopicStats
 from topics.tenancy import Tenancy
 from topics.topic import Topic
@@ -105,6 +114,7 @@ class TopicService:
         self.topic_stats = TopicStats(registry)
         self.tenancy = Tenancy(registry)
         self.groups = GroupOffsets(registry)
+        self.schemas = Schemas(registry)
         self.admin = TopicAdmin(registry)
         self.maintenance = Maintenance(registry, self.backlog, self.quota, self.topic_stats)
         self.kafka = KafkaTopics(registry, self.ops)
@@ -140,9 +150,9 @@ class TopicService:
 
     # --- the API, each call forwarded to its part ------------------------------------------------
     async def produce(
-        self, topic: str, producer_name: str | None, messages: list[Message]
+        self, topic: str, producer_name: str | None, messages: list[Message], partition: int | None = None
     ) -> list[ProduceResult]:
-        return await self.data.produce(topic, producer_name, messages)
+        return await self.data.produce(topic, producer_name, messages, partition)
 
     async def create_subscription(self, topic: str, subscription: str, options: SubscriptionOptions) -> bool:
         return await self.data.create_subscription(topic, subscription, options)
@@ -160,9 +170,12 @@ class TopicService:
         max_messages: int,
         wait_ms: int,
         consumer_id: str | None,
+        partition: int | None = None,
         whole_entries: bool = False,
     ) -> list[Delivery]:
-        return await self.data.receive(topic, subscription, max_messages, wait_ms, consumer_id, whole_entries)
+        return await self.data.receive(
+            topic, subscription, max_messages, wait_ms, consumer_id, partition, whole_entries
+        )
 
     async def ack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None:
         return await self.data.ack(topic, subscription, message_ids)
@@ -176,22 +189,32 @@ class TopicService:
     async def seek(self, topic: str, subscription: str, target: SeekTarget) -> None:
         return await self.data.seek(topic, subscription, target)
 
-    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
-        return await self.data.last_sequence_id(topic, producer_name)
+    async def last_sequence_id(
+        self, topic: str, producer_name: str, partition: int | None = None
+    ) -> int | None:
+        return await self.data.last_sequence_id(topic, producer_name, partition)
 
     async def consumer_left(self, topic: str, subscription: str, consumer_id: str) -> None:
         return await self.data.consumer_left(topic, subscription, consumer_id)
 
     async def read(
-        self, topic: str, start: StartPosition, max_messages: int, read_compacted: bool, wait_ms: int
+        self,
+        topic: str,
+        start: StartPosition,
+        max_messages: int,
+        read_compacted: bool,
+        wait_ms: int,
+        partition: int | None = None,
     ) -> ReadPage:
-        return await self.data.read(topic, start, max_messages, read_compacted, wait_ms)
+        return await self.data.read(topic, start, max_messages, read_compacted, wait_ms, partition)
 
     async def get_message(self, topic: str, message_id: MessageId) -> StoredMessage:
         return await self.data.get_message(topic, message_id)
 
-    async def last_message_id(self, topic: str, read_compacted: bool) -> MessageId | None:
-        return await self.data.last_message_id(topic, read_compacted)
+    async def last_message_id(
+        self, topic: str, read_compacted: bool, partition: int | None = None
+    ) -> MessageId | None:
+        return await self.data.last_message_id(topic, read_compacted, partition)
 
     async def reset_cursor(self, topic: str, subscription: str, timestamp_ms: int) -> None:
         return await self.data.reset_cursor(topic, subscription, timestamp_ms)
@@ -225,6 +248,29 @@ class TopicService:
 
     async def delete_group_offsets(self, group: str) -> int:
         return await self.groups.delete_group_offsets(group)
+
+    async def get_schema(self, topic: str, version: int | None = None) -> SchemaVersion:
+        return await self.schemas.get_schema(topic, version)
+
+    async def schema_versions(self, topic: str) -> list[SchemaVersion]:
+        return await self.schemas.schema_versions(topic)
+
+    async def put_schema(
+        self, topic: str, schema_type: str, data: bytes, properties: Mapping[str, str]
+    ) -> int:
+        return await self.schemas.put_schema(topic, schema_type, data, properties)
+
+    async def check_schema(self, topic: str, schema_type: str, data: bytes) -> None:
+        return await self.schemas.check_schema(topic, schema_type, data)
+
+    async def delete_schema(self, topic: str) -> int:
+        return await self.schemas.delete_schema(topic)
+
+    async def get_schema_compatibility(self, namespace: str) -> str:
+        return await self.schemas.get_compatibility(namespace)
+
+    async def set_schema_compatibility(self, namespace: str, strategy: str) -> None:
+        return await self.schemas.set_compatibility(namespace, strategy)
 
     async def list_tenants(self) -> list[str]:
         return await self.admin.list_tenants()

@@ -39,7 +39,6 @@ import asyncio
 import functools
 import heapq
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +57,7 @@ from topics.errors import ConsumerBusyError, ConsumerIdRequiredError
 from topics.key_shared import KeyRouter
 from topics.members import Members
 from topics.readers import BEYOND, CompactedSource, after, decode_entry, entries_wanted
+from topics.ready_queue import ReadyQueue
 
 # Resolves the partition of a message id the subscription has no state for (ledger ids are
 # unique across the cluster, so an id names its managed ledger); None when no partition has it.
@@ -111,7 +111,7 @@ class Subscription:
         self._counts: list[dict[MessageId, int]] = [{} for _ in cursors]
         self._redeliver: list[MessageId] = []
         self._redeliver_msgs: dict[MessageId, _Pending] = {}  # as it was pending: who had it
-        self._ready: deque[tuple[int, StoredMessage]] = deque()
+        self._ready = ReadyQueue()
         self._entries: dict[Position, EntryAcks] = {}
         self._compacted_next: list[MessageId | None] = [None] * len(cursors)
         # Per partition: compacted messages delivered and not yet acked, and the horizon once the
@@ -150,21 +150,31 @@ class Subscription:
 
     # --- delivery ------------------------------------------------------------------------------
     async def fill(
-        self, max_messages: int, consumer_id: str | None, whole_entries: bool = False
+        self,
+        max_messages: int,
+        consumer_id: str | None,
+        partition: int | None = None,
+        whole_entries: bool = False,
     ) -> list[Delivery]:
         """Hand out up to max_messages: redeliveries first, then new messages. Caller holds the
         subscription's lock, so concurrent consumers never get the same message. Messages past
         their redelivery limit met on the way go to the dead-letter topic instead.
-        `whole_entries`: the last new entry handed out is handed out whole, past max_messages
-        (a push consumer's permits, as Pulsar's dispatcher sends a batch whole)."""
-        out = await self._fill(max_messages, consumer_id, whole_entries)
+
+        `partition`: only that partition's messages, handed out as shared does (the Pulsar
+        door's partition consumers, each its own Pulsar subscription: the door applies the
+        type's rules per partition). `whole_entries`: the last new entry handed out is handed
+        out whole, past max_messages (a push consumer's permits, as Pulsar's dispatcher sends a
+        batch whole)."""
+        out = await self._fill(max_messages, consumer_id, partition, whole_entries)
         if self._dead:
             await self._write_dead_letters()
         return out
 
-    async def _fill(self, max_messages: int, consumer_id: str | None, whole: bool) -> list[Delivery]:
+    async def _fill(
+        self, max_messages: int, consumer_id: str | None, only: int | None, whole: bool
+    ) -> list[Delivery]:
         now = self._clock.now_ms()
-        kind = self.options.type
+        kind = self.options.type if only is None else "shared"
         if kind != "shared" and not consumer_id:
             raise ConsumerIdRequiredError(self.topic, self.name, kind)
         consumer = consumer_id or ""
@@ -186,6 +196,9 @@ class Subscription:
                 if item is None or self._is_acked(item.partition, mid):
                     self._redeliver_msgs.pop(mid, None)
                     continue
+                if only is not None and item.partition != only:
+                    skipped.append(mid)
+                    continue
                 if keyed and self.keys.consumer_of(item.message.key or "") != consumer:
                     skipped.append(mid)
                     continue
@@ -196,17 +209,18 @@ class Subscription:
                 await self._fill_keyed(consumer, max_messages, now, out, touched)
                 return out
             while len(out) < max_messages and len(self.pending) < self._max_unacked:
-                if not self._ready:
-                    if not await self._read_more(max_messages - len(out)):
+                ready = self._ready.take(only)
+                if ready is None:
+                    if not await self._read_more(max_messages - len(out), only):
                         break
                     continue
-                partition, message = self._ready.popleft()
+                partition, message = ready
                 if not self._is_acked(partition, message.message_id):
                     touched.add(partition)
                     self._hand_out(out, partition, message, now, consumer)
             last = out[-1].message.message_id.position if whole and out else None
-            while last is not None and self._ready and self._ready[0][1].message_id.position == last:
-                partition, message = self._ready.popleft()
+            while last is not None and (ready := self._ready.take_of_entry(last, only)) is not None:
+                partition, message = ready
                 if not self._is_acked(partition, message.message_id):
                     self._hand_out(out, partition, message, now, consumer)
         finally:
@@ -343,8 +357,11 @@ class Subscription:
             return mid.batch_index in state.acked
         return self.cursors[partition].is_acked(mid.position)
 
-    async def _read_more(self, wanted: int) -> bool:
-        """Read entries from the next cursor with any; False when every cursor is at its end."""
+    async def _read_more(self, wanted: int, only: int | None = None) -> bool:
+        """Read entries from the next cursor with any (from partition `only`'s alone, when
+        given); False when every cursor is at its end."""
+        if only is not None:
+            return await self._read_partition(only, wanted)
         n = len(self.cursors)
         for i in range(n):
             partition = (self._rr + i) % n
@@ -531,24 +548,10 @@ class Subscription:
         if last is not None:
             self.ack_before(partition, self.mls[partition].next_position(last))
 
-    async def unacked_messages(self, partition: int, limit: int) -> list[StoredMessage]:
-        """The first `limit` messages of `partition` not acked, delivered or not (Pulsar's peek)."""
-        ml, cursor = self.mls[partition], self.cursors[partition]
-        out: list[StoredMessage] = []
-        start = ml.next_position(cursor.mark_delete_position)
-        while len(out) < limit:
-            entries = await ml.read_entries(start, 64)
-            if not entries:
-                break
-            for pos, payload in entries:
-                if cursor.is_acked(pos):
-                    continue
-                state = self._entries.get(pos)
-                for m in decode_entry(self.topic, pos.ledger_id, pos.entry_id, payload):
-                    if state is None or m.message_id.batch_index not in state.acked:
-                        out.append(m)
-            start = ml.next_position(entries[-1][0])
-        return out[:limit]
+    def batch_acks(self, pos: Position) -> set[int] | None:
+        """The batch indexes acked of the entry at `pos` so far (None: none known here)."""
+        state = self._entries.get(pos)
+        return None if state is None else state.acked
 
     def nack(self, ids: list[MessageId]) -> None:
         for mid in ids:

@@ -2,7 +2,7 @@
 
     quire admin [--url URL] [--token TOKEN] <GROUP> <command> [args]
 
-GROUP is one of topics, tenants, namespaces, brokers, bookies, kafka-groups.
+GROUP is one of topics, tenants, namespaces, brokers, bookies, kafka-groups, schemas.
 
 Built on the generated client (quire_client), which follows a broker's 307 to a topic's owner,
 so any broker's URL will do. `--url` defaults to $QUIRE_ADMIN_URL, else http://127.0.0.1:8080.
@@ -29,6 +29,7 @@ from quire_client import AuthenticatedClient, Client
 
 from app.admin_cli.base import Handler, Refused, url_arg
 from app.admin_cli.cluster import add_bookies, add_brokers, add_kafka_groups, add_namespaces, add_tenants
+from app.admin_cli.schemas import add_schemas
 from app.admin_cli.topics import add_topics
 
 DEFAULT_URL = "http://127.0.0.1:8080"
@@ -71,7 +72,15 @@ def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     _connection(common, default=False)
     groups = top.add_subparsers(dest="group", required=True, metavar="GROUP")
-    for add in (add_topics, add_tenants, add_namespaces, add_brokers, add_bookies, add_kafka_groups):
+    for add in (
+        add_topics,
+        add_tenants,
+        add_namespaces,
+        add_brokers,
+        add_bookies,
+        add_kafka_groups,
+        add_schemas,
+    ):
         add(groups, common)
     return top
 

@@ -46,7 +46,8 @@ _CONSUME = (
     "peekMessage examineMessage"
 )
 _LOOKUP = (
-    "lookupTopic getPartitions listTopics getNamespace getTopicStats getPartitionedStats getInternalStats"
+    "lookupTopic getPartitions listTopics getNamespace getTopicStats getPartitionedStats getInternalStats "
+    "getSchema getSchemaVersion getAllSchemas"
 )
 _TOPIC_POLICIES = (
     "Retention RolloverPolicy CompactionThreshold CompactionPolicy DeduplicationEnabled MessageTTL"
@@ -58,7 +59,8 @@ _TENANT_ADMIN = (
     "getBacklogQuotaMap setBacklogQuota removeBacklogQuota "
     "getTenant listNamespaces createNamespace deleteNamespace "
     "getNamespaceBacklogQuotaMap setNamespaceBacklogQuota removeNamespaceBacklogQuota "
-    "getPermissions grantPermission revokePermission"
+    "getPermissions grantPermission revokePermission "
+    "postSchema deleteSchema getSchemaCompatibilityStrategy setSchemaCompatibilityStrategy"
 )
 _SUPER_USER = (
     "listTenants createTenant updateTenant deleteTenant "

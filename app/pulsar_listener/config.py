@@ -26,6 +26,10 @@ class PulsarConfig:
     # Pulsar brokers have no ack timeout (the client has one): subscriptions this listener
     # creates get a long one, so a message a consumer holds is not handed to another meanwhile.
     subscription_ack_timeout_ms: int = 3_600_000
+    # A topic that does not exist, asked for by PARTITIONED_METADATA, is created partitioned
+    # with this many partitions (Pulsar's allowAutoTopicCreationType=partitioned); 0: it is not
+    # created there (the producer or consumer creates a plain topic, Pulsar's default).
+    auto_topic_partitions: int = 0
 
     @property
     def service_url(self) -> str:

@@ -24,7 +24,6 @@ from collections.abc import Iterable
 
 from app.auth.policy import Need
 from managed_ledger.position import MessageId, Position
-from topics import names
 from topics.api import Delivery, SubscriptionOptions, SubscriptionType, TopicsApi
 from topics.errors import SubscriptionNotFoundError, TopicNotFoundError
 
@@ -32,9 +31,10 @@ from .entries import encode_batch, encode_single
 from .proto import pulsar_api_pb2 as pb
 from .readers import ReadPosition, fixed_start, seek_target, start_of, subscribe_start
 from .registry import Registry
+from .schemas import consumer_schema
 from .security import Access
 from .server import Connection, Handler
-from .session import partitions_of, quire_topic
+from .session import Target, quire_topic, target_of
 
 log = logging.getLogger("quire.pulsar")
 T = pb.BaseCommand
@@ -57,6 +57,7 @@ class Consumer:
         conn: Connection,
         request: pb.CommandSubscribe,
         topic: str,
+        target: Target,
         topics: TopicsApi,
         registry: Registry,
         reads: ReadPosition | None = None,
@@ -66,7 +67,8 @@ class Consumer:
         self.durable = reads is None
         self.conn = conn
         self.consumer_id = request.consumer_id
-        self.topic = topic
+        self.topic = topic  # the Pulsar name (a partition's, for a partitioned topic)
+        self.target = target  # what the topics service calls it
         self.subscription = request.subscription
         self.sub_type = request.subType
         self.topics = topics
@@ -82,8 +84,7 @@ class Consumer:
             priority = max(request.priority_level, 0)
             self.quire_id = f"pulsar-{priority:010d}-{name}-{conn.number}-{request.consumer_id}"
         self.active: bool | None = None  # failover: what ACTIVE_CONSUMER_CHANGE last said
-        index = names.partition_index(topic)
-        self.partition = -1 if index is None else index[1]
+        self.partition = -1 if target.partition is None else target.partition
         self.permits = 0
         self.wake = asyncio.Event()
         self.unacked: dict[Position, set[int]] = {}
@@ -100,7 +101,7 @@ class Consumer:
     async def _run(self) -> None:
         wait_ms = self.conn.config.receive_wait_ms
         while not self.conn.closed:
-            if self.permits <= 0:
+            if self.permits <= 0 or self._standby():
                 self.wake.clear()
                 await self.wake.wait()
                 continue
@@ -120,15 +121,26 @@ class Consumer:
                 # would wait out the ack timeout under this consumer's id.
                 await self._give_back(deliveries)
                 return
+            if self._standby():
+                # A partition's failover consumer that stopped being active while its receive
+                # was under way: what it got goes to the active one.
+                await self._give_back(deliveries)
+                continue
             if deliveries:
                 self._push(deliveries)
                 await self.conn.drain()
+
+    def _standby(self) -> bool:
+        """A failover consumer of one partition that is not its active one: the listener picks
+        a partition's active consumer (`Registry.announce_active`), the topics service hands a
+        partition's messages to whoever asks (`TopicsApi.receive`'s partition)."""
+        return self.target.partition is not None and self.sub_type == S.Failover and not self.active
 
     async def _give_back(self, deliveries: list[Delivery]) -> None:
         if deliveries and self.durable:
             try:
                 ids = [d.message.message_id for d in deliveries]
-                await self.topics.nack(self.topic, self.subscription, ids)
+                await self.topics.nack(self.target.topic, self.subscription, ids)
             except Exception as exc:  # the ack timeout redelivers them instead
                 log.info("Pulsar consumer %s: nack after close failed: %s", self.quire_id, exc)
 
@@ -137,8 +149,15 @@ class Consumer:
         reader's: its position)."""
         if self.reads is not None:
             return await self.reads.fetch(max_messages, wait_ms)
+        target = self.target
         return await self.topics.receive(
-            self.topic, self.subscription, max_messages, wait_ms, self.quire_id, whole_entries=True
+            target.topic,
+            self.subscription,
+            max_messages,
+            wait_ms,
+            self.quire_id,
+            target.partition,
+            whole_entries=True,
         )
 
     def _push(self, deliveries: list[Delivery]) -> None:
@@ -216,12 +235,12 @@ class Consumer:
         ids = self.take_unacked()
         if ids and nack and self.durable:
             try:
-                await self.topics.nack(self.topic, self.subscription, ids)
+                await self.topics.nack(self.target.topic, self.subscription, ids)
             except Exception as exc:  # the ack timeout redelivers them instead
                 log.info("Pulsar consumer %s: nack on close failed: %s", self.quire_id, exc)
         if self.durable and self.sub_type in (S.Failover, S.Key_Shared):
             try:  # leave now: failover's active consumer and key_shared's keys move at once
-                await self.topics.consumer_left(self.topic, self.subscription, self.quire_id)
+                await self.topics.consumer_left(self.target.topic, self.subscription, self.quire_id)
             except Exception as exc:  # it leaves after the consumer idle time instead
                 log.info("Pulsar consumer %s: leaving failed: %s", self.quire_id, exc)
 
@@ -269,25 +288,28 @@ class Consumers:
     async def _open(self, conn: Connection, request: pb.CommandSubscribe) -> Consumer:
         topic = quire_topic(request.topic)
         await self.access.check(conn, topic, Need.CONSUME)
-        await partitions_of(self.topics, topic)
+        target = await target_of(self.topics, topic)
         if not request.durable:
             start = subscribe_start(conn, request)
-            start = await fixed_start(self.topics, topic, start, request.read_compacted)
-            reads = ReadPosition(self.topics, topic, start, request.read_compacted)
-            reader = Consumer(conn, request, topic, self.topics, self.registry, reads)
+            start = await fixed_start(
+                self.topics, target.topic, start, request.read_compacted, target.partition
+            )
+            reads = ReadPosition(self.topics, target.topic, start, request.read_compacted, target.partition)
+            reader = Consumer(conn, request, topic, target, self.topics, self.registry, reads)
             self.registry.add_consumer(topic, request.subscription, request.subType, reader)
             return reader
         await self._seeks_done(topic, request.subscription)
+        await consumer_schema(self.topics, target.topic, request)
         options = SubscriptionOptions(
             initial_position="earliest" if request.initialPosition == S.Earliest else "latest",
             type=TYPES[request.subType],
             read_compacted=request.read_compacted,
             ack_timeout_ms=conn.config.subscription_ack_timeout_ms,
         )
-        consumer = Consumer(conn, request, topic, self.topics, self.registry)
+        consumer = Consumer(conn, request, topic, target, self.topics, self.registry)
         self.registry.add_consumer(topic, request.subscription, request.subType, consumer)
         try:
-            await self.topics.create_subscription(topic, request.subscription, options)
+            await self.topics.create_subscription(target.topic, request.subscription, options)
         except Exception:
             self.registry.remove_consumer(topic, request.subscription, consumer)
             raise
@@ -318,7 +340,7 @@ class Consumers:
             else:
                 for other in list(self.registry.consumers.get(key, [])):
                     await self._disconnect(other)
-                await self.topics.seek(consumer.topic, consumer.subscription, target)
+                await self.topics.seek(consumer.target.topic, consumer.subscription, target)
         except Exception as exc:
             conn.send_failure(request.request_id, exc)
             return
@@ -352,11 +374,11 @@ class Consumers:
                         consumer.acked_ids(data)
                 elif ack.ack_type == pb.CommandAck.Cumulative and ids:
                     await self.topics.ack_cumulative(
-                        consumer.topic, consumer.subscription, consumer.cumulative_id(ids[-1])
+                        consumer.target.topic, consumer.subscription, consumer.cumulative_id(ids[-1])
                     )
                 elif ids:
                     acked = [mid for data in ids for mid in consumer.acked_ids(data)]
-                    await self.topics.ack(consumer.topic, consumer.subscription, acked)
+                    await self.topics.ack(consumer.target.topic, consumer.subscription, acked)
             except Exception as exc:
                 log.info("Pulsar consumer %s: ack failed: %s", consumer.quire_id, exc)
                 error = exc
@@ -376,7 +398,7 @@ class Consumers:
             positions = [Position(d.ledgerId, d.entryId) for d in request.message_ids]
         ids = consumer.take_unacked(positions)
         if ids and consumer.durable:
-            await self.topics.nack(consumer.topic, consumer.subscription, ids)
+            await self.topics.nack(consumer.target.topic, consumer.subscription, ids)
             consumer.wake.set()
 
     async def close_consumer(self, conn: Connection, command: pb.BaseCommand, rest: memoryview) -> None:
@@ -406,7 +428,13 @@ class Consumers:
             conn.send_success(request.request_id)
             return
         try:
-            await self.topics.delete_subscription(consumer.topic, consumer.subscription)
+            await self.topics.delete_subscription(consumer.target.topic, consumer.subscription)
+        except SubscriptionNotFoundError as exc:
+            # One Quire subscription spans the partitions: the partitioned consumer's first
+            # partition to unsubscribe deleted it for all of them.
+            if consumer.target.partition is None:
+                conn.send_failure(request.request_id, exc)
+                return
         except Exception as exc:
             conn.send_failure(request.request_id, exc)
             return
@@ -419,7 +447,8 @@ class Consumers:
             conn.send_error(request.request_id, pb.ConsumerNotFound, "no such consumer")
             return
         try:
-            last = await self.topics.last_message_id(consumer.topic, False)
+            target = consumer.target
+            last = await self.topics.last_message_id(target.topic, False, target.partition)
         except Exception as exc:
             conn.send_failure(request.request_id, exc)
             return

@@ -13,7 +13,9 @@ from topics.errors import (
     BacklogQuotaExceededError,
     BatchTooLargeError,
     ConsumerBusyError,
+    IncompatibleSchemaError,
     InvalidNameError,
+    InvalidSchemaError,
     MessageTooLargeError,
     NamespaceNotFoundError,
     NotOwnerError,
@@ -49,6 +51,8 @@ _CODES: tuple[tuple[type[Exception], pb.ServerError.ValueType], ...] = (
     (NamespaceNotFoundError, pb.TopicNotFound),
     (TenantNotFoundError, pb.TopicNotFound),
     (InvalidNameError, pb.InvalidTopicName),
+    (IncompatibleSchemaError, pb.IncompatibleSchema),
+    (InvalidSchemaError, pb.IncompatibleSchema),  # Pulsar's answer to an invalid schema too
     (SubscriptionNotFoundError, pb.SubscriptionNotFound),
     (ConsumerBusyError, pb.ConsumerBusy),
     (TopicTerminatedError, pb.TopicTerminatedError),

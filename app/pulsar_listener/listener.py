@@ -14,6 +14,7 @@ from .consumers import Consumers
 from .producers import Producers
 from .publish import TopicsPublish
 from .registry import Registry
+from .schemas import SchemaCommands
 from .security import Access
 from .server import Handler, PulsarServer
 from .session import Session
@@ -37,6 +38,7 @@ class PulsarListener:
         handlers.update(Session(topics, access).handlers())
         handlers.update(Producers(topics, TopicsPublish(topics), registry, access).handlers())
         handlers.update(Consumers(topics, registry, access).handlers())
+        handlers.update(SchemaCommands(topics, access).handlers())
         self.server = PulsarServer(handlers, config, access, ssl_context)
         self._registry = registry
 

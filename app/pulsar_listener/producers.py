@@ -27,9 +27,10 @@ from .frames import open_payload
 from .proto import pulsar_api_pb2 as pb
 from .publish import Publish
 from .registry import Registry
+from .schemas import producer_schema
 from .security import Access
 from .server import Connection, Handler, PulsarCloseConnection
-from .session import partitions_of, quire_topic
+from .session import Target, quire_topic, target_of
 
 log = logging.getLogger("quire.pulsar")
 T = pb.BaseCommand
@@ -40,11 +41,19 @@ CLOSE_FLUSH_S = 10.0
 
 class Producer:
     def __init__(
-        self, conn: Connection, producer_id: int, topic: str, name: str, publish: Publish, registry: Registry
+        self,
+        conn: Connection,
+        producer_id: int,
+        topic: str,
+        target: Target,
+        name: str,
+        publish: Publish,
+        registry: Registry,
     ) -> None:
         self.conn = conn
         self.producer_id = producer_id
-        self.topic = topic
+        self.topic = topic  # the Pulsar name (a partition's, for a partitioned topic)
+        self.target = target
         self.name = name
         self._publish = publish
         self._registry = registry
@@ -68,7 +77,7 @@ class Producer:
         try:
             payload = open_payload(rest)
             messages = to_messages(payload.metadata, payload.body)
-            results = await self._publish(self.topic, self.name, messages)
+            results = await self._publish(self.target.topic, self.name, messages, self.target.partition)
         except PulsarFrameError:
             raise
         except Exception as exc:
@@ -125,7 +134,9 @@ class Producers:
             conn.send_failure(request.request_id, exc)
             return
         try:
-            last = await self.publish.last_sequence_id(producer.topic, producer.name)
+            target = producer.target
+            last = await self.publish.last_sequence_id(target.topic, producer.name, target.partition)
+            schema_version = await producer_schema(self.topics, target.topic, request)
         except Exception as exc:
             conn.producers.pop(request.producer_id, None)
             await producer.close()
@@ -137,19 +148,21 @@ class Producers:
             producer_name=producer.name,
             last_sequence_id=-1 if last is None else last,
         )
+        if schema_version is not None:
+            success.schema_version = schema_version
         conn.send(T(type=T.PRODUCER_SUCCESS, producer_success=success))
 
     async def _open(self, conn: Connection, request: pb.CommandProducer) -> Producer:
         topic = quire_topic(request.topic)
         await self.access.check(conn, topic, Need.PRODUCE)
-        await partitions_of(self.topics, topic)  # TopicNotFound when its namespace does not exist
+        target = await target_of(self.topics, topic)
         present = conn.producers.get(request.producer_id)
         if present is not None:
             if present.topic != topic:
                 raise PulsarError(f"producer id {request.producer_id} is in use", pb.NotAllowedError)
             return cast(Producer, present)  # the same PRODUCER again: the same answer
         name = request.producer_name or f"{conn.config.broker_name}-{conn.number}-{next(self._names)}"
-        producer = Producer(conn, request.producer_id, topic, name, self.publish, self.registry)
+        producer = Producer(conn, request.producer_id, topic, target, name, self.publish, self.registry)
         try:
             self.registry.add_producer(topic, name, request.producer_access_mode, producer)
         except Exception:

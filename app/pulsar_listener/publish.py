@@ -17,11 +17,15 @@ from topics.api import ProduceResult, TopicsApi
 
 
 class Publish(Protocol):
+    """`partition`: one partition of a partitioned topic (the client routed the messages)."""
+
     async def __call__(
-        self, topic: str, producer_name: str | None, messages: list[Message]
+        self, topic: str, producer_name: str | None, messages: list[Message], partition: int | None = None
     ) -> list[ProduceResult]: ...
 
-    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
+    async def last_sequence_id(
+        self, topic: str, producer_name: str, partition: int | None = None
+    ) -> int | None:
         """The producer's highest stored sequence id (None: dedup off, or nothing stored)."""
         ...
 
@@ -33,9 +37,11 @@ class TopicsPublish:
         self._topics = topics
 
     async def __call__(
-        self, topic: str, producer_name: str | None, messages: list[Message]
+        self, topic: str, producer_name: str | None, messages: list[Message], partition: int | None = None
     ) -> list[ProduceResult]:
-        return await self._topics.produce(topic, producer_name, messages)
+        return await self._topics.produce(topic, producer_name, messages, partition)
 
-    async def last_sequence_id(self, topic: str, producer_name: str) -> int | None:
-        return await self._topics.last_sequence_id(topic, producer_name)
+    async def last_sequence_id(
+        self, topic: str, producer_name: str, partition: int | None = None
+    ) -> int | None:
+        return await self._topics.last_sequence_id(topic, producer_name, partition)

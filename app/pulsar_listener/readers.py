@@ -59,12 +59,13 @@ def start_of(target: SeekTarget) -> StartPosition:
 
 
 async def fixed_start(
-    topics: TopicsApi, topic: str, start: StartPosition, read_compacted: bool
+    topics: TopicsApi, topic: str, start: StartPosition, read_compacted: bool, partition: int | None = None
 ) -> StartPosition:
     """`start` with `latest` resolved now (just after the last message; earliest when there is
-    none), creating the topic when it does not exist, as a Pulsar broker does for a reader."""
+    none), creating the topic when it does not exist, as a Pulsar broker does for a reader.
+    `partition`: of that partition of the partitioned `topic`."""
     try:
-        last = await topics.last_message_id(topic, read_compacted)
+        last = await topics.last_message_id(topic, read_compacted, partition)
     except TopicNotFoundError:
         with contextlib.suppress(TopicExistsError):
             await topics.create_topic(topic)
@@ -89,14 +90,24 @@ class ReadPosition:
     """A reader's place in its topic, moved past each page read: what a `consumers.Consumer`
     reads from instead of a subscription when it is a reader."""
 
-    def __init__(self, topics: TopicsApi, topic: str, start: StartPosition, read_compacted: bool) -> None:
+    def __init__(
+        self,
+        topics: TopicsApi,
+        topic: str,
+        start: StartPosition,
+        read_compacted: bool,
+        partition: int | None = None,
+    ) -> None:
         self.topics = topics
         self.topic = topic
         self.start = start
         self.read_compacted = read_compacted
+        self.partition = partition  # one partition of the partitioned `topic`
 
     async def fetch(self, max_messages: int, wait_ms: int) -> list[Delivery]:
-        page = await self.topics.read(self.topic, self.start, max_messages, self.read_compacted, wait_ms)
+        page = await self.topics.read(
+            self.topic, self.start, max_messages, self.read_compacted, wait_ms, self.partition
+        )
         if page.next is not None:
             self.start = names.parse_start(page.next)
         return [Delivery(m) for m in page.messages]

@@ -60,15 +60,21 @@ class Registry:
     def announce_active(self, topic: str, subscription: str) -> None:
         """Failover: tell each consumer whether it is the active one, when that changed
         (ACTIVE_CONSUMER_CHANGE). The active one is the least Quire consumer id, the one Quire's
-        failover subscription serves; the ids sort as Pulsar's rule (priority, then name)."""
+        failover subscription serves; the ids sort as Pulsar's rule (priority, then name). Of
+        partition i of a partitioned topic (each partition its own Pulsar subscription): the
+        consumer at i mod n in that order, Pulsar's rule for partitions; the consumer fetches
+        only while active (`Consumer._standby`)."""
         present = self.consumers.get((topic, subscription), [])
         if not present or present[0].sub_type != pb.CommandSubscribe.Failover:
             return
-        active = min(present, key=lambda c: c.quire_id)
+        ordered = sorted(present, key=lambda c: c.quire_id)
+        partition = ordered[0].target.partition
+        active = ordered[0] if partition is None else ordered[partition % len(ordered)]
         for consumer in present:
             is_active = consumer is active
             if consumer.active is not is_active:
                 consumer.active = is_active
+                consumer.wake.set()
                 change = pb.CommandActiveConsumerChange(consumer_id=consumer.consumer_id, is_active=is_active)
                 consumer.conn.send(
                     pb.BaseCommand(type=pb.BaseCommand.ACTIVE_CONSUMER_CHANGE, active_consumer_change=change)

@@ -2,7 +2,8 @@
 
 CONNECT answers CONNECTED with protocol version min(client's, 20) -- 20 is what pulsar-client
 3.13 (C++ 4.2) sends and the newest this listener's commands follow -- and the largest message
-taken. PARTITIONED_METADATA answers 0 partitions for every topic (see there). LOOKUP answers the
+taken. PARTITIONED_METADATA answers the topic's partitions (0: not partitioned); a partition,
+`<topic>-partition-<n>`, is then addressed by that name (`Target`). LOOKUP answers the
 topic's owner (assigned now if none), authoritative: Connect when it is this broker, else
 Redirect to the owner's Pulsar address from the broker registry (`BrokerRecord.pulsar_url`, as
 the Kafka listener's Metadata uses `kafka_url`); an owner without a Pulsar listener is
@@ -11,10 +12,13 @@ ServiceNotReady.
 
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass
+
 from app.auth.policy import Need
 from topics import names
 from topics.api import TopicsApi
-from topics.errors import TopicNotFoundError
+from topics.errors import TopicExistsError, TopicNotFoundError
 
 from .errors import PulsarError, server_error_of
 from .proto import pulsar_api_pb2 as pb
@@ -120,17 +124,55 @@ class Session:
         try:
             topic = quire_topic(request.topic)
             await self.access.check(conn, topic, Need.LOOKUP)
-            await partitions_of(self.topics, topic)  # TopicNotFound when its namespace does not exist
-            # Always 0: Quire's topics service serves a partitioned topic as a whole (it routes by
-            # key itself) and refuses its partitions by name, so the client must use the base
-            # name. Answering the count needs the partitions addressable (docs/pulsar.md).
-            reply.partitions = 0
+            reply.partitions = await self._partitions_or_create(conn, topic)
             reply.response = reply.Success  # set explicitly: the client tests has_response()
         except Exception as exc:
             reply.response = reply.Failed
             reply.error = server_error_of(exc)
             reply.message = str(exc)
         conn.send(T(type=T.PARTITIONED_METADATA_RESPONSE, partitionMetadataResponse=reply))
+
+    async def _partitions_or_create(self, conn: Connection, topic: str) -> int:
+        """The topic's partitions; TopicNotFound when its namespace does not exist. A topic that
+        does not exist is created partitioned when the broker says so (`auto_topic_partitions`:
+        Pulsar's allowAutoTopicCreationType=partitioned), else it answers 0 and the producer or
+        consumer creates a plain topic (Pulsar's default, non-partitioned)."""
+        try:
+            return await self.topics.get_partitions(topic)
+        except TopicNotFoundError:
+            pass
+        count = await partitions_of(self.topics, topic)
+        auto = conn.config.auto_topic_partitions
+        if not auto or names.partition_index(topic) is not None:
+            return count
+        with contextlib.suppress(TopicExistsError):
+            await self.topics.create_topic(topic, auto)
+        return await self.topics.get_partitions(topic)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a Pulsar topic name is in Quire: `topic` (Quire's name) and, for a partition's name
+    `<base>-partition-<n>` of a partitioned topic, the base's name and n."""
+
+    topic: str
+    partition: int | None = None
+
+
+async def target_of(topics: TopicsApi, topic: str) -> Target:
+    """A partition of a partitioned topic by its name; anything else is the topic itself (a name
+    ending in -partition-<n> that is no partition is a topic of its own, or refused as one)."""
+    parsed = names.partition_index(topic)
+    if parsed is not None:
+        base, index = parsed
+        try:
+            count = await topics.get_partitions(base)
+        except TopicNotFoundError:
+            count = 0
+        if index < count:
+            return Target(base, index)
+    await partitions_of(topics, topic)  # TopicNotFound when its namespace does not exist
+    return Target(topic)
 
 
 async def partitions_of(topics: TopicsApi, topic: str) -> int:

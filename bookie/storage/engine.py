@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
 import os
 import struct
@@ -51,7 +50,8 @@ from bookie.storage.config import (
     MARKER_RESERVE_BYTES,
     StorageConfig,
 )
-from bookie.storage.disk import DiskUsage, ReadOnlySwitch, disk_usage_fraction, free_bytes
+from bookie.storage.dir_lock import DirectoryInUseError, DirectoryLock
+from bookie.storage.disk import DiskSpace, DiskUsage, ReadOnlySwitch, disk_usage_fraction, free_bytes
 from bookie.storage.gc import GarbageCollector
 from bookie.storage.group import Group
 from bookie.storage.index import (
@@ -106,13 +106,15 @@ class LedgerStorage:
     ) -> None:
         self.config = config
         self._exit = exit_fn
-        self._switch = ReadOnlySwitch(config.disk_usage_high_water, config.disk_usage_low_water, disk_usage)
         self.journal_dir = config.data_dir / "journal"
         self.index_dir = config.data_dir / "index"
         self._segments = SegmentFiles(
             self.journal_dir, config.journal_max_size_bytes + MARKER_RESERVE_BYTES, MARKER_RESERVE_BYTES
         )
         self._index = EntryIndex(self.index_dir, config.index_max_open_files)
+        switch = ReadOnlySwitch(config.disk_usage_high_water, config.disk_usage_low_water, disk_usage)
+        wanted = self._segments.reserve_bytes + INDEX_RESERVE_BYTES
+        self.space = DiskSpace(config.data_dir, switch, config.disk_check_interval_s, wanted)
         self._ledgers: dict[int, LedgerState] = {}  # the same dict for the engine's life (GC views it)
         self.gc = GarbageCollector(self._segments, self._index, self._ledgers, config.gc_max_live_fraction)
         self._inflight: dict[tuple[int, int], bytes] = {}
@@ -124,12 +126,10 @@ class LedgerStorage:
         self._tasks: list[asyncio.Task[None]] = []
         self._executor: ThreadPoolExecutor | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock_fd = -1
+        self._dir_lock = DirectoryLock(config.data_dir)
         self._failed: BookieError | None = None
         self._index_damaged = False
-        self._read_only = False  # the switch's state or a full disk, copied for the add path
-        self._space_wanted_bytes = 0  # > 0 after a full disk: free space needed to take adds again
-        self._disk_check_due = 0.0  # loop time of the next periodic usage check
+        self._read_only = False  # the disk's state (`space`), copied for the add path
         self.checkpoint_segment = 0
         self.journal_stats = JournalStats()  # counted per group; read by the metrics at scrape
         self.counters = self.journal_stats.counters
@@ -157,7 +157,7 @@ class LedgerStorage:
             raise
         self._group = Group(self._loop)
         self.check_disk()
-        self._disk_check_due = self._loop.time() + self.config.disk_check_interval_s
+        self.space.due(self._loop.time())
         self._tasks = [
             self._loop.create_task(
                 self._every(min(DISK_FULL_RECHECK_S, self.config.disk_check_interval_s), self._disk_tick)
@@ -166,15 +166,10 @@ class LedgerStorage:
         ]
 
     def _lock(self) -> None:
-        self._lock_fd = os.open(self.config.data_dir / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(self._lock_fd)
-            self._lock_fd = -1
-            raise BookieError(
-                ErrorCode.INTERNAL, f"{self.config.data_dir} is used by another bookie"
-            ) from exc
+            self._dir_lock.acquire()
+        except DirectoryInUseError as exc:
+            raise BookieError(ErrorCode.INTERNAL, str(exc)) from exc
 
     def _recover(self) -> None:
         result = recover(self._segments, self._index)
@@ -186,7 +181,7 @@ class LedgerStorage:
             reserved = self._segments.open_current(result.last_segment, result.valid_end)
         if not reserved:
             log.error("no space to reserve the journal segment: starting read-only")
-            self._space_wanted_bytes = self._segments.reserve_bytes + INDEX_RESERVE_BYTES
+            self.space.ran_out()
         self.recovery_report = {
             "full_rebuild": result.full_rebuild,
             "truncated_bytes": result.truncated_bytes,
@@ -197,7 +192,7 @@ class LedgerStorage:
             if not is_no_space(exc):
                 raise
             log.error("no space for the index checkpoint at start: starting read-only")
-            self._space_wanted_bytes = self._segments.reserve_bytes + INDEX_RESERVE_BYTES
+            self.space.ran_out()
 
     async def close(self) -> None:
         """Wait for the open group, write a checkpoint, release every file."""
@@ -239,9 +234,7 @@ class LedgerStorage:
             self._executor = None
         self._segments.close()
         self._index.close()
-        if self._lock_fd >= 0:
-            os.close(self._lock_fd)
-            self._lock_fd = -1
+        self._dir_lock.release()
 
     async def _every(self, interval_s: float, action: Callable[[], Any]) -> None:
         while True:
@@ -420,9 +413,8 @@ class LedgerStorage:
 
     def _disk_full(self, why: str, group: Group | None = None) -> None:
         """Refuse adds until the disk has room again; never exit for want of space."""
-        if not self._space_wanted_bytes:
+        if self.space.ran_out():
             log.error("disk full (%s): bookie is now read-only", why)
-        self._space_wanted_bytes = self._segments.reserve_bytes + INDEX_RESERVE_BYTES
         self._read_only = True
         if group is not None:
             self._fail_group(group, ReadOnlyError(f"disk full: {why}"))
@@ -556,18 +548,12 @@ class LedgerStorage:
 
         After a full disk the bookie stays read-only until usage is under the low-water mark
         and a whole new segment (and the index's reserve) would fit."""
-        before = self._read_only
-        now = self._switch.update(self.config.data_dir)
-        if self._space_wanted_bytes:
-            if now or free_bytes(self.config.data_dir) < self._space_wanted_bytes:
-                now = True
-            else:
-                self._space_wanted_bytes = 0
+        now, changed = self.space.check()
         self._read_only = now
-        if now != before:
+        if changed:
             log.warning(
                 "disk usage %.1f%%: bookie is now %s",
-                100 * self._switch.last_usage,
+                100 * self.space.switch.last_usage,
                 "read-only" if now else "writable",
             )
         return now
@@ -575,9 +561,7 @@ class LedgerStorage:
     def _disk_tick(self) -> None:
         """Every second: measure when the interval is up, or at once while the disk is full."""
         assert self._loop is not None
-        now = self._loop.time()
-        if self._space_wanted_bytes or now >= self._disk_check_due:
-            self._disk_check_due = now + self.config.disk_check_interval_s
+        if self.space.due(self._loop.time()):
             self.check_disk()
 
     async def collect_garbage(self) -> dict[str, int]:
@@ -605,8 +589,8 @@ class LedgerStorage:
             "journal_bytes": size,
             "current_segment": self._segments.current_segment,
             "read_only": self.read_only,
-            "disk_full": self._space_wanted_bytes > 0,
-            "disk_usage": self._switch.last_usage,
+            "disk_full": self.space.full,
+            "disk_usage": self.space.switch.last_usage,
             "failed": self._failed is not None,
             **self.counters,
         }

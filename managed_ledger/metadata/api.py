@@ -71,6 +71,8 @@ __all__ = [
     "NotEmptyError",
     "NotFoundError",
     "SchemaBehindError",
+    "SchemaStore",
+    "SchemaVersion",
     "TenantInfo",
     "TopicMetadata",
     "TopicOwner",
@@ -269,6 +271,38 @@ class GroupOffset:
     commit_time_ms: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class SchemaVersion:
+    """One version of a topic's Pulsar schema (`managed_ledger/metadata/topic_schemas.py`):
+    Pulsar's type name ("AVRO", "JSON", "STRING", ...), the definition as given, its
+    properties, when it was stored (epoch ms); `deleted`: a mark that the schema was deleted."""
+
+    topic: str
+    version: int
+    schema_type: str
+    data: bytes
+    properties: Mapping[str, str] = field(default_factory=dict)
+    created_ms: int = 0
+    deleted: bool = False
+
+
+class SchemaStore(Protocol):
+    """Topics' schema versions (`managed_ledger/metadata/topic_schemas.py`)."""
+
+    def get_schema_versions(self, topic: str) -> list[SchemaVersion]:
+        """Every version of the topic's schema (deletion marks too), by version; [] for none."""
+        ...
+
+    def add_schema_version(self, schema: SchemaVersion) -> None:
+        """Store a new version; AlreadyExistsError when that (topic, version) is taken (another
+        writer stored it first: read again and decide again)."""
+        ...
+
+    def delete_schema_versions(self, topic: str) -> int:
+        """Forget every version of the topic (the topic is deleted); how many there were."""
+        ...
+
+
 class GroupOffsetStore(Protocol):
     """Kafka consumer groups' committed offsets (`managed_ledger/metadata/kafka_groups.py`)."""
 
@@ -340,7 +374,13 @@ class OwnershipStore(Protocol):
 
 
 class MetadataStore(
-    LedgerMetadataStore, RecoveryStore, BookieDirectory, OwnershipStore, GroupOffsetStore, Protocol
+    LedgerMetadataStore,
+    RecoveryStore,
+    BookieDirectory,
+    OwnershipStore,
+    GroupOffsetStore,
+    SchemaStore,
+    Protocol,
 ):
     """The ledger rows (`bookie.ledger_metadata.LedgerMetadataStore`), auto-recovery's leases
     and under-replicated ledgers (`bookie.recovery_store.RecoveryStore`), the bookies'

@@ -34,6 +34,7 @@ from managed_ledger.metadata.bookies import InMemoryBookieMethods
 from managed_ledger.metadata.kafka_groups import InMemoryGroupOffsetMethods
 from managed_ledger.metadata.ownership import InMemoryOwnershipMethods
 from managed_ledger.metadata.recovery import InMemoryRecoveryMethods
+from managed_ledger.metadata.topic_schemas import InMemorySchemaMethods
 
 
 def _version(stored: Any) -> int | None:
@@ -57,13 +58,18 @@ def _check_put_version(what: str, stored_version: int | None, given: int) -> Non
 
 
 class InMemoryMetadataStore(
-    InMemoryBookieMethods, InMemoryRecoveryMethods, InMemoryOwnershipMethods, InMemoryGroupOffsetMethods
+    InMemoryBookieMethods,
+    InMemoryRecoveryMethods,
+    InMemoryOwnershipMethods,
+    InMemoryGroupOffsetMethods,
+    InMemorySchemaMethods,
 ):
     def __init__(self) -> None:
         InMemoryBookieMethods.__init__(self)  # the bookie registrations and cookies
         InMemoryRecoveryMethods.__init__(self)  # leader leases, under-replicated ledgers
         InMemoryOwnershipMethods.__init__(self)  # broker sessions, topic owners
         InMemoryGroupOffsetMethods.__init__(self)  # Kafka groups' committed offsets
+        InMemorySchemaMethods.__init__(self)  # topics' Pulsar schema versions
         self._lock = threading.Lock()
         self._next_ledger_id = 1
         self._ledgers: dict[int, LedgerMetadata] = {}

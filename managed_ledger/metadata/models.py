@@ -39,13 +39,26 @@ Tables (every table a caller updates has `version`, the compare-and-set token):
 - kafka_group_offsets: one row per (Kafka consumer group, topic, partition): the committed
   offset, the client's metadata string and the commit time; indexed by topic too, for
   deleting a topic's offsets with it.
+- topic_schemas: one row per (topic, version) of a topic's Pulsar schemas: type, definition
+  bytes, properties (JSON text), store time, and whether it marks a deletion (revision 0013).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, ForeignKey, Index, Integer, Sequence, String, Text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    Sequence,
+    String,
+    Text,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -261,3 +274,15 @@ class KafkaGroupOffsetRow(Base):
     committed_offset: Mapped[int] = mapped_column(BigInteger, nullable=False)
     committed_metadata: Mapped[str] = mapped_column(Text, nullable=False)
     commit_time_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
+
+
+class TopicSchemaRow(Base):
+    __tablename__ = "topic_schemas"  # revision 0013
+
+    topic: Mapped[str] = mapped_column(NAME, primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    schema_type: Mapped[str] = mapped_column(String(64), nullable=False)
+    schema_data: Mapped[bytes] = mapped_column(LargeBinary, nullable=False)
+    properties: Mapped[str] = mapped_column(Text, nullable=False)
+    created_ms: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    deleted: Mapped[bool] = mapped_column(Boolean, nullable=False)

@@ -61,6 +61,7 @@ from managed_ledger.metadata.rows import (
     TENANTS,
     TOPICS,
 )
+from managed_ledger.metadata.topic_schemas import SqlSchemaMethods
 
 POLICY_UPDATE_ATTEMPTS = 20
 
@@ -69,7 +70,9 @@ class _PolicyRace(BadVersionError):
     """Two first writers of a scope's policies raced on the insert; the loser retries."""
 
 
-class SqlMetadataStore(SqlBookieMethods, SqlRecoveryMethods, SqlOwnershipMethods, SqlGroupOffsetMethods):
+class SqlMetadataStore(
+    SqlBookieMethods, SqlRecoveryMethods, SqlOwnershipMethods, SqlGroupOffsetMethods, SqlSchemaMethods
+):
     def __init__(self, url: str, auto_upgrade: bool = True) -> None:
         """Open the store; upgrade the schema to head first, or refuse one that is behind."""
         self.url = url

@@ -248,3 +248,26 @@ def test_namespace_policies_and_backlog_quotas(stack: Stack) -> None:
     assert ok(stack, "namespaces", "get-backlog-quotas", ns) == {}
     refused = admin("--url", stack.base_url, "topics", "set-backlog-quota", topic, "-p", "producer_exception")
     assert refused.returncode == EXIT_REFUSED and "422" in refused.stderr and "limitSize" in refused.stderr
+
+
+def test_schemas_upload_get_and_delete(stack: Stack, tmp_path: Any) -> None:
+    topic = f"public/default/schemas-{uuid.uuid4().hex[:8]}"
+    definition = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "string"}]}
+    payload = tmp_path / "order.json"
+    payload.write_text(
+        json.dumps({"type": "AVRO", "schema": json.dumps(definition), "properties": {"a": "b"}})
+    )
+    assert ok(stack, "schemas", "upload", topic, "-f", str(payload)) == {"version": 0}
+    assert ok(stack, "schemas", "upload", topic, "-f", str(payload)) == {"version": 0}
+    got = ok(stack, "schemas", "get", topic)
+    assert got["version"] == 0 and got["type"] == "AVRO" and got["properties"] == {"a": "b"}
+    assert json.loads(got["data"]) == definition
+    assert ok(stack, "schemas", "get", topic, "--version", "0")["version"] == 0
+    assert [v["version"] for v in ok(stack, "schemas", "get", topic, "-a")["getSchemaResponses"]] == [0]
+    assert ok(stack, "schemas", "delete", topic) == {"version": 1}
+    done = admin("--url", stack.base_url, "schemas", "get", topic)
+    assert done.returncode == EXIT_REFUSED
+    assert done.stderr.startswith("quire admin: 404 Schema not found: "), done.stderr
+    payload.write_text("{not json")
+    done = admin("--url", stack.base_url, "schemas", "upload", topic, "-f", str(payload))
+    assert done.returncode == EXIT_REFUSED and "not a schema payload" in done.stderr

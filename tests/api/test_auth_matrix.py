@@ -34,7 +34,7 @@ _TABLE = {
     "adminDeleteSubscription resetCursor resetCursorToMessageId skipMessages skipAllMessages "
     "expireMessages expireMessagesAllSubscriptions peekMessage examineMessage": CONSUME,
     "lookupTopic getPartitions listTopics getNamespace getTopicStats getPartitionedStats "
-    "getInternalStats": LOOKUP,
+    "getInternalStats getSchema getSchemaVersion getAllSchemas": LOOKUP,
     "createTopic deleteTopic createPartitionedTopic updatePartitionedTopic unloadTopic "
     "triggerCompaction getCompactionStatus terminateTopic truncateTopic truncateTopicBefore "
     "getRetention setRetention removeRetention getRolloverPolicy setRolloverPolicy "
@@ -50,7 +50,8 @@ _TABLE = {
     "setNamespaceDeduplication removeNamespaceDeduplication getNamespaceMessageTTL "
     "setNamespaceMessageTTL removeNamespaceMessageTTL getNamespaceBacklogQuotaMap "
     "setNamespaceBacklogQuota removeNamespaceBacklogQuota getPermissions grantPermission "
-    "revokePermission": TENANT_ADMIN,
+    "revokePermission postSchema deleteSchema getSchemaCompatibilityStrategy "
+    "setSchemaCompatibilityStrategy": TENANT_ADMIN,
     "listTenants createTenant updateTenant deleteTenant listBrokers listBookies "
     "listUnderReplicatedLedgers decommissionBookie cancelBookieDecommission listKafkaGroups "
     "getKafkaGroup deleteKafkaGroup": SUPER,
@@ -71,6 +72,7 @@ PARAMS = {
     "n": "1",
     "seconds": "60",
     "timestamp": "0",
+    "version": "0",
 }
 
 

@@ -48,10 +48,12 @@ TABLES = {
     "brokers",
     "topic_owners",
     "kafka_group_offsets",
+    "topic_schemas",
 }
 RECOVERY_TABLES = {"leader_leases", "underreplicated_ledgers"}
 BROKER_TABLES = {"brokers", "topic_owners"}
 KAFKA_TABLES = {"kafka_group_offsets"}
+SCHEMA_TABLES = {"topic_schemas"}  # revision 0015
 EARLIER = schema.revisions()[:-1]
 
 
@@ -209,7 +211,12 @@ def test_bookie_registry_revision_downgrades_to_the_one_before(metadata_url: str
     _downgrade(metadata_url, before)
     assert (
         _tables(metadata_url)
-        == TABLES - {"bookies", "bookie_cookies"} - RECOVERY_TABLES - BROKER_TABLES - KAFKA_TABLES
+        == TABLES
+        - {"bookies", "bookie_cookies"}
+        - RECOVERY_TABLES
+        - BROKER_TABLES
+        - KAFKA_TABLES
+        - SCHEMA_TABLES
     )
     schema.upgrade_to_head(metadata_url)
     store = SqlMetadataStore(metadata_url)
@@ -230,7 +237,7 @@ def test_autorecovery_revision_downgrades_to_the_one_before(metadata_url: str) -
         store.close()
     before = schema.revisions()[schema.revisions().index("0006") - 1]
     _downgrade(metadata_url, before)
-    assert _tables(metadata_url) == TABLES - RECOVERY_TABLES - BROKER_TABLES - KAFKA_TABLES
+    assert _tables(metadata_url) == TABLES - RECOVERY_TABLES - BROKER_TABLES - KAFKA_TABLES - SCHEMA_TABLES
     schema.upgrade_to_head(metadata_url)
     store = SqlMetadataStore(metadata_url)
     try:
@@ -327,7 +334,7 @@ def test_kafka_group_offsets_revision_downgrades_to_the_one_before(metadata_url:
     finally:
         store.close()
     _downgrade(metadata_url, "0008")
-    assert _tables(metadata_url) == TABLES - KAFKA_TABLES
+    assert _tables(metadata_url) == TABLES - KAFKA_TABLES - SCHEMA_TABLES
     schema.upgrade_to_head(metadata_url)
     store = SqlMetadataStore(metadata_url)
     try:

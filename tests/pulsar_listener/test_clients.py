@@ -158,27 +158,6 @@ def test_acks_survive_a_reconnect(standalone: Standalone) -> None:
         second.close()
 
 
-def test_redeliver_unacknowledged_on_a_partitioned_topic(
-    client: pulsar.Client, standalone: Standalone
-) -> None:
-    """A partitioned topic is served under its base name (PARTITIONED_METADATA answers 0: Quire
-    routes by key itself); its messages come from every partition."""
-    name, quire_name = topic()
-    r = httpx.put(f"{standalone.http}/admin/v2/persistent/{quire_name}/partitions", json=3, timeout=10)
-    assert r.status_code in (200, 204), r.text
-    assert client.get_topic_partitions(name) == [name]
-    consumer = client.subscribe(name, "s", initial_position=pulsar.InitialPosition.Earliest)
-    producer = client.create_producer(name)
-    for i in range(6):
-        producer.send(f"p{i}".encode(), partition_key=f"key{i}")
-    got = sorted(consumer.receive(RECEIVE_MS).data() for _ in range(6))
-    assert got == sorted(f"p{i}".encode() for i in range(6))
-    consumer.redeliver_unacknowledged_messages()
-    again = [consumer.receive(RECEIVE_MS) for _ in range(6)]
-    assert sorted(m.data() for m in again) == got
-    assert all(m.redelivery_count() >= 1 for m in again)
-
-
 @pytest.mark.parametrize(
     "codec",
     [

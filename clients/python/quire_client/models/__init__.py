@@ -24,6 +24,9 @@ from .cursor_stats import CursorStats
 from .cursors import Cursors
 from .ensembles import Ensembles
 from .examine_message_initialposition import ExamineMessageInitialposition
+from .get_all_versions_response import GetAllVersionsResponse
+from .get_schema_compatibility_strategy_response_getschemacompatibilitystrategy import GetSchemaCompatibilityStrategyResponseGetschemacompatibilitystrategy
+from .get_schema_response import GetSchemaResponse
 from .health import Health
 from .internal_stats import InternalStats
 from .internal_stats_by_partition import InternalStatsByPartition
@@ -46,6 +49,9 @@ from .partitioned_internal_stats import PartitionedInternalStats
 from .partitioned_metadata import PartitionedMetadata
 from .partitioned_topic_stats import PartitionedTopicStats
 from .partitions import Partitions
+from .post_schema_payload import PostSchemaPayload
+from .post_schema_payload_type import PostSchemaPayloadType
+from .post_schema_properties import PostSchemaProperties
 from .problem import Problem
 from .produce_message import ProduceMessage
 from .produce_message_properties_type_0 import ProduceMessagePropertiesType0
@@ -63,9 +69,12 @@ from .retention_policy import RetentionPolicy
 from .retention_policy_update import RetentionPolicyUpdate
 from .rollover_policy import RolloverPolicy
 from .rollover_policy_update import RolloverPolicyUpdate
+from .schema_properties import SchemaProperties
+from .schema_version_response import SchemaVersionResponse
 from .seek_request import SeekRequest
 from .set_backlog_quota_backlogquotatype import SetBacklogQuotaBacklogquotatype
 from .set_namespace_backlog_quota_backlogquotatype import SetNamespaceBacklogQuotaBacklogquotatype
+from .set_schema_compatibility_strategy_strategy import SetSchemaCompatibilityStrategyStrategy
 from .stats_by_partition import StatsByPartition
 from .subscription_created import SubscriptionCreated
 from .subscription_request import SubscriptionRequest
@@ -108,6 +117,9 @@ __all__ = (
     "CursorStats",
     "Ensembles",
     "ExamineMessageInitialposition",
+    "GetAllVersionsResponse",
+    "GetSchemaCompatibilityStrategyResponseGetschemacompatibilitystrategy",
+    "GetSchemaResponse",
     "Health",
     "InternalStats",
     "InternalStatsByPartition",
@@ -130,6 +142,9 @@ __all__ = (
     "PartitionLastMessageIds",
     "Partitions",
     "PartitionStats",
+    "PostSchemaPayload",
+    "PostSchemaPayloadType",
+    "PostSchemaProperties",
     "Problem",
     "ProduceMessage",
     "ProduceMessagePropertiesType0",
@@ -147,9 +162,12 @@ __all__ = (
     "RetentionPolicyUpdate",
     "RolloverPolicy",
     "RolloverPolicyUpdate",
+    "SchemaProperties",
+    "SchemaVersionResponse",
     "SeekRequest",
     "SetBacklogQuotaBacklogquotatype",
     "SetNamespaceBacklogQuotaBacklogquotatype",
+    "SetSchemaCompatibilityStrategyStrategy",
     "StatsByPartition",
     "SubscriptionCreated",
     "SubscriptionRequest",
