@@ -6,6 +6,7 @@ repeated measurements. Every request follows the 307 to a topic's owner."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import statistics
 import time
 from collections.abc import Sequence
@@ -138,8 +139,11 @@ def rss_mib(pids: Sequence[int]) -> float:
 
 def broker_pids(supervisor: int) -> list[int]:
     """The broker child of a `quire standalone` supervisor (its pid when there is none)."""
-    kids = psutil.Process(supervisor).children(recursive=True)
-    found = [k.pid for k in kids if "broker" in " ".join(k.cmdline())]
+    found = []
+    for kid in psutil.Process(supervisor).children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # a child that exited (a zombie) has no command line
+            if "broker" in kid.cmdline()[3:4]:  # python -m app.cli broker
+                found.append(kid.pid)
     return found or [supervisor]
 
 
