@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-compaction bench-spark bench-kafka bench-kafka-wire pulsar-proto bench-console bench-pulsar soak chaos chaos-fuzz client openapi clean
+.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-compaction bench-spark bench-kafka bench-kafka-wire pulsar-proto bench-console bench-pulsar bench-scale soak chaos chaos-fuzz client openapi clean
 
 setup: $(STAMP)
 
@@ -93,6 +93,13 @@ bench-pulsar: setup
 # Every console page's server time with 1,000 topics in a namespace (bar: under 300 ms each).
 bench-console: setup
 	$(PY) -m bench.bench_console
+
+# Many topics (issue 26): steps to 100,000 topics on one broker (SQLite) and over 3 (PostgreSQL at
+# 127.0.0.1:5432, a fresh schema per run), restart and reopen, kill -9 of one of 3 brokers with 30,000
+# topics. BENCH_SCALE_ARGS shrinks it, e.g. "--steps 1000,5000 --max-topics 10000 --failover-topics 6000".
+BENCH_SCALE_ARGS ?=
+bench-scale: setup
+	$(PY) -m bench.scale $(BENCH_SCALE_ARGS)
 
 # A steady load on a local cluster (PostgreSQL at 127.0.0.1:5432): RSS and p99 per minute.
 SOAK_S ?= 600
