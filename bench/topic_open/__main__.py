@@ -78,13 +78,12 @@ def standalone(checkout: Path, data: Path, port: int, bookie_port: int, url: str
     args = ["standalone", "--data-dir", str(data), "--port", str(port), "--bookie-port", str(bookie_port)]
     if url is not None:
         args += ["--database-url", url]
+    path = (str(checkout), str(checkout / "clients" / "python"), os.environ.get("BENCH_PYTHONPATH"))
     env = {
         "QUIRE_BOOKIE_METRICS_PORT": str(free_port_run(4)),
         "QUIRE_COMPACTOR_METRICS_PORT": str(free_port()),
         # BENCH_PYTHONPATH: more on the path (a sitecustomize that profiles the broker, say)
-        "PYTHONPATH": os.pathsep.join(
-            p for p in (str(checkout), str(checkout / "clients" / "python"), os.environ.get("BENCH_PYTHONPATH")) if p
-        ),
+        "PYTHONPATH": os.pathsep.join(p for p in path if p),
     }
     proc = Proc([sys.executable, "-m", "app.cli", *args], env, log, cwd=checkout)
     return proc.start()
