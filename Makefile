@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-compaction bench-spark bench-kafka bench-kafka-wire pulsar-proto bench-console bench-pulsar bench-scale soak chaos chaos-fuzz client openapi clean
+.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-topic-open bench-compaction bench-spark bench-kafka bench-kafka-wire pulsar-proto bench-console bench-pulsar bench-scale soak chaos chaos-fuzz client openapi clean
 
 setup: $(STAMP)
 
@@ -58,6 +58,12 @@ bench-bookie: setup
 
 bench-ml: setup
 	$(PY) -m bench.bench_ml
+
+# Topics created by a first produce, then reopened after a restart (issue 26): created/s and
+# reopened/s on SQLite; BENCH_TOPIC_OPEN_ARGS for more (--database postgres, --kill9, --checkout DIR).
+BENCH_TOPIC_OPEN_ARGS ?=
+bench-topic-open: setup
+	$(PY) -m bench.topic_open $(BENCH_TOPIC_OPEN_ARGS)
 
 # Incremental compaction: a full run, runs after +1% and +10% writes, replay, driver memory at two
 # key counts; BENCH_COMPACTION_MESSAGES messages per topic over BENCH_COMPACTION_KEYS keys.

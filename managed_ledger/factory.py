@@ -1,19 +1,26 @@
 """Opening, recovering and deleting managed ledgers (Pulsar's ManagedLedgerFactory).
 
 Open, in this order (a crash at any step leaves a state the next open handles):
-1. Read (or create) the managed ledger's record. If it carries the `deleted` mark, a delete
-   was interrupted: finish it and start afresh.
-2. Every ledger of the list that is not CLOSED (the last one, after a crash; or one a crash left
-   IN_RECOVERY) is recovered and closed (`bookie.ledgers.LedgerManager.recover_and_close`: the
-   bookies fence it and find its real last entry). A ledger whose metadata is gone (or marked
-   for deletion) is dropped from the list.
+1. Read the managed ledger's record with the rows of the ledgers it lists, its cursors and its
+   dedup snapshot, in one store call (`load_managed_ledger`), or create the record. If it
+   carries the `deleted` mark, a delete was interrupted: finish it and start afresh.
+2. Every ledger of the list that is not CLOSED in that read (the last one, after a crash; or one
+   a crash left IN_RECOVERY) is recovered and closed (`bookie.ledgers.LedgerManager.
+   recover_and_close`: the bookies fence it and find its real last entry). A CLOSED one needs
+   no round trip: closed is final, nobody writes it again. A ledger whose metadata is gone (or
+   marked for deletion) is dropped from the list.
 3. One compare-and-set of the list claims ownership (an older owner's next update of the list
    loses and fences it); empty ledgers leave the list through `deleting`, and ledgers a crash
    left in `deleting` are deleted in the background (see `retention`): the open never waits
-   for a deletion nor fails with one.
-4. Cursors are loaded; with dedup on, its snapshot is loaded and the entries after it replayed
-   (`dedup.rebuild`; also run when a policy turns dedup on later).
-Steps 3 and 4 are `ManagedLedger.start`.
+   for a deletion nor fails with one. A record this open created itself (version 1, no ledgers)
+   is not claimed again: no other owner can hold a version of it, and whoever opens it next
+   must win a compare-and-set against it.
+4. Cursors (as read in step 1; a created record has none) are set up; with dedup on, the entries
+   after its snapshot are replayed (`dedup.rebuild`; also run when a policy turns dedup on
+   later).
+Steps 3 and 4 are `ManagedLedger.start`. A created managed ledger thus costs two store calls
+(the read that finds nothing, the insert), a reopened one whose ledgers were closed cleanly two
+(the read, the claim) and no bookie round trip.
 New writes go to a new ledger, created on the first append.
 
 The factory's first open also finishes ledger deletions a crash interrupted anywhere in the
@@ -29,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from bookie.api import LedgerClient
 from bookie.errors import BookieError
@@ -43,7 +50,10 @@ from managed_ledger.fencing import Fence
 from managed_ledger.ledger import ManagedLedger
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
+    LedgerMetadata,
+    LedgerState,
     ManagedLedgerMetadata,
+    ManagedLedgerOpening,
     MetadataError,
     MetadataStore,
     NotFoundError,
@@ -135,8 +145,9 @@ class ManagedLedgerFactory:
     async def _open(self, name: str, config: ManagedLedgerConfig) -> ManagedLedger:
         if not self._swept:
             await self._sweep()
-        meta = await self._load_meta(name)
-        ledgers, dropped = await self._recover_ledgers(meta.ledger_ids)
+        stored, fresh = await self._load(name)
+        meta = stored.meta
+        ledgers, dropped = await self._recover_ledgers(meta.ledger_ids, stored.ledgers)
         pending = [*deleting_ids(meta.properties), *dropped]
         ml = ManagedLedger(
             name,
@@ -150,21 +161,25 @@ class ManagedLedgerFactory:
             lease=self.lease,
             entry_cache=self.entry_cache,
         )
-        await ml.start(with_deleting(meta.properties, pending), timers=self.timers)
+        properties = with_deleting(meta.properties, pending)
+        await ml.start(properties, timers=self.timers, stored=stored, fresh=fresh)
         return ml
 
-    async def _load_meta(self, name: str) -> ManagedLedgerMetadata:
-        meta = await call_blocking(self.store.get_managed_ledger, name)
-        if meta is not None and meta.properties.get(DELETED):
-            await self._finish_delete(meta)
-            meta = None
-        if meta is None:
-            try:
-                meta = await call_blocking(self.store.create_managed_ledger, name)
-            except AlreadyExistsError:
-                meta = await call_blocking(self.store.get_managed_ledger, name)
-                assert meta is not None
-        return meta
+    async def _load(self, name: str) -> tuple[ManagedLedgerOpening, bool]:
+        """What the open needs of the store, in one read (`load_managed_ledger`); when there is
+        no record, the one this open creates, and True: nothing else can exist yet."""
+        stored = await call_blocking(self.store.load_managed_ledger, name)
+        if stored is not None and stored.meta.properties.get(DELETED):
+            await self._finish_delete(stored.meta)
+            stored = None
+        if stored is not None:
+            return stored, False
+        try:
+            return ManagedLedgerOpening(await call_blocking(self.store.create_managed_ledger, name)), True
+        except AlreadyExistsError:
+            stored = await call_blocking(self.store.load_managed_ledger, name)
+            assert stored is not None
+            return stored, False
 
     async def _sweep(self) -> None:
         """Finish the ledger deletions a crash interrupted; retried on the next open if it fails
@@ -176,27 +191,33 @@ class ManagedLedgerFactory:
             self._swept = False
             log.warning("could not finish interrupted ledger deletions: %s", exc)
 
-    async def _recover_ledgers(self, ledger_ids: Sequence[int]) -> tuple[LedgerList, list[int]]:
-        """The list with every ledger closed; empty ones are returned apart, to be deleted."""
+    async def _recover_ledgers(
+        self, ledger_ids: Sequence[int], rows: Mapping[int, LedgerMetadata]
+    ) -> tuple[LedgerList, list[int]]:
+        """The list with every ledger closed; empty ones are returned apart, to be deleted.
+        `rows`: the ledgers' rows as read with the record; one already CLOSED is taken as it is
+        (closed is final: what `recover_and_close` would return), any other is recovered."""
         ledgers = LedgerList()
         dropped: list[int] = []
         for ledger_id in ledger_ids:
+            row = rows.get(ledger_id)
             try:
-                meta = await self.lifecycle.recover_and_close(ledger_id)
+                if row is None or row.state != LedgerState.CLOSED:
+                    row = await self.lifecycle.recover_and_close(ledger_id)
             except NotFoundError:
                 continue
             except BookieError as exc:
                 raise ManagedLedgerReadError(f"cannot recover ledger {ledger_id}: {exc}") from exc
-            if meta.last_entry_id < 0:
+            if row.last_entry_id < 0:
                 dropped.append(ledger_id)
                 continue
             ledgers.add(
                 LedgerInfo(
                     ledger_id,
-                    meta.last_entry_id + 1,
-                    meta.length_bytes,
-                    meta.closed_ms or 0,
-                    ledger_spec(meta),
+                    row.last_entry_id + 1,
+                    row.length_bytes,
+                    row.closed_ms or 0,
+                    ledger_spec(row),
                 )
             )
         return ledgers, dropped

@@ -48,6 +48,7 @@ from managed_ledger.metadata.api import (
     CursorMetadata,
     DedupSnapshot,
     ManagedLedgerMetadata,
+    ManagedLedgerOpening,
     MetadataStore,
     NotFoundError,
 )
@@ -116,20 +117,34 @@ class ManagedLedger:
         # not known yet. With `retain_uncompacted` retention keeps what lies after it.
         self.compacted_through: Position | None = None
 
-    async def start(self, properties: Mapping[str, str], *, timers: bool) -> None:
+    async def start(
+        self,
+        properties: Mapping[str, str],
+        *,
+        timers: bool,
+        stored: ManagedLedgerOpening | None = None,
+        fresh: bool = False,
+    ) -> None:
         """Finish an open: claim the recovered list (one CAS), start finishing interrupted
-        deletions in the background, load the cursors and the dedup state, start the timers."""
-        await self._record.claim(self._ledgers.ids, properties)
+        deletions in the background, set up the cursors and the dedup state, start the timers.
+        `stored`: the cursors and dedup snapshot the factory read with the record (None: read
+        them here); `fresh`: the open created the record, so it needs no claim (factory)."""
+        if not fresh or dict(properties) != dict(self._record.meta.properties) or self._ledgers.ids:
+            await self._record.claim(self._ledgers.ids, properties)
         self._finish_deletions()
         end = await recover_next_offset(self._ledgers, properties, self._read_one)
         self._appender.next_offset = self._appender.high_watermark = end
-        for meta in await self._fence.call(self._store.list_cursors, self._name):
+        if stored is None:
+            cursors = await self._fence.call(self._store.list_cursors, self._name)
+            snapshot = await self._fence.call(self._store.get_dedup_snapshot, self._name)
+        else:
+            cursors, snapshot = list(stored.cursors), stored.dedup
+        for meta in cursors:
             self._cursors[meta.name] = ManagedCursor(self, meta)
         if self._config.dedup_enabled:
-            await self._rebuild_dedup()
+            await self._replay_dedup(snapshot)
         else:  # dedup may be turned on later: its first snapshot must CAS the stored one
-            stored = await self._fence.call(self._store.get_dedup_snapshot, self._name)
-            self._dedup.snapshot_version = stored.version if stored is not None else 0
+            self._dedup.snapshot_version = snapshot.version if snapshot is not None else 0
         if timers:
             self.start_timers()
 
@@ -399,7 +414,10 @@ class ManagedLedger:
             self._dedup.last_snapshot_ms = self._clock.now_ms()
 
     async def _rebuild_dedup(self) -> None:
-        snapshot = await self._fence.call(self._store.get_dedup_snapshot, self._name)
+        await self._replay_dedup(await self._fence.call(self._store.get_dedup_snapshot, self._name))
+
+    async def _replay_dedup(self, snapshot: DedupSnapshot | None) -> None:
+        """The stored snapshot, then the entries after it."""
         start = Position(-1, -1)
         if snapshot is not None:
             start = self._ledgers.next_position(Position(*snapshot.position))

@@ -205,9 +205,9 @@ class TopicRegistry:
         return Topic(meta, mls, effective, self.clock, self.quota_gate)
 
     async def resolve_policies(self, topic: str) -> TopicPolicies:
-        namespace = await self.call(self.store.get_policies, names.namespace_of(topic))
-        own = await self.call(self.store.get_policies, topic)
-        return policies.resolve(self.defaults, namespace, own)
+        namespace = names.namespace_of(topic)
+        stored = await self.call(self.store.get_policies_of, [namespace, topic])  # one read
+        return policies.resolve(self.defaults, stored[namespace], stored[topic])
 
     async def apply_policies(self, t: Topic) -> None:
         """Resolve the topic's policies again and apply them to its managed ledgers."""

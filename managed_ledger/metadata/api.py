@@ -64,6 +64,7 @@ __all__ = [
     "LedgerMetadataStore",
     "LedgerState",
     "ManagedLedgerMetadata",
+    "ManagedLedgerOpening",
     "MetadataError",
     "MetadataStore",
     "MetadataUnavailableError",
@@ -137,6 +138,18 @@ class CompactionStatus(StrEnum):
     RUNNING = "RUNNING"
     SUCCESS = "SUCCESS"
     ERROR = "ERROR"
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedLedgerOpening:
+    """What opening a managed ledger reads, all in one transaction (`load_managed_ledger`): its
+    record, the rows of the ledgers its list names (those that still have one), its cursors by
+    name and its dedup snapshot (None: none)."""
+
+    meta: ManagedLedgerMetadata
+    ledgers: Mapping[int, LedgerMetadata] = field(default_factory=dict)
+    cursors: tuple[CursorMetadata, ...] = ()
+    dedup: DedupSnapshot | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,6 +410,11 @@ class MetadataStore(
         """Remove the managed ledger, its cursors and dedup snapshot (not its ledgers)."""
         ...
 
+    def load_managed_ledger(self, name: str) -> ManagedLedgerOpening | None:
+        """The managed ledger's record with its listed ledgers' rows, its cursors and its dedup
+        snapshot, read in one transaction (what an open needs); None when there is no record."""
+        ...
+
     # --- cursors ----------------------------------------------------------------------------
     def list_cursors(self, managed_ledger: str) -> list[CursorMetadata]: ...
 
@@ -468,6 +486,10 @@ class MetadataStore(
 
     def get_policies(self, scope: str) -> dict[str, Any]:
         """Policies set on a scope: a topic `t/n/x` or a namespace `t/n`. Missing -> {}."""
+        ...
+
+    def get_policies_of(self, scopes: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """`get_policies` of each scope, read at once: scope -> its policies ({} when none)."""
         ...
 
     def set_policies(self, scope: str, policies: dict[str, Any]) -> None:

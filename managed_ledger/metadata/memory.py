@@ -9,7 +9,7 @@ atomic, as one SQL transaction is; nothing survives the process.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -24,6 +24,7 @@ from managed_ledger.metadata.api import (
     LedgerMetadata,
     LedgerState,
     ManagedLedgerMetadata,
+    ManagedLedgerOpening,
     NamespaceGrants,
     NotEmptyError,
     NotFoundError,
@@ -139,6 +140,15 @@ class InMemoryMetadataStore(
     def get_managed_ledger(self, name: str) -> ManagedLedgerMetadata | None:
         with self._lock:
             return self._managed_ledgers.get(name)
+
+    def load_managed_ledger(self, name: str) -> ManagedLedgerOpening | None:
+        with self._lock:
+            meta = self._managed_ledgers.get(name)
+            if meta is None:
+                return None
+            ledgers = {i: self._ledgers[i] for i in meta.ledger_ids if i in self._ledgers}
+            cursors = tuple(c for (ml, _), c in sorted(self._cursors.items()) if ml == name)
+            return ManagedLedgerOpening(meta, ledgers, cursors, self._dedup.get(name))
 
     def create_managed_ledger(self, name: str) -> ManagedLedgerMetadata:
         with self._lock:
@@ -336,6 +346,11 @@ class InMemoryMetadataStore(
         with self._lock:
             stored = self._policies.get(scope)
             return records.thaw(stored) if stored is not None else {}  # type: ignore[no-any-return]
+
+    def get_policies_of(self, scopes: Sequence[str]) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            stored = {scope: self._policies.get(scope) for scope in scopes}
+        return {scope: records.thaw(p) if p is not None else {} for scope, p in stored.items()}
 
     def set_policies(self, scope: str, policies: dict[str, Any]) -> None:
         with self._lock:

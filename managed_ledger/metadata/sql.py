@@ -48,6 +48,7 @@ from managed_ledger.metadata.api import (
 from managed_ledger.metadata.bookies import SqlBookieMethods
 from managed_ledger.metadata.engine import WRITE_OPTION, make_engine
 from managed_ledger.metadata.kafka_groups import GROUP_OFFSETS, SqlGroupOffsetMethods
+from managed_ledger.metadata.opening import SqlOpeningMethods
 from managed_ledger.metadata.ownership import SqlOwnershipMethods
 from managed_ledger.metadata.recovery import SqlRecoveryMethods
 from managed_ledger.metadata.rows import (
@@ -71,7 +72,12 @@ class _PolicyRace(BadVersionError):
 
 
 class SqlMetadataStore(
-    SqlBookieMethods, SqlRecoveryMethods, SqlOwnershipMethods, SqlGroupOffsetMethods, SqlSchemaMethods
+    SqlBookieMethods,
+    SqlRecoveryMethods,
+    SqlOwnershipMethods,
+    SqlGroupOffsetMethods,
+    SqlSchemaMethods,
+    SqlOpeningMethods,
 ):
     def __init__(self, url: str, auto_upgrade: bool = True) -> None:
         """Open the store; upgrade the schema to head first, or refuse one that is behind."""
