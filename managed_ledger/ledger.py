@@ -128,9 +128,13 @@ class ManagedLedger:
         """Finish an open: claim the recovered list (one CAS), start finishing interrupted
         deletions in the background, set up the cursors and the dedup state, start the timers.
         `stored`: the cursors and dedup snapshot the factory read with the record (None: read
-        them here); `fresh`: the open created the record, so it needs no claim (factory)."""
+        them here); `fresh`: the open created the record, so it needs no claim (factory).
+        After a claim they are read again: a previous owner may have flushed a cursor or a
+        snapshot between the factory's read and the claim, and a stale version would fence
+        this owner at its first flush."""
         if not fresh or dict(properties) != dict(self._record.meta.properties) or self._ledgers.ids:
             await self._record.claim(self._ledgers.ids, properties)
+            stored = None
         self._finish_deletions()
         end = await recover_next_offset(self._ledgers, properties, self._read_one)
         self._appender.next_offset = self._appender.high_watermark = end

@@ -1,7 +1,8 @@
 """What opening a managed ledger costs in store calls and bookie round trips (issue 26): a new one
-two calls (the read that finds nothing, the insert), one reopened after a clean close two (the
-read, the claim) and no recovery, one reopened after a crash still fences and recovers its last
-ledger; cursors and the dedup snapshot come back with the one read."""
+two calls (the read that finds nothing, the insert), one reopened after a clean close four (the
+read, the claim, then the cursors and the dedup snapshot again: a previous owner may have
+flushed them before the claim) and no recovery, one reopened after a crash still fences and
+recovers its last ledger."""
 
 from __future__ import annotations
 
@@ -72,11 +73,17 @@ async def test_a_cleanly_closed_managed_ledger_reopens_without_recovery() -> Non
     store.calls.clear()
     client.recoveries = 0
     again = await second.open("t", config(dedup=True))
-    assert store.calls == {"load_managed_ledger": 1, "update_managed_ledger": 1}  # the read, the claim
+    # The read, the claim, then cursors and snapshot as they are after the claim.
+    assert store.calls == {
+        "load_managed_ledger": 1,
+        "update_managed_ledger": 1,
+        "list_cursors": 1,
+        "get_dedup_snapshot": 1,
+    }
     assert client.recoveries == 0
     assert again.cursors["sub"].mark_delete_position == Position(ledger_id, 0)
     assert again.ledger_list.total_entries() == 3
-    assert again.dedup_highest("p") == 2  # from the snapshot read with the record
+    assert again.dedup_highest("p") == 2  # from the snapshot
 
 
 async def test_after_a_crash_the_last_ledger_is_still_fenced_and_recovered() -> None:
