@@ -24,6 +24,7 @@ from typing import Any
 from bookie.api import LedgerClient
 from bookie.errors import BookieError, NoSuchEntryError, NoSuchLedgerError
 from bookie.ledgers import LedgerManager
+from common.scheduler import Scheduler
 from managed_ledger import dedup, log_bounds, retention
 from managed_ledger.api import InitialPosition, ManagedLedgerConfig
 from managed_ledger.appender import LedgerAppender
@@ -74,7 +75,10 @@ class ManagedLedger:
         ledgers: LedgerList,
         lease: Callable[[], bool] | None = None,
         entry_cache: EntryCache | None = None,
+        scheduler: Scheduler | None = None,
     ) -> None:
+        """`scheduler`: the process's timer (the factory's), which runs `tick` when there is
+        periodic work: never for an idle managed ledger (see `_next_tick_ms`)."""
         self._name = name
         self._config = config
         self._client = client
@@ -104,17 +108,16 @@ class ManagedLedger:
         self._dedup = Deduplication()
         self._closing = False
         self._terminating = False  # set by terminate before its record says so
-        self._timer_task: asyncio.Task[None] | None = None
-        self._stop_timer = asyncio.Event()
+        self._scheduler = scheduler
+        self._timers = False
+        self._tick_task: asyncio.Task[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self._deletions: asyncio.Task[None] | None = None
         now = clock.now_ms()
         self._last_flush_ms = now
         self._dedup.last_snapshot_ms = now
         self.on_close: Callable[[ManagedLedger], None] | None = None
-        # The compaction horizon's entry as the topic's owner last read it; None: no run yet, or
-        # not known yet. With `retain_uncompacted` retention keeps what lies after it.
-        self.compacted_through: Position | None = None
+        self._compacted_through: Position | None = None
 
     async def start(self, properties: Mapping[str, str], *, timers: bool) -> None:
         """Finish an open: claim the recovered list (one CAS), start finishing interrupted
@@ -124,7 +127,7 @@ class ManagedLedger:
         end = await recover_next_offset(self._ledgers, properties, self._read_one)
         self._appender.next_offset = self._appender.high_watermark = end
         for meta in await self._fence.call(self._store.list_cursors, self._name):
-            self._cursors[meta.name] = ManagedCursor(self, meta)
+            self._cursors[meta.name] = ManagedCursor(self, meta, on_change=self.wake)
         if self._config.dedup_enabled:
             await self._rebuild_dedup()
         else:  # dedup may be turned on later: its first snapshot must CAS the stored one
@@ -145,9 +148,22 @@ class ManagedLedger:
     def update_config(self, config: ManagedLedgerConfig) -> None:
         turned_on = config.dedup_enabled and not self._config.dedup_enabled
         self._config = config
+        self.wake()
         if turned_on and not self._closing:
             # Appends recorded their sequence ids all along; the rebuild adds the stored past.
             self._spawn(self._rebuild_dedup())
+
+    @property
+    def compacted_through(self) -> Position | None:
+        """The compaction horizon's entry as the topic's owner last read it; None: no run yet, or
+        not known yet. With `retain_uncompacted` retention keeps what lies after it."""
+        return self._compacted_through
+
+    @compacted_through.setter
+    def compacted_through(self, position: Position | None) -> None:
+        if position != self._compacted_through:
+            self._compacted_through = position
+            self.wake()  # the trimmer may delete what the horizon passed
 
     @property
     def ledger_list(self) -> LedgerList:
@@ -220,6 +236,7 @@ class ManagedLedger:
             self._dedup.entries_since_snapshot += 1
             if self._dedup.entries_since_snapshot >= self._config.dedup_snapshot_interval_entries:
                 self._spawn(self.snapshot_dedup())
+        self.wake()
 
     def writes_resolved(self, waiting: Sequence[tuple[str | None, int | None]]) -> None:
         self._dedup.write_failed()
@@ -349,7 +366,7 @@ class ManagedLedger:
             raise ManagedLedgerFencedError(f"{self._name}: cursor {name} created by another owner") from exc
         if name in self._cursors:  # opened concurrently by another task of ours
             return self._cursors[name]
-        cursor = self._cursors[name] = ManagedCursor(self, stored)
+        cursor = self._cursors[name] = ManagedCursor(self, stored, on_change=self.wake)
         return cursor
 
     async def delete_cursor(self, name: str) -> None:
@@ -515,26 +532,64 @@ class ManagedLedger:
                 self._record, self._ledgers, self._lifecycle, ids, self.offsets, self._appender.next_offset
             )
 
-    # --- timers --------------------------------------------------------------------------------
+    # --- timers ----------------------------------------------------------------------------------
     def start_timers(self) -> None:
-        if self._timer_task is None:
-            self._timer_task = asyncio.get_running_loop().create_task(self._timer_loop())
+        """Let the process's scheduler run `tick` whenever this managed ledger has periodic work
+        (no task of its own: an idle managed ledger costs no timer)."""
+        if self._scheduler is not None and not self._timers:
+            self._timers = True
+            self.wake()
 
-    async def _timer_loop(self) -> None:
-        interval_s = min(self._config.cursor_flush_interval_ms, 1_000) / 1_000
-        while not self._closing:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop_timer.wait(), interval_s)
-            if self._closing:
-                return
-            try:
-                await self.tick()
-            except Exception as exc:  # the timer must outlive one failed pass; the next retries
-                log.warning("managed ledger %s: background task failed: %s", self._name, exc)
+    @property
+    def _interval_ms(self) -> int:
+        return min(self._config.cursor_flush_interval_ms, 1_000)
+
+    def wake(self) -> None:
+        """Something changed that periodic work may follow (an append, an ack, a new config, a
+        horizon): tick within one interval at the latest. Cheap: called on every ack."""
+        if self._timers and not self._closing and self._scheduler is not None:
+            at = self._clock.now_ms() + self._interval_ms
+            self._scheduler.schedule_by(self, at, self._timer_fired)
+
+    def _timer_fired(self) -> None:
+        if self._closing or (self._tick_task is not None and not self._tick_task.done()):
+            return
+        self._tick_task = asyncio.get_running_loop().create_task(self._timed_tick())
+
+    async def _timed_tick(self) -> None:
+        try:
+            await self.tick()
+        except Exception as exc:  # the timer must outlive one failed pass; the next retries
+            log.warning("managed ledger %s: background task failed: %s", self._name, exc)
+            self.wake()
+        if self._closing or self._fence.fenced or self._scheduler is None:
+            return
+        at = self._next_tick_ms(self._clock.now_ms())
+        if at is not None:
+            self._scheduler.schedule_by(self, at, self._timer_fired)
+
+    def _next_tick_ms(self, now: int) -> int | None:
+        """When periodic work is due next: within an interval while there is something to
+        flush, snapshot or delete; else the rollover's or retention's deadline; else never
+        (until `wake`)."""
+        state = self._dedup
+        if (
+            any(c.dirty for c in self._cursors.values())
+            or (self._config.dedup_enabled and state.entries_since_snapshot > 0)
+            or self._record.deleting
+            or (self._deletions is not None and not self._deletions.done())
+        ):
+            return now + self._interval_ms
+        slowest = self.slowest_durable_mark_delete()
+        deadlines = [
+            self._appender.roll_deadline_ms(),
+            retention.next_expiry_ms(list(self._ledgers), slowest, self._config.retention, now),
+        ]
+        return min((d for d in deadlines if d is not None), default=None)
 
     async def tick(self) -> None:
         """One pass of the periodic work: the rollover timer, the cursor flush, the dedup
-        snapshot, the trimmer. The timer calls it; tests with a manual clock call it directly."""
+        snapshot, the trimmer. The scheduler runs it; tests with a manual clock call it directly."""
         if self._fence.fenced or self._closing:
             return
         now = self._clock.now_ms()
@@ -571,11 +626,12 @@ class ManagedLedger:
             return
         self._closing = True
         try:
-            if self._timer_task is not None:
+            if self._scheduler is not None:
+                self._scheduler.cancel(self)
+            if self._tick_task is not None:
                 # Not cancelled: a pass cut in the middle of a store call could leave a CAS
                 # applied in the database but not in memory, and fence our own close.
-                self._stop_timer.set()
-                await self._timer_task
+                await self._tick_task
             await self._appender.close()
             if not self._fence.fenced:
                 await self.flush_cursors()
