@@ -16,6 +16,7 @@ from managed_ledger.metadata.api import CompactionState, MetadataError
 from topics import compaction_check, compaction_lease, names
 from topics.admin import close_current_ledger
 from topics.backlog import BacklogAdmin
+from topics.idle import IdleUnloader
 from topics.quota_ops import QuotaAdmin
 from topics.registry import TopicRegistry
 from topics.stats import TopicStats
@@ -38,6 +39,8 @@ class Maintenance:
         self._ttl_task: asyncio.Task[None] | None = None
         self._quota_task: asyncio.Task[None] | None = None
         self._stats_task: asyncio.Task[None] | None = None
+        self.idle = IdleUnloader(registry)
+        registry.on_open = self.idle.opened
 
     # --- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -64,6 +67,7 @@ class Maintenance:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        await self.idle.close()
         await self.handover()
         if self._r.ownership is not None:
             await self._r.ownership.close()

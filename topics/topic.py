@@ -146,6 +146,7 @@ class Topic:
         self.kafka_producers: KafkaProducers = {}  # Kafka idempotent producers (topics.dedup)
         self._clock = clock
         self._quota_gate = quota_gate
+        self.last_active_ms = clock.now_ms()  # stamped by every request (topics.idle)
 
     @property
     def stale(self) -> bool:
@@ -160,7 +161,7 @@ class Topic:
         quotas = bool(self.policies.backlog_quotas)
         if quotas:
             await self._quota_gate.before_publish(self)
-        now = self._clock.now_ms()
+        now = self.last_active_ms = self._clock.now_ms()
         if len(writes) == 1:
             counted = [await self._write(writes[0], now)]
         else:
