@@ -130,18 +130,26 @@ class Maintenance:
                     await self._r.apply_policies(t)
 
     async def check_compaction_thresholds(self) -> list[str]:
-        """For every open topic whose compaction is on (a threshold, maxLagMs or
-        minCleanableDirtyRatio): tell each managed ledger its compaction horizon (retention keeps
-        what lies after it), and request a run where a trigger fires (topics.compaction_check).
-        Returns the managed ledgers requested."""
+        """For every topic marked since the last check (`topics.activity`) whose compaction is
+        on (a threshold, maxLagMs or minCleanableDirtyRatio): tell each managed ledger its
+        compaction horizon (retention keeps what lies after it), and request a run where a
+        trigger fires (topics.compaction_check). Returns the managed ledgers requested.
+
+        A topic is looked at again without a new mark while a run is requested or running (a
+        compactor moves its horizon, or its lease lapses) or while maxLagMs waits for data after
+        the horizon to age; otherwise the next produce or policy change marks it."""
         requested = []
-        for t in list(self._r.topics.values()):
-            if not t.policies.compaction_on:
+        activity = self._r.activity
+        for name in activity.take("compaction"):
+            t = self._r.topics.get(name)
+            if t is None or not t.policies.compaction_on:
                 continue
             for partition, ml in enumerate(t.mls):
                 now = await self._r.call(self._r.lease_clock.now_ms)
                 state = await self._r.call(compaction_lease.observe, self._r.store, ml.name, now)
                 ml.compacted_through = compaction_check.horizon_position(state)
+                if state.requested or compaction_lease.live(state, now) or _lag_pending(t, ml, state):
+                    activity.keep("compaction", name)
                 if compaction_lease.live(state, now):
                     continue
                 # The lag since the first publish: on this broker's clock, as publish times are.
@@ -153,6 +161,7 @@ class Maintenance:
                 if await self._r.call(compaction_lease.request, self._r.store, ml.name, now, lease_ms):
                     log.info("compaction of %s requested: %s", ml.name, reason)
                     requested.append(ml.name)
+                activity.keep("compaction", name)  # requested (or lost the race): watch the run
         return requested
 
     async def _compaction_trigger(
@@ -183,6 +192,13 @@ class Maintenance:
                 return None
             t.first_after_horizon[partition] = known
         return known[1]
+
+
+def _lag_pending(t: Topic, ml: ManagedLedger, state: CompactionState) -> bool:
+    """maxLagMs is on and data lies after the horizon: the lag trigger has a deadline."""
+    return (
+        t.policies.compaction.max_lag_ms > 0 and compaction_check.first_after_horizon(ml, state) is not None
+    )
 
 
 async def _every(interval_ms: int, check: Callable[[], Awaitable[object]], what: str) -> None:

@@ -26,6 +26,7 @@ from managed_ledger.metadata.api import (
 )
 from managed_ledger.position import MessageId
 from topics import names, policies
+from topics.activity import Activity
 from topics.api import TopicPolicies
 from topics.config import TopicsConfig
 from topics.errors import (
@@ -94,6 +95,7 @@ class TopicRegistry:
         self._lock_users: dict[str, int] = {}
         self.on_open: Callable[[Topic], None] = _nothing  # wired by topics.maintenance (idle unload)
         self.namespace_policies: dict[str, dict[str, Any]] = {}  # as last applied (admin)
+        self.activity = Activity()  # which topics the periodic checks look at
         # Wired by the composition root (topics.service) once the parts exist: the quota's part
         # in publishing, and the data plane's produce of dead letters.
         self.quota_gate: QuotaGate = _NO_QUOTAS
@@ -136,6 +138,8 @@ class TopicRegistry:
                     meta = await self.create_topic_record(name, 0)
                 open_topic = await self.load(meta)
                 self.topics[name] = open_topic
+                open_topic.on_activity = self.activity.touched
+                self.activity.touched(name)
                 self.on_open(open_topic)
             open_topic.last_active_ms = self.clock.now_ms()
         return open_topic
@@ -256,6 +260,7 @@ class TopicRegistry:
         for ml in t.mls:
             ml.update_config(config)
         t.quota.changed()
+        self.activity.touched(t.name)
 
     async def check_namespace(self, namespace: str) -> None:
         names.validate_namespace(namespace)
