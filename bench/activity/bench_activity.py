@@ -114,7 +114,7 @@ async def _latency(client: httpx.AsyncClient, base: str, n: int) -> tuple[float,
 
 async def _run_tree(name: str, tree: Path, steps: list[int], args: argparse.Namespace) -> list[Row]:
     rows: list[Row] = []
-    with tempfile.TemporaryDirectory(prefix=f"bench-activity-{name}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"bench-activity-{name}-", ignore_cleanup_errors=True) as tmp:
         port, bookie_port = free_port(), _free_run(4)
         env = {
             "PYTHONPATH": str(tree),
