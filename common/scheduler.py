@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import heapq
 import logging
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 MAX_SLEEP_S = 60.0  # the task looks at the clock at least this often (a clock may jump)
@@ -27,8 +27,8 @@ class Scheduler:
 
     def __init__(self, now_ms: Callable[[], int]) -> None:
         self._now_ms = now_ms
-        self._heap: list[tuple[int, int, Hashable]] = []
-        self._entries: dict[Hashable, tuple[int, int, Callable[[], None]]] = {}
+        self._heap: list[tuple[int, int, object]] = []
+        self._entries: dict[object, tuple[int, int, Callable[[], None]]] = {}
         self._seq = 0
         self._task: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
@@ -38,11 +38,11 @@ class Scheduler:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def deadline(self, key: Hashable) -> int | None:
+    def deadline(self, key: object) -> int | None:
         entry = self._entries.get(key)
         return None if entry is None else entry[0]
 
-    def schedule(self, key: Hashable, at_ms: int, callback: Callable[[], None]) -> None:
+    def schedule(self, key: object, at_ms: int, callback: Callable[[], None]) -> None:
         """Run `callback` at `at_ms`, replacing the key's entry if it has one."""
         if self._closed:
             return
@@ -53,13 +53,13 @@ class Scheduler:
         if earliest is None or at_ms < earliest:
             self._poke()
 
-    def schedule_by(self, key: Hashable, at_ms: int, callback: Callable[[], None]) -> None:
+    def schedule_by(self, key: object, at_ms: int, callback: Callable[[], None]) -> None:
         """Run `callback` at `at_ms` at the latest: an earlier entry of the key stays."""
         entry = self._entries.get(key)
         if entry is None or at_ms < entry[0]:
             self.schedule(key, at_ms, callback)
 
-    def cancel(self, key: Hashable) -> None:
+    def cancel(self, key: object) -> None:
         self._entries.pop(key, None)
         if not self._entries:
             self._heap.clear()

@@ -56,6 +56,7 @@ from managed_ledger.offsets import OffsetIndex, parse_offsets, recover_next_offs
 from managed_ledger.position import MessageId, Position
 from managed_ledger.ranges import LedgerList
 from managed_ledger.record import ManagedLedgerRecord
+from managed_ledger.timer import LedgerTimer
 
 log = logging.getLogger(__name__)
 REPLAY_CHUNK = 1_000  # entries per read when dedup replays the entries after its snapshot
@@ -77,8 +78,6 @@ class ManagedLedger:
         entry_cache: EntryCache | None = None,
         scheduler: Scheduler | None = None,
     ) -> None:
-        """`scheduler`: the process's timer (the factory's), which runs `tick` when there is
-        periodic work: never for an idle managed ledger (see `_next_tick_ms`)."""
         self._name = name
         self._config = config
         self._client = client
@@ -108,16 +107,16 @@ class ManagedLedger:
         self._dedup = Deduplication()
         self._closing = False
         self._terminating = False  # set by terminate before its record says so
-        self._scheduler = scheduler
-        self._timers = False
-        self._tick_task: asyncio.Task[None] | None = None
+        self._timer = LedgerTimer(self, scheduler, clock.now_ms)
         self._background: set[asyncio.Task[Any]] = set()
         self._deletions: asyncio.Task[None] | None = None
         now = clock.now_ms()
         self._last_flush_ms = now
         self._dedup.last_snapshot_ms = now
         self.on_close: Callable[[ManagedLedger], None] | None = None
-        self._compacted_through: Position | None = None
+        # The compaction horizon's entry as the topic's owner last read it; None: no run yet, or
+        # not known yet. With `retain_uncompacted` retention keeps what lies after it.
+        self.compacted_through: Position | None = None
 
     async def start(self, properties: Mapping[str, str], *, timers: bool) -> None:
         """Finish an open: claim the recovered list (one CAS), start finishing interrupted
@@ -152,18 +151,6 @@ class ManagedLedger:
         if turned_on and not self._closing:
             # Appends recorded their sequence ids all along; the rebuild adds the stored past.
             self._spawn(self._rebuild_dedup())
-
-    @property
-    def compacted_through(self) -> Position | None:
-        """The compaction horizon's entry as the topic's owner last read it; None: no run yet, or
-        not known yet. With `retain_uncompacted` retention keeps what lies after it."""
-        return self._compacted_through
-
-    @compacted_through.setter
-    def compacted_through(self, position: Position | None) -> None:
-        if position != self._compacted_through:
-            self._compacted_through = position
-            self.wake()  # the trimmer may delete what the horizon passed
 
     @property
     def ledger_list(self) -> LedgerList:
@@ -532,60 +519,25 @@ class ManagedLedger:
                 self._record, self._ledgers, self._lifecycle, ids, self.offsets, self._appender.next_offset
             )
 
-    # --- timers ----------------------------------------------------------------------------------
+    # --- timers (managed_ledger.timer: the process's scheduler, no task of its own) -------------
     def start_timers(self) -> None:
-        """Let the process's scheduler run `tick` whenever this managed ledger has periodic work
-        (no task of its own: an idle managed ledger costs no timer)."""
-        if self._scheduler is not None and not self._timers:
-            self._timers = True
-            self.wake()
-
-    @property
-    def _interval_ms(self) -> int:
-        return min(self._config.cursor_flush_interval_ms, 1_000)
+        self._timer.start()
 
     def wake(self) -> None:
-        """Something changed that periodic work may follow (an append, an ack, a new config, a
-        horizon): tick within one interval at the latest. Cheap: called on every ack."""
-        if self._timers and not self._closing and self._scheduler is not None:
-            at = self._clock.now_ms() + self._interval_ms
-            self._scheduler.schedule_by(self, at, self._timer_fired)
+        """Something changed that periodic work may follow: tick within an interval at the latest."""
+        self._timer.wake()
 
-    def _timer_fired(self) -> None:
-        if self._closing or (self._tick_task is not None and not self._tick_task.done()):
-            return
-        self._tick_task = asyncio.get_running_loop().create_task(self._timed_tick())
-
-    async def _timed_tick(self) -> None:
-        try:
-            await self.tick()
-        except Exception as exc:  # the timer must outlive one failed pass; the next retries
-            log.warning("managed ledger %s: background task failed: %s", self._name, exc)
-            self.wake()
-        if self._closing or self._fence.fenced or self._scheduler is None:
-            return
-        at = self._next_tick_ms(self._clock.now_ms())
-        if at is not None:
-            self._scheduler.schedule_by(self, at, self._timer_fired)
-
-    def _next_tick_ms(self, now: int) -> int | None:
-        """When periodic work is due next: within an interval while there is something to
-        flush, snapshot or delete; else the rollover's or retention's deadline; else never
-        (until `wake`)."""
-        state = self._dedup
-        if (
-            any(c.dirty for c in self._cursors.values())
-            or (self._config.dedup_enabled and state.entries_since_snapshot > 0)
-            or self._record.deleting
-            or (self._deletions is not None and not self._deletions.done())
-        ):
-            return now + self._interval_ms
+    def next_tick_ms(self, now: int) -> int | None:
+        """Soon while there is work to flush, snapshot or delete; else the next deadline."""
+        if self._fence.fenced or self._closing:
+            return None
+        snapshot_due = self._config.dedup_enabled and self._dedup.entries_since_snapshot > 0
+        deleting = self._record.deleting or (self._deletions is not None and not self._deletions.done())
+        if snapshot_due or deleting or any(c.dirty for c in self._cursors.values()):
+            return now + self._timer.interval_ms()
         slowest = self.slowest_durable_mark_delete()
-        deadlines = [
-            self._appender.roll_deadline_ms(),
-            retention.next_expiry_ms(list(self._ledgers), slowest, self._config.retention, now),
-        ]
-        return min((d for d in deadlines if d is not None), default=None)
+        expiry = retention.next_expiry_ms(list(self._ledgers), slowest, self._config.retention, now)
+        return min((d for d in (self._appender.roll_deadline_ms(), expiry) if d is not None), default=None)
 
     async def tick(self) -> None:
         """One pass of the periodic work: the rollover timer, the cursor flush, the dedup
@@ -626,12 +578,7 @@ class ManagedLedger:
             return
         self._closing = True
         try:
-            if self._scheduler is not None:
-                self._scheduler.cancel(self)
-            if self._tick_task is not None:
-                # Not cancelled: a pass cut in the middle of a store call could leave a CAS
-                # applied in the database but not in memory, and fence our own close.
-                await self._tick_task
+            await self._timer.close()  # waits for a pass in progress (managed_ledger.timer)
             await self._appender.close()
             if not self._fence.fenced:
                 await self.flush_cursors()

@@ -9,6 +9,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from common.errors import QuireError
 from managed_ledger.api import ManagedLedger
 from managed_ledger.entry_format import batch_publish_time
 from managed_ledger.errors import EntryNotFoundError
@@ -147,7 +148,10 @@ class Maintenance:
             for partition, ml in enumerate(t.mls):
                 now = await self._r.call(self._r.lease_clock.now_ms)
                 state = await self._r.call(compaction_lease.observe, self._r.store, ml.name, now)
-                ml.compacted_through = compaction_check.horizon_position(state)
+                horizon = compaction_check.horizon_position(state)
+                if horizon != ml.compacted_through:
+                    ml.compacted_through = horizon
+                    await _trim(ml)  # retention may delete what the horizon passed
                 if state.requested or compaction_lease.live(state, now) or _lag_pending(t, ml, state):
                     activity.keep("compaction", name)
                 if compaction_lease.live(state, now):
@@ -192,6 +196,16 @@ class Maintenance:
                 return None
             t.first_after_horizon[partition] = known
         return known[1]
+
+
+async def _trim(ml: ManagedLedger) -> None:
+    """Retention now (an idle managed ledger has no timer pass to do it); a closed or fenced
+    managed ledger is left to its next owner."""
+    if ml.config.retain_uncompacted:
+        try:
+            await ml.trim()
+        except QuireError as exc:
+            log.warning("trimming %s after its compaction horizon moved: %s", ml.name, exc)
 
 
 def _lag_pending(t: Topic, ml: ManagedLedger, state: CompactionState) -> bool:

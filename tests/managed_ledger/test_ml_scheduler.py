@@ -32,8 +32,8 @@ async def run(factory: ManagedLedgerFactory) -> int:
     """Run what is due; wait for the ticks it started. Returns how many managed ledgers ran."""
     ran = factory.scheduler.run_due()
     for ml in list(factory._ledgers.values()):
-        if ml._tick_task is not None:
-            await ml._tick_task
+        if ml._timer.task is not None:
+            await ml._timer.task
     return ran
 
 
