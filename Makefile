@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-topic-open bench-compaction bench-spark bench-kafka bench-kafka-wire pulsar-proto bench-console bench-pulsar bench-scale soak chaos chaos-fuzz client openapi clean
+.PHONY: setup run test test-fast check fmt bench bench-auth bench-replication bench-brokers bench-bookie bench-ml bench-topic-open bench-activity bench-compaction bench-spark bench-kafka bench-kafka-wire pulsar-proto bench-console bench-pulsar bench-scale soak chaos chaos-fuzz client openapi clean
 
 setup: $(STAMP)
 
@@ -64,6 +64,13 @@ bench-ml: setup
 BENCH_TOPIC_OPEN_ARGS ?=
 bench-topic-open: setup
 	$(PY) -m bench.topic_open $(BENCH_TOPIC_OPEN_ARGS)
+
+# Cost follows activity: produce p50/p99 to one topic and broker RSS per topic with N idle topics,
+# before and after idle unload, for each tree side by side (BENCH_ACTIVITY_TREES: NAME=PATH ...).
+BENCH_ACTIVITY_TREES ?= this=.
+BENCH_ACTIVITY_STEPS ?= 1000,5000,20000
+bench-activity: setup
+	$(PY) -m bench.activity.bench_activity $(addprefix --tree ,$(BENCH_ACTIVITY_TREES)) --steps $(BENCH_ACTIVITY_STEPS)
 
 # Incremental compaction: a full run, runs after +1% and +10% writes, replay, driver memory at two
 # key counts; BENCH_COMPACTION_MESSAGES messages per topic over BENCH_COMPACTION_KEYS keys.

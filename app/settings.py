@@ -123,6 +123,11 @@ class Settings(BaseSettings):
     message_ttl_check_interval_ms: int = Field(5_000, gt=0)
     # Topic stats' rates (msgRateIn, ...) are over this interval; counters are exact.
     stats_interval_ms: int = Field(5_000, ge=100, le=600_000)
+    # Idle topic unload (Pulsar's inactive-topic handling, but an unload, never a delete): a
+    # topic with no request for this long is closed and dropped from the broker's memory (its
+    # cursors flushed, dedup state snapshotted, ledger closed; ownership kept) and opened again
+    # by its next request. 0: never.
+    idle_topic_unload_ms: int = Field(600_000, ge=0)
     # /metrics: topics with their own series (the rest are summed under topic="_others"), and
     # subscriptions with their own series per topic (likewise), so label cardinality is bounded.
     metrics_max_topics: int = Field(1_000, ge=0, le=100_000)

@@ -59,6 +59,7 @@ def topics_config(settings: Settings) -> TopicsConfig:
         backlog_quota_hold_timeout_ms=settings.backlog_quota_hold_timeout_ms,
         backlog_quota_check_interval_ms=settings.backlog_quota_check_interval_ms,
         compaction_lease_ms=settings.compaction_lease_ms,
+        idle_topic_unload_ms=settings.idle_topic_unload_ms,
     )
 
 

@@ -187,6 +187,18 @@ class LedgerAppender:
             self._start_switch()
         return payload
 
+    def roll_deadline_ms(self) -> int | None:
+        """When `roll_if_due` would roll the current ledger by age (None: no ledger with entries)."""
+        seg = self._segment
+        if seg is None or not seg.accepting or seg.pushed_entries == 0:
+            return None
+        policy = self._owner.config.rollover
+        by_count = seg.pushed_entries >= policy.max_entries or seg.pushed_size >= policy.max_size_bytes
+        at = seg.created_ms + (0 if by_count else policy.max_rollover_time_ms)
+        if policy.min_rollover_time_ms > 0:
+            at = max(at, seg.created_ms + policy.min_rollover_time_ms + 1)
+        return at
+
     def _is_full(self, seg: _Segment) -> bool:
         """Pulsar's currentLedgerIsFull."""
         policy = self._owner.config.rollover

@@ -58,8 +58,13 @@ class CursorSource(Protocol):
 
 
 class ManagedCursor:
-    def __init__(self, source: CursorSource, meta: CursorMetadata) -> None:
+    def __init__(
+        self, source: CursorSource, meta: CursorMetadata, on_change: Callable[[], None] | None = None
+    ) -> None:
+        """`on_change`: told of every change that a flush must store (the managed ledger's
+        timer wakes for it)."""
         self._source = source
+        self._on_change = on_change
         self._ledgers = source.ledger_list
         self._meta = meta
         self._name = meta.name
@@ -164,6 +169,8 @@ class ManagedCursor:
 
     def _changed(self) -> None:
         self._changes += 1  # the managed ledger's timer flushes dirty cursors on its interval
+        if self._on_change is not None:
+            self._on_change()
 
     # --- delivery state ------------------------------------------------------------------------
     def track_delivery_state(self, source: DeliveryStateSource | None) -> None:
@@ -173,7 +180,7 @@ class ManagedCursor:
     def delivery_state_changed(self) -> None:
         """The owner's state changed: the next flush asks the source and stores the answer."""
         self._delivery_stale = True
-        self._changes += 1
+        self._changed()
 
     def _current_delivery_state(self) -> Mapping[str, Any] | None:
         if self._delivery_stale and self._delivery_source is not None:

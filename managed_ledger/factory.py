@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from bookie.api import LedgerClient
 from bookie.errors import BookieError
 from bookie.ledgers import EnsemblePlacement, LedgerManager, StaticPlacement, call_blocking, ledger_spec
+from common.scheduler import Scheduler
 from managed_ledger import retention
 from managed_ledger.api import ManagedLedgerConfig
 from managed_ledger.clock import Clock, SystemClock
@@ -69,7 +70,9 @@ class ManagedLedgerFactory:
     """Opens each managed ledger once per process and closes them all on close.
 
     `timers=False` leaves the periodic work (rollover timer, cursor flush, dedup snapshot,
-    trimming) to explicit `tick()` calls: tests that drive a `ManualClock` use it.
+    trimming) to explicit `tick()` calls: tests that drive a `ManualClock` use it. With timers,
+    the managed ledgers share one `scheduler` (one task, entries keyed by deadline; an idle
+    managed ledger has none).
     """
 
     def __init__(
@@ -92,6 +95,7 @@ class ManagedLedgerFactory:
         self.store = store
         self.clock: Clock = clock or SystemClock()
         self.timers = timers
+        self.scheduler = Scheduler(self.clock.now_ms)
         self.lease = lease
         # New ledgers go where the placement policy says: the bookie registry when the process
         # has one, else the static `bookies` list.
@@ -160,6 +164,7 @@ class ManagedLedgerFactory:
             ledgers=ledgers,
             lease=self.lease,
             entry_cache=self.entry_cache,
+            scheduler=self.scheduler,
         )
         properties = with_deleting(meta.properties, pending)
         await ml.start(properties, timers=self.timers, stored=stored, fresh=fresh)
@@ -247,3 +252,4 @@ class ManagedLedgerFactory:
         for ml in list(self._ledgers.values()):
             await ml.close()
         self._ledgers.clear()
+        await self.scheduler.close()

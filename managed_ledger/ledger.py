@@ -18,20 +18,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bookie.api import LedgerClient
 from bookie.errors import BookieError, NoSuchEntryError, NoSuchLedgerError
 from bookie.ledgers import LedgerManager
+from common.scheduler import Scheduler
 from managed_ledger import dedup, log_bounds, retention
 from managed_ledger.api import InitialPosition, ManagedLedgerConfig
 from managed_ledger.appender import LedgerAppender
 from managed_ledger.clock import Clock
 from managed_ledger.cursor import ManagedCursor
 from managed_ledger.dedup import Deduplication
+from managed_ledger.dedup_snapshots import DedupSnapshots
 from managed_ledger.entry_cache import EntryCache
-from managed_ledger.entry_format import batch_publish_time, entry_offsets
+from managed_ledger.entry_format import batch_publish_time
 from managed_ledger.errors import (
     CursorNotFoundError,
     EntryNotFoundError,
@@ -46,7 +48,6 @@ from managed_ledger.internal_stats import internal_stats
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
     CursorMetadata,
-    DedupSnapshot,
     ManagedLedgerMetadata,
     ManagedLedgerOpening,
     MetadataStore,
@@ -56,9 +57,9 @@ from managed_ledger.offsets import OffsetIndex, parse_offsets, recover_next_offs
 from managed_ledger.position import MessageId, Position
 from managed_ledger.ranges import LedgerList
 from managed_ledger.record import ManagedLedgerRecord
+from managed_ledger.timer import LedgerTimer
 
 log = logging.getLogger(__name__)
-REPLAY_CHUNK = 1_000  # entries per read when dedup replays the entries after its snapshot
 
 
 class ManagedLedger:
@@ -75,6 +76,7 @@ class ManagedLedger:
         ledgers: LedgerList,
         lease: Callable[[], bool] | None = None,
         entry_cache: EntryCache | None = None,
+        scheduler: Scheduler | None = None,
     ) -> None:
         self._name = name
         self._config = config
@@ -99,14 +101,22 @@ class ManagedLedger:
             entry_cache=entry_cache,
         )
         self._flush_lock = asyncio.Lock()
-        self._snapshot_lock = asyncio.Lock()
         self._trim_lock = asyncio.Lock()
         self._cursors: dict[str, ManagedCursor] = {}
         self._dedup = Deduplication()
+        self._snapshots = DedupSnapshots(
+            name,
+            self._dedup,
+            store=store,
+            fence=self._fence,
+            clock=clock,
+            ledgers=ledgers,
+            read_entries=self.read_entries,
+            last_confirmed=lambda: self.last_confirmed_position,
+        )
         self._closing = False
         self._terminating = False  # set by terminate before its record says so
-        self._timer_task: asyncio.Task[None] | None = None
-        self._stop_timer = asyncio.Event()
+        self._timer = LedgerTimer(self, scheduler, clock.now_ms)
         self._background: set[asyncio.Task[Any]] = set()
         self._deletions: asyncio.Task[None] | None = None
         now = clock.now_ms()
@@ -144,9 +154,9 @@ class ManagedLedger:
         else:
             cursors, snapshot = list(stored.cursors), stored.dedup
         for meta in cursors:
-            self._cursors[meta.name] = ManagedCursor(self, meta)
+            self._cursors[meta.name] = ManagedCursor(self, meta, on_change=self.wake)
         if self._config.dedup_enabled:
-            await self._replay_dedup(snapshot)
+            await self._snapshots.replay(snapshot)
         else:  # dedup may be turned on later: its first snapshot must CAS the stored one
             self._dedup.snapshot_version = snapshot.version if snapshot is not None else 0
         if timers:
@@ -164,9 +174,10 @@ class ManagedLedger:
     def update_config(self, config: ManagedLedgerConfig) -> None:
         turned_on = config.dedup_enabled and not self._config.dedup_enabled
         self._config = config
+        self.wake()
         if turned_on and not self._closing:
             # Appends recorded their sequence ids all along; the rebuild adds the stored past.
-            self._spawn(self._rebuild_dedup())
+            self._spawn(self._snapshots.rebuild())
 
     @property
     def ledger_list(self) -> LedgerList:
@@ -239,6 +250,7 @@ class ManagedLedger:
             self._dedup.entries_since_snapshot += 1
             if self._dedup.entries_since_snapshot >= self._config.dedup_snapshot_interval_entries:
                 self._spawn(self.snapshot_dedup())
+        self.wake()
 
     def writes_resolved(self, waiting: Sequence[tuple[str | None, int | None]]) -> None:
         self._dedup.write_failed()
@@ -289,15 +301,7 @@ class ManagedLedger:
 
     async def log_start_offset(self) -> int:
         """The first offset a reader can read (the high watermark when nothing is stored)."""
-        first = self.first_position
-        if first is None:
-            return self._appender.high_watermark
-        header = entry_offsets(await self._read_one(first))
-        if header is None or header[0] < 0:
-            return self._appender.high_watermark  # entries from before offsets: none readable
-        start = self.log_start
-        inside = start.batch_index if start is not None and (start.ledger_id, start.entry_id) == first else 0
-        return header[0] + inside
+        return await self.offsets.log_start_offset(self.first_position, self.log_start, self.high_watermark)
 
     async def find_offset(self, offset: int) -> Position | None:
         """The readable entry holding `offset`, None when none does."""
@@ -368,7 +372,7 @@ class ManagedLedger:
             raise ManagedLedgerFencedError(f"{self._name}: cursor {name} created by another owner") from exc
         if name in self._cursors:  # opened concurrently by another task of ours
             return self._cursors[name]
-        cursor = self._cursors[name] = ManagedCursor(self, stored)
+        cursor = self._cursors[name] = ManagedCursor(self, stored, on_change=self.wake)
         return cursor
 
     async def delete_cursor(self, name: str) -> None:
@@ -404,34 +408,8 @@ class ManagedLedger:
         return self._dedup.persisted.get(producer_name) if self._config.dedup_enabled else None
 
     async def snapshot_dedup(self) -> None:
-        """Store producer -> highest persisted sequence id as of the last confirmed entry."""
-        async with self._snapshot_lock:
-            last = self.last_confirmed_position
-            if last is None or self._dedup.entries_since_snapshot == 0:
-                return
-            counted = self._dedup.entries_since_snapshot
-            position, persisted = (last.ledger_id, last.entry_id), dict(self._dedup.persisted)
-            snapshot = DedupSnapshot(self._name, position, persisted, version=self._dedup.snapshot_version)
-            stored = await self._fence.call(self._store.put_dedup_snapshot, snapshot)
-            self._dedup.snapshot_version = stored.version
-            self._dedup.entries_since_snapshot = max(0, self._dedup.entries_since_snapshot - counted)
-            self._dedup.last_snapshot_ms = self._clock.now_ms()
-
-    async def _rebuild_dedup(self) -> None:
-        await self._replay_dedup(await self._fence.call(self._store.get_dedup_snapshot, self._name))
-
-    async def _replay_dedup(self, snapshot: DedupSnapshot | None) -> None:
-        """The stored snapshot, then the entries after it."""
-        start = Position(-1, -1)
-        if snapshot is not None:
-            start = self._ledgers.next_position(Position(*snapshot.position))
-        await dedup.rebuild(self._dedup, snapshot, self._payloads_from(start))
-
-    async def _payloads_from(self, start: Position) -> AsyncIterator[bytes]:
-        while entries := await self.read_entries(start, REPLAY_CHUNK):
-            for _, payload in entries:
-                yield payload
-            start = self._ledgers.next_position(entries[-1][0])
+        """Store the dedup state as of the last confirmed entry (managed_ledger.dedup_snapshots)."""
+        await self._snapshots.take()
 
     # --- retention -----------------------------------------------------------------------------
     async def trim(self) -> None:
@@ -537,26 +515,29 @@ class ManagedLedger:
                 self._record, self._ledgers, self._lifecycle, ids, self.offsets, self._appender.next_offset
             )
 
-    # --- timers --------------------------------------------------------------------------------
+    # --- timers (managed_ledger.timer: the process's scheduler, no task of its own) -------------
     def start_timers(self) -> None:
-        if self._timer_task is None:
-            self._timer_task = asyncio.get_running_loop().create_task(self._timer_loop())
+        self._timer.start()
 
-    async def _timer_loop(self) -> None:
-        interval_s = min(self._config.cursor_flush_interval_ms, 1_000) / 1_000
-        while not self._closing:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop_timer.wait(), interval_s)
-            if self._closing:
-                return
-            try:
-                await self.tick()
-            except Exception as exc:  # the timer must outlive one failed pass; the next retries
-                log.warning("managed ledger %s: background task failed: %s", self._name, exc)
+    def wake(self) -> None:
+        """Something changed that periodic work may follow: tick within an interval at the latest."""
+        self._timer.wake()
+
+    def next_tick_ms(self, now: int) -> int | None:
+        """Soon while there is work to flush, snapshot or delete; else the next deadline."""
+        if self._fence.fenced or self._closing:
+            return None
+        snapshot_due = self._config.dedup_enabled and self._dedup.entries_since_snapshot > 0
+        deleting = self._record.deleting or (self._deletions is not None and not self._deletions.done())
+        if snapshot_due or deleting or any(c.dirty for c in self._cursors.values()):
+            return now + self._timer.interval_ms()
+        slowest = self.slowest_durable_mark_delete()
+        expiry = retention.next_expiry_ms(list(self._ledgers), slowest, self._config.retention, now)
+        return min((d for d in (self._appender.roll_deadline_ms(), expiry) if d is not None), default=None)
 
     async def tick(self) -> None:
         """One pass of the periodic work: the rollover timer, the cursor flush, the dedup
-        snapshot, the trimmer. The timer calls it; tests with a manual clock call it directly."""
+        snapshot, the trimmer. The scheduler runs it; tests with a manual clock call it directly."""
         if self._fence.fenced or self._closing:
             return
         now = self._clock.now_ms()
@@ -593,11 +574,7 @@ class ManagedLedger:
             return
         self._closing = True
         try:
-            if self._timer_task is not None:
-                # Not cancelled: a pass cut in the middle of a store call could leave a CAS
-                # applied in the database but not in memory, and fence our own close.
-                self._stop_timer.set()
-                await self._timer_task
+            await self._timer.close()  # waits for a pass in progress (managed_ledger.timer)
             await self._appender.close()
             if not self._fence.fenced:
                 await self.flush_cursors()

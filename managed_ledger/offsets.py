@@ -35,7 +35,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 
 from managed_ledger.entry_format import entry_offsets
-from managed_ledger.position import Position
+from managed_ledger.position import MessageId, Position
 from managed_ledger.ranges import LedgerList
 
 OFFSETS = "offsets"
@@ -86,6 +86,18 @@ class OffsetIndex:
 
     def first_offset(self, ledger_id: int) -> int | None:
         return self._first.get(ledger_id)
+
+    async def log_start_offset(self, first: Position | None, log_start: MessageId | None, end: int) -> int:
+        """The first offset a reader can read: that of the first readable message (`first`, the
+        first stored entry; `log_start`, the log's start inside it), `end` (the high
+        watermark) when nothing is stored or the entries predate offsets."""
+        if first is None:
+            return end
+        header = entry_offsets(await self._read_entry(first))
+        if header is None or header[0] < 0:
+            return end
+        inside = log_start.batch_index if log_start is not None and log_start.position == first else 0
+        return header[0] + inside
 
     def set_first(self, ledger_id: int, offset: int) -> None:
         self._first[ledger_id] = offset

@@ -45,11 +45,37 @@ __all__ = [
     "finish_deletions",
     "finish_deletions_logged",
     "ledgers_to_delete",
+    "next_expiry_ms",
     "remove_ledgers",
 ]
 
 MB = 1024 * 1024
 log = logging.getLogger(__name__)
+
+
+def next_expiry_ms(
+    ledgers: Sequence[LedgerInfo],
+    slowest_mark_delete: Position | None,
+    policy: RetentionPolicy,
+    now_ms: int,
+) -> int | None:
+    """When `ledgers_to_delete` will name a ledger it does not name now by time alone: the
+    retention deadline of the first consumed closed ledger it keeps (None: none does, or it is
+    kept for another reason; a cursor move or an append wakes the trimmer instead)."""
+    if policy.time_minutes < 0:
+        return None
+    retention_ms = policy.time_minutes * 60_000
+    deleted = set(ledgers_to_delete(ledgers, slowest_mark_delete, policy, now_ms))
+    for info in ledgers[:-1]:
+        if info.ledger_id in deleted:
+            continue
+        if info.timestamp_ms == 0:
+            return None
+        if slowest_mark_delete is not None and info.last_position > slowest_mark_delete:
+            return None
+        at = info.timestamp_ms + retention_ms
+        return at if at > now_ms else None
+    return None
 
 
 def ledgers_to_delete(

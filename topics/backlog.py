@@ -12,6 +12,7 @@ from topics.meters import count_expired
 from topics.readers import decode_entry
 from topics.registry import TopicRegistry
 from topics.subscriptions import Subscription
+from topics.topic import Topic
 
 
 async def unacked_messages(sub: Subscription, partition: int, limit: int) -> list[StoredMessage]:
@@ -114,12 +115,23 @@ class BacklogAdmin:
         t.quota.changed()
 
     async def expire_by_ttl(self) -> list[str]:
-        """Apply each open topic's message TTL (0 = off) on all its subscriptions; returns the
-        topics it was applied to."""
+        """Apply the message TTL (0 = off) on all subscriptions of the topics marked since the
+        last check (`topics.activity`); returns the topics it was applied to. A topic with a TTL
+        and a backlog is looked at again; one with no backlog waits for a produce or a seek."""
         applied = []
-        for t in list(self._r.topics.values()):
+        activity = self._r.activity
+        for name in activity.take("ttl"):
+            t = self._r.topics.get(name)
+            if t is None:
+                continue
             ttl = t.policies.message_ttl_seconds
-            if ttl > 0 and t.mls[0].cursors:
+            if ttl > 0 and _has_backlog(t):
                 await self.expire_messages(t.name, None, ttl)
                 applied.append(t.name)
+                if _has_backlog(t):
+                    activity.keep("ttl", name)
         return applied
+
+
+def _has_backlog(t: Topic) -> bool:
+    return any(c.backlog for ml in t.mls for c in ml.cursors.values())

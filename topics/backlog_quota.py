@@ -33,7 +33,7 @@ scope's own, else the next level's).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, get_args
 
 from managed_ledger.position import Position
@@ -161,13 +161,15 @@ class QuotaState:
         "fresh_until",
         "held",
         "oldest_ms",
+        "on_change",
         "refused",
         "size_bytes",
         "wake",
     )
 
-    def __init__(self, wake: Wake) -> None:
+    def __init__(self, wake: Wake, on_change: Callable[[], None] | None = None) -> None:
         self.wake = wake
+        self.on_change = on_change  # the topic's activity mark (topics.activity)
         self.held = self.refused = self.evicted = 0
         self.dirty = True
         self.fresh_until = 0.0  # loop time
@@ -179,6 +181,8 @@ class QuotaState:
         """Acks, seeks, expiry or eviction moved a cursor: measure again, wake held produces."""
         self.dirty = True
         self.wake.notify()
+        if self.on_change is not None:
+            self.on_change()
 
     def events(self) -> dict[str, int]:
         return {"held": self.held, "refused": self.refused, "evicted": self.evicted}

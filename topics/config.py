@@ -61,5 +61,9 @@ class TopicsConfig:
     # produce (eviction; a held produce is re-checked at least this often too).
     backlog_quota_hold_timeout_ms: int = 5_000
     backlog_quota_check_interval_ms: int = 5_000
+    # Idle topic unload (topics.idle; Pulsar's inactive-topic handling, but an unload, never a
+    # delete): a topic nobody asked for this long is closed and dropped from memory, keeping its
+    # ownership, and opened again by its next request. 0: never (the broker's settings turn it on).
+    idle_topic_unload_ms: int = 0
     # How long a requested compaction may wait for a compactor to take it before it is ERROR.
     compaction_lease_ms: int = 30_000

@@ -9,6 +9,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from common.errors import QuireError
 from managed_ledger.api import ManagedLedger
 from managed_ledger.entry_format import batch_publish_time
 from managed_ledger.errors import EntryNotFoundError
@@ -16,6 +17,7 @@ from managed_ledger.metadata.api import CompactionState, MetadataError
 from topics import compaction_check, compaction_lease, names
 from topics.admin import close_current_ledger
 from topics.backlog import BacklogAdmin
+from topics.idle import IdleUnloader
 from topics.quota_ops import QuotaAdmin
 from topics.registry import TopicRegistry
 from topics.stats import TopicStats
@@ -38,6 +40,8 @@ class Maintenance:
         self._ttl_task: asyncio.Task[None] | None = None
         self._quota_task: asyncio.Task[None] | None = None
         self._stats_task: asyncio.Task[None] | None = None
+        self.idle = IdleUnloader(registry)
+        registry.on_open = self.idle.opened
 
     # --- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -64,6 +68,7 @@ class Maintenance:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        await self.idle.close()
         await self.handover()
         if self._r.ownership is not None:
             await self._r.ownership.close()
@@ -126,18 +131,29 @@ class Maintenance:
                     await self._r.apply_policies(t)
 
     async def check_compaction_thresholds(self) -> list[str]:
-        """For every open topic whose compaction is on (a threshold, maxLagMs or
-        minCleanableDirtyRatio): tell each managed ledger its compaction horizon (retention keeps
-        what lies after it), and request a run where a trigger fires (topics.compaction_check).
-        Returns the managed ledgers requested."""
+        """For every topic marked since the last check (`topics.activity`) whose compaction is
+        on (a threshold, maxLagMs or minCleanableDirtyRatio): tell each managed ledger its
+        compaction horizon (retention keeps what lies after it), and request a run where a
+        trigger fires (topics.compaction_check). Returns the managed ledgers requested.
+
+        A topic is looked at again without a new mark while a run is requested or running (a
+        compactor moves its horizon, or its lease lapses) or while maxLagMs waits for data after
+        the horizon to age; otherwise the next produce or policy change marks it."""
         requested = []
-        for t in list(self._r.topics.values()):
-            if not t.policies.compaction_on:
+        activity = self._r.activity
+        for name in activity.take("compaction"):
+            t = self._r.topics.get(name)
+            if t is None or not t.policies.compaction_on:
                 continue
             for partition, ml in enumerate(t.mls):
                 now = await self._r.call(self._r.lease_clock.now_ms)
                 state = await self._r.call(compaction_lease.observe, self._r.store, ml.name, now)
-                ml.compacted_through = compaction_check.horizon_position(state)
+                horizon = compaction_check.horizon_position(state)
+                if horizon != ml.compacted_through:
+                    ml.compacted_through = horizon
+                    await _trim(ml)  # retention may delete what the horizon passed
+                if state.requested or compaction_lease.live(state, now) or _lag_pending(t, ml, state):
+                    activity.keep("compaction", name)
                 if compaction_lease.live(state, now):
                     continue
                 # The lag since the first publish: on this broker's clock, as publish times are.
@@ -149,6 +165,7 @@ class Maintenance:
                 if await self._r.call(compaction_lease.request, self._r.store, ml.name, now, lease_ms):
                     log.info("compaction of %s requested: %s", ml.name, reason)
                     requested.append(ml.name)
+                activity.keep("compaction", name)  # requested (or lost the race): watch the run
         return requested
 
     async def _compaction_trigger(
@@ -179,6 +196,23 @@ class Maintenance:
                 return None
             t.first_after_horizon[partition] = known
         return known[1]
+
+
+async def _trim(ml: ManagedLedger) -> None:
+    """Retention now (an idle managed ledger has no timer pass to do it); a closed or fenced
+    managed ledger is left to its next owner."""
+    if ml.config.retain_uncompacted:
+        try:
+            await ml.trim()
+        except QuireError as exc:
+            log.warning("trimming %s after its compaction horizon moved: %s", ml.name, exc)
+
+
+def _lag_pending(t: Topic, ml: ManagedLedger, state: CompactionState) -> bool:
+    """maxLagMs is on and data lies after the horizon: the lag trigger has a deadline."""
+    return (
+        t.policies.compaction.max_lag_ms > 0 and compaction_check.first_after_horizon(ml, state) is not None
+    )
 
 
 async def _every(interval_ms: int, check: Callable[[], Awaitable[object]], what: str) -> None:

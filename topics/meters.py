@@ -148,6 +148,19 @@ class TopicMeters:
         sampled = self.sample[partition]
         return sampled if sampled is not None else 1.0
 
+    def moving(self) -> bool:
+        """Figures a later tick still changes with no new traffic: a rate not yet back to zero,
+        a producer or consumer still to age out."""
+        subs = self.subscriptions.values()
+        meters = [*self.ins, *self.outs]
+        for s in subs:
+            meters += [*s.out, s.redelivered, s.expired]
+        return (
+            any(m.rate or m.throughput for m in meters)
+            or len(self.publishers) > 0
+            or any(len(s.consumers) for s in subs)
+        )
+
     def tick(self, elapsed_s: float, now_ms: int, idle_ms: int) -> None:
         for meter in (*self.ins, *self.outs):
             meter.tick(elapsed_s)

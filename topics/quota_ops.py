@@ -96,6 +96,7 @@ class QuotaAdmin:
             state.refused += 1
             raise _refusal(t, *over)
         state.held += 1
+        self._r.activity.keep("quota", t.name)  # the periodic check wakes it to look again
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._r.config.backlog_quota_hold_timeout_ms / 1000
         recheck_s = self._r.config.backlog_quota_check_interval_ms / 1000
@@ -157,15 +158,24 @@ class QuotaAdmin:
         return moved
 
     async def check_backlog_quotas(self) -> list[str]:
-        """The periodic check: evict where a consumer_backlog_eviction quota is exceeded, and
-        wake held produces to look again. Returns the topics something was evicted from."""
+        """The periodic check, over the topics marked since the last one (`topics.activity`):
+        evict where a consumer_backlog_eviction quota is exceeded, and wake held produces to look
+        again. Returns the topics something was evicted from."""
         evicted = []
-        for t in list(self._r.topics.values()):
-            if not t.policies.backlog_quotas:
+        activity = self._r.activity
+        for name in activity.take("quota"):
+            t = self._r.topics.get(name)
+            if t is None or not t.policies.backlog_quotas:
                 continue
-            t.quota.changed()
-            if await self.evict_backlog(t):
+            t.quota.dirty = True  # measure again, and wake held produces to look again
+            t.quota.wake.notify()
+            moved = await self.evict_backlog(t)
+            if moved:
                 evicted.append(t.name)
+            # A message-age quota has a deadline (the backlog ages unchanged); a size quota
+            # waits for a produce or an ack to mark the topic again.
+            if moved or "message_age" in t.policies.backlog_quotas:
+                activity.keep("quota", name)
         return evicted
 
     # --- admin: backlog quotas -----------------------------------------------------------------------

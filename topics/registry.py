@@ -6,9 +6,10 @@ receives the registry; none inherits from another."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from bookie.api import LedgerClient
@@ -25,6 +26,7 @@ from managed_ledger.metadata.api import (
 )
 from managed_ledger.position import MessageId
 from topics import names, policies
+from topics.activity import Activity
 from topics.api import TopicPolicies
 from topics.config import TopicsConfig
 from topics.errors import (
@@ -89,8 +91,11 @@ class TopicRegistry:
         self.compacted: CompactedSource = compacted
         self.defaults = policies.defaults(config)
         self.topics: dict[str, Topic] = {}
-        self.open_locks: dict[str, asyncio.Lock] = {}
+        self.open_locks: dict[str, asyncio.Lock] = {}  # only while a task holds or awaits one
+        self._lock_users: dict[str, int] = {}
+        self.on_open: Callable[[Topic], None] = _nothing  # wired by topics.maintenance (idle unload)
         self.namespace_policies: dict[str, dict[str, Any]] = {}  # as last applied (admin)
+        self.activity = Activity()  # which topics the periodic checks look at
         # Wired by the composition root (topics.service) once the parts exist: the quota's part
         # in publishing, and the data plane's produce of dead letters.
         self.quota_gate: QuotaGate = _NO_QUOTAS
@@ -110,6 +115,7 @@ class TopicRegistry:
         own = self.ownership
         if open_topic is not None:
             if own is None or (own.holds(topic) and not open_topic.stale):
+                open_topic.last_active_ms = self.clock.now_ms()
                 return open_topic
             await self.drop(open_topic, release=False)  # lease lapsed or fenced: look again
         name = names.validate_topic(topic)
@@ -118,7 +124,7 @@ class TopicRegistry:
             if elsewhere is not None:  # a redirect needs no store read and no lock
                 raise NotOwnerError(name, elsewhere.broker_id, elsewhere.http_url)
         # One lock per topic: opening one (recovery reads the bookies) never holds up another.
-        async with self.open_locks.setdefault(name, asyncio.Lock()):
+        async with self.open_lock(name):
             open_topic = self.topics.get(name)
             if open_topic is None:
                 meta = await self.call(self.store.get_topic, name)
@@ -132,7 +138,41 @@ class TopicRegistry:
                     meta = await self.create_topic_record(name, 0)
                 open_topic = await self.load(meta)
                 self.topics[name] = open_topic
+                open_topic.on_activity = self.activity.touched
+                self.activity.touched(name)
+                self.on_open(open_topic)
+            open_topic.last_active_ms = self.clock.now_ms()
         return open_topic
+
+    @contextlib.asynccontextmanager
+    async def open_lock(self, name: str) -> AsyncIterator[None]:
+        """The topic's open lock, kept in `open_locks` only while some task holds or awaits it
+        (a topic's lock does not outlive its use: tens of thousands of topics leave none)."""
+        lock = self.open_locks.get(name)
+        if lock is None:
+            lock = self.open_locks[name] = asyncio.Lock()
+        self._lock_users[name] = self._lock_users.get(name, 0) + 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users = self._lock_users[name] - 1
+            if users:
+                self._lock_users[name] = users
+            else:
+                del self._lock_users[name], self.open_locks[name]
+
+    async def unload(self, t: Topic, still_idle: Callable[[], bool]) -> bool:
+        """Close an idle topic here and forget it, keeping this broker's ownership (no release,
+        no forget): its next request opens it again. False if it was in use by then. The check
+        and the removal are one step; the close runs under the open lock, so that a request
+        meanwhile waits for it and then opens the topic afresh."""
+        if self.topics.get(t.name) is not t or name_locked(self, t.name) or not still_idle():
+            return False
+        del self.topics[t.name]
+        async with self.open_lock(t.name):
+            await self.close_topic(t)
+        return True
 
     async def drop(self, t: Topic, *, release: bool) -> None:
         """Close the topic here and forget it (its waiters answer empty); with `release`, give up
@@ -140,20 +180,11 @@ class TopicRegistry:
 
         Under the topic's open lock: a request that comes meanwhile waits and then looks for the
         owner afresh, rather than reopening the topic here while it is being given up."""
-        async with self.open_locks.setdefault(t.name, asyncio.Lock()):
+        async with self.open_lock(t.name):
             await self.close_and_release(t, release)
 
     async def close_and_release(self, t: Topic, release: bool) -> None:
-        if self.topics.get(t.name) is t:
-            del self.topics[t.name]
-        t.moved = True
-        t.notifier.notify()
-        t.quota.changed()  # a held produce goes on, and its append finds the topic closed (503)
-        for ml in t.mls:
-            try:
-                await asyncio.wait_for(ml.close(), CLOSE_TIMEOUT_S)
-            except Exception as exc:  # a stale or unreachable ledger: the next owner recovers it
-                log.warning("closing %s while dropping topic %s: %s", ml.name, t.name, exc)
+        await self.close_topic(t)
         own = self.ownership
         if own is None:
             return
@@ -164,6 +195,19 @@ class TopicRegistry:
                 log.warning("releasing topic %s: %s", t.name, exc)
         else:
             own.forget(t.name)
+
+    async def close_topic(self, t: Topic) -> None:
+        """Close the topic's managed ledgers and forget it here; its ownership is untouched."""
+        if self.topics.get(t.name) is t:
+            del self.topics[t.name]
+        t.moved = True
+        t.notifier.notify()
+        t.quota.changed()  # a held produce goes on, and its append finds the topic closed (503)
+        for ml in t.mls:
+            try:
+                await asyncio.wait_for(ml.close(), CLOSE_TIMEOUT_S)
+            except Exception as exc:  # a stale or unreachable ledger: the next owner recovers it
+                log.warning("closing %s while dropping topic %s: %s", ml.name, t.name, exc)
 
     async def drop_all(self) -> None:
         """Every open topic is dropped (this broker lost its lease)."""
@@ -216,6 +260,7 @@ class TopicRegistry:
         for ml in t.mls:
             ml.update_config(config)
         t.quota.changed()
+        self.activity.touched(t.name)
 
     async def check_namespace(self, namespace: str) -> None:
         names.validate_namespace(namespace)
@@ -264,6 +309,15 @@ class TopicRegistry:
                 )
                 t.subscriptions[name] = sub
         return sub
+
+
+def name_locked(registry: TopicRegistry, name: str) -> bool:
+    """A task holds or awaits the topic's open lock."""
+    return name in registry.open_locks
+
+
+def _nothing(t: Topic) -> None:
+    pass
 
 
 class _NoQuotas:

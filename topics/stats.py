@@ -45,6 +45,7 @@ class TopicStats:
         """A receive answered `out` (maybe nothing: the consumer is still heard)."""
         meters = t.meters.subscription(subscription)
         client = meters.consumers.heard(consumer_id, self._r.clock.now_ms())
+        self._r.activity.keep("stats", t.name)
         if not out:
             return
         nbytes = 0
@@ -65,6 +66,7 @@ class TopicStats:
 
     def count_read(self, t: Topic, messages: Sequence[StoredMessage]) -> None:
         """A reader (no subscription) was answered `messages`."""
+        self._r.activity.keep("stats", t.name)
         if len(t.mls) == 1:
             t.meters.outs[0].add(len(messages), sum([len(m.value) for m in messages]))
             return
@@ -97,13 +99,22 @@ class TopicStats:
             last = now
 
     async def tick_stats(self, elapsed_s: float) -> None:
-        """Turn every open topic's counters into rates over the last `elapsed_s`; sample the
-        messages per entry of partitions this broker has not appended to yet."""
+        """Turn the counters of the topics with traffic into rates over the last `elapsed_s`;
+        sample the messages per entry of partitions this broker has not appended to yet. Only
+        topics marked since the last tick are visited (`topics.activity`: opened, produced to,
+        read, delivered from), and those whose figures still move (a rate to bring back to
+        zero, a client to age out); an idle topic's rates are zero already."""
         now_ms = self._r.clock.now_ms()
         idle_ms = self._r.config.exclusive_consumer_idle_ms
-        for t in list(self._r.topics.values()):
+        activity = self._r.activity
+        for name in activity.take("stats"):
+            t = self._r.topics.get(name)
+            if t is None:
+                continue
             t.meters.tick(elapsed_s, now_ms, idle_ms)
             await self._sample_batches(t)
+            if t.meters.moving():
+                activity.keep("stats", name)
 
     async def _sample_batches(self, t: Topic) -> None:
         """Messages per entry of the partitions this broker has not appended to: their last

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -131,7 +131,8 @@ class Topic:
         self.router = Router(meta.partitions) if meta.partitions > 0 else None
         self.policies = effective
         self.notifier = Notifier()
-        self.quota = QuotaState(Notifier())  # backlog quota: cached figures, counts, held produces
+        # backlog quota: cached figures, counts, held produces; a backlog move marks the topic
+        self.quota = QuotaState(Notifier(), self._touched)
         self.subscriptions: dict[str, Subscription] = {}
         self.lock = asyncio.Lock()  # subscription create/delete
         self.ledger_partition: dict[int, int] = {}  # ledger id -> partition, learnt on demand
@@ -146,6 +147,11 @@ class Topic:
         self.kafka_producers: KafkaProducers = {}  # Kafka idempotent producers (topics.dedup)
         self._clock = clock
         self._quota_gate = quota_gate
+        self.last_active_ms = clock.now_ms()  # stamped by every request (topics.idle)
+        self.on_activity: Callable[[str], None] = _unwatched  # topics.activity, wired by the registry
+
+    def _touched(self) -> None:
+        self.on_activity(self.name)
 
     @property
     def stale(self) -> bool:
@@ -160,7 +166,7 @@ class Topic:
         quotas = bool(self.policies.backlog_quotas)
         if quotas:
             await self._quota_gate.before_publish(self)
-        now = self._clock.now_ms()
+        now = self.last_active_ms = self._clock.now_ms()
         if len(writes) == 1:
             counted = [await self._write(writes[0], now)]
         else:
@@ -174,6 +180,7 @@ class Topic:
         if publisher is not None:
             self.meters.publishers.heard(publisher, self._clock.now_ms()).meter.add(count, size)
         self.notifier.notify()
+        self.on_activity(self.name)
         if quotas:
             await self._quota_gate.after_publish(self)
 
@@ -203,6 +210,10 @@ class Topic:
                 raise StorageUnavailableError(f"append to {ml.name} failed: {exc}") from exc
             raise
         return w.stored(position, base)
+
+
+def _unwatched(name: str) -> None:
+    pass
 
 
 def check_writable(t: Topic, partitions: list[int] | None = None) -> None:
