@@ -15,12 +15,14 @@ Open, in this order (a crash at any step leaves a state the next open handles):
    for a deletion nor fails with one. A record this open created itself (version 1, no ledgers)
    is not claimed again: no other owner can hold a version of it, and whoever opens it next
    must win a compare-and-set against it.
-4. Cursors (as read in step 1; a created record has none) are set up; with dedup on, the entries
-   after its snapshot are replayed (`dedup.rebuild`; also run when a policy turns dedup on
-   later).
+4. Cursors are set up and, with dedup on, the entries after its snapshot are replayed
+   (`dedup.rebuild`; also run when a policy turns dedup on later). After a claim both are read
+   again: a previous owner may have flushed a cursor or a snapshot between step 1 and the
+   claim, and a stale version would fence this owner at its first flush. A created record has
+   none and uses step 1's read.
 Steps 3 and 4 are `ManagedLedger.start`. A created managed ledger thus costs two store calls
-(the read that finds nothing, the insert), a reopened one whose ledgers were closed cleanly two
-(the read, the claim) and no bookie round trip.
+(the read that finds nothing, the insert), a reopened one whose ledgers were closed cleanly four
+(the read, the claim, cursors, snapshot) and no bookie round trip.
 New writes go to a new ledger, created on the first append.
 
 The factory's first open also finishes ledger deletions a crash interrupted anywhere in the
