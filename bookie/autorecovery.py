@@ -14,13 +14,13 @@ was not finished stays in the metadata store for the next try, here or in anothe
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass
 
 from bookie.auditor import Auditor
 from bookie.ledger_checker import LedgerChecker
 from bookie.rereplication import ReplicationWorker
+from common.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +89,4 @@ class AutoRecoveryService:
 
     async def close(self) -> None:
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_all(tasks)

@@ -26,7 +26,6 @@ of reach) is tried again, and a copy that stays rotten is found again by the nex
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -34,6 +33,7 @@ from dataclasses import dataclass
 
 from bookie.errors import BookieError, ErrorCode, NoSuchEntryError, NoSuchLedgerError
 from bookie.storage.api import LedgerStorageApi
+from common.tasks import cancel_all
 
 log = logging.getLogger(__name__)
 CORRUPT_COST_BYTES = 1_024  # what a rotten entry counts against the rate (its size is unknown)
@@ -192,8 +192,4 @@ class Scrubber:
 
     async def close(self) -> None:
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_all(tasks)
