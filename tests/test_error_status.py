@@ -50,6 +50,11 @@ NOT_ERRORS = {
     "app.pulsar_listener.frames.ChecksumMismatch",
     "app.pulsar_listener.server.PulsarCloseConnection",
     "bookie.auth.AuthRefused",
+    # Raised and translated inside their callers: a taken data directory becomes the engine's
+    # BookieError or the cookie check's CookieMismatchError, a definition that does not parse
+    # the schema registry's InvalidSchemaError.
+    "bookie.storage.dir_lock.DirectoryInUseError",
+    "topics.schema_compat.SchemaDefinitionError",
     # The web console's signals inside its page wrapper (app.console.web.page): an API refusal
     # becomes the page's answer showing its problem, a missing login the login page.
     "app.console.client.ApiRefused",
@@ -119,6 +124,13 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "topics.errors.TenantNotFoundError": (("t",), 404, "Tenant not found"),
     "topics.errors.NamespaceNotFoundError": (("t/n",), 404, "Namespace not found"),
     "topics.errors.TopicNotFoundError": (("t/n/x",), 404, "Topic not found"),
+    "topics.errors.SchemaNotFoundError": (("t/n/x", 2), 404, "Schema not found"),
+    "topics.errors.InvalidSchemaError": (("not an Avro schema",), 422, "Invalid schema"),
+    "topics.errors.IncompatibleSchemaError": (
+        ("t/n/x", "FULL", "field a removed"),
+        409,
+        "Incompatible schema",
+    ),
     "topics.errors.SubscriptionNotFoundError": (("t/n/x", "s"), 404, "Subscription not found"),
     "topics.errors.MessageNotFoundError": (("t/n/x", "1:2:0"), 404, _MISSING),
     "topics.errors.TenantExistsError": (("t",), 409, "Tenant already exists"),
