@@ -89,8 +89,9 @@ class LedgerClient(Protocol):
         enters; None when unknown (unreachable, no instance, or no bookies at all)."""
         ...
 
-    async def healthy(self) -> bool:
-        """True when the bookies this client was configured with answer (for readiness)."""
+    async def healthy(self, bookies: Sequence[str] | None = None) -> bool:
+        """True when enough of `bookies` (default: those this client was configured with)
+        answer (for readiness)."""
         ...
 
     async def close(self) -> None: ...

@@ -44,7 +44,7 @@ import json
 import logging
 import ssl
 from asyncio import FIRST_COMPLETED
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bookie.api import EnsembleChanger
@@ -405,9 +405,10 @@ class BookieLedgerClient:
         stats: dict[str, Any] = json.loads(reply[2:])
         return stats
 
-    async def healthy(self) -> bool:
-        """True when enough configured bookies (`health_min_bookies`, default all) answer STATS
-        in time (read-only ones count: they still serve reads)."""
+    async def healthy(self, bookies: Sequence[str] | None = None) -> bool:
+        """True when enough of `bookies` (default: the configured ones) answer STATS in time
+        (read-only ones count: they still serve reads): `health_min_bookies` of them (0: all),
+        and at least one; an empty list is not healthy."""
 
         async def probe(address: str) -> bool:
             try:
@@ -417,9 +418,9 @@ class BookieLedgerClient:
                 return False
             return True
 
-        results = await asyncio.gather(*(probe(a) for a in self.config.bookies))
-        needed = self.config.health_min_bookies or len(results)
-        return sum(results) >= min(needed, len(results))
+        addresses = self.config.bookies if bookies is None else bookies
+        results = await asyncio.gather(*(probe(a) for a in addresses))
+        return sum(results) >= max(self.config.health_min_bookies or len(addresses), 1)
 
     async def bookie_last_entry(self, address: str, ledger_id: int) -> tuple[int, int]:
         """(last entry id stored, LAC) of a ledger on one bookie."""

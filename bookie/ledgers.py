@@ -89,6 +89,11 @@ class EnsemblePlacement(Protocol):
         """`ensemble_size` distinct bookies not in `exclude`, or NotEnoughBookiesError."""
         ...
 
+    def serving_bookies(self) -> tuple[str, ...]:
+        """The bookies that may serve ledgers now (readiness probes these): the registry's live
+        bookies, or the fixed list."""
+        ...
+
 
 class StaticPlacement:
     """A fixed list of bookies (tests, benchmarks, the in-memory client): each ledger takes
@@ -98,6 +103,9 @@ class StaticPlacement:
     def __init__(self, bookies: Sequence[str]) -> None:
         self.bookies = tuple(dict.fromkeys(bookies))
         self._next = 0
+
+    def serving_bookies(self) -> tuple[str, ...]:
+        return self.bookies
 
     def choose_ensemble(self, ensemble_size: int, exclude: Iterable[str] = ()) -> tuple[str, ...]:
         excluded = set(exclude)

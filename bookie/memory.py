@@ -7,7 +7,7 @@ contract tests in tests/bookie/test_client_contract.py run against both.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from bookie.api import EnsembleChanger
 from bookie.errors import BookieError, ErrorCode, FencedError, NoSuchEntryError, NoSuchLedgerError
@@ -113,7 +113,7 @@ class InMemoryLedgerClient:
     async def bookie_instance(self, address: str) -> str | None:
         return None  # no bookies here
 
-    async def healthy(self) -> bool:
+    async def healthy(self, bookies: Sequence[str] | None = None) -> bool:
         return True
 
     async def close(self) -> None:

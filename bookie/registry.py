@@ -237,6 +237,12 @@ class MetadataBookieRegistry:
             )
         return pick_weighted(candidates, ensemble_size, self._rng)
 
+    def serving_bookies(self) -> tuple[str, ...]:
+        """Live bookies not drained (a read-only one still serves reads): a bookie replaced for
+        good leaves this list once its heartbeat expires, a new one joins it at its first."""
+        gone = (BookieState.DECOMMISSIONED,)
+        return tuple(r.bookie_id for r in self.live_bookies() if r.state not in gone)
+
 
 def shown_state(record: BookieRecord, alive: bool) -> BookieState:
     """DOWN once the heartbeat expired, except for a drained bookie: it may well be stopped."""

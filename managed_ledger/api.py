@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from bookie.ledgers import EnsemblePlacement
 from managed_ledger.offsets import OffsetIndex
 from managed_ledger.position import MessageId, Position
 from managed_ledger.ranges import LedgerList
@@ -308,6 +309,8 @@ class ManagedLedger(Protocol):
 class ManagedLedgerFactory(Protocol):
     lease: Callable[[], bool] | None
     """The broker's ownership lease, checked before every write (see managed_ledger.fencing)."""
+    placement: EnsemblePlacement
+    """Where new ledgers go (the bookie registry in a broker); readiness probes its bookies."""
 
     async def open(self, name: str, config: ManagedLedgerConfig) -> ManagedLedger:
         """Open (creating if absent) a managed ledger; recovers its last ledger on first open."""

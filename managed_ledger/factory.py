@@ -101,11 +101,12 @@ class ManagedLedgerFactory:
         self.lease = lease
         # New ledgers go where the placement policy says: the bookie registry when the process
         # has one, else the static `bookies` list.
+        self.placement: EnsemblePlacement = placement or StaticPlacement(bookies)
         self.lifecycle = LedgerManager(
             store,
             client,
             clock=self.clock.now_ms,
-            placement=placement or StaticPlacement(bookies),
+            placement=self.placement,
             cookies=store.get_bookie_cookie,
         )
         self._swept = False

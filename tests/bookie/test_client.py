@@ -218,3 +218,13 @@ async def test_healthy_tells_a_live_bookie_from_a_dead_or_silent_one(
             assert await client.healthy() is expected, bookies
         finally:
             await client.close()
+    # A list given (the registry's serving bookies) replaces the configured one; at least
+    # `health_min_bookies` of it must answer, and an empty list is not healthy.
+    config = BookieClientConfig(bookies=(dead,), health_timeout_s=0.5, health_min_bookies=1)
+    client = BookieLedgerClient(config)
+    try:
+        assert await client.healthy() is False
+        assert await client.healthy([dead, live]) is True
+        assert await client.healthy([]) is False
+    finally:
+        await client.close()

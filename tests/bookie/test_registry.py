@@ -78,6 +78,20 @@ def test_ensemble_only_from_live_writable_bookies_not_excluded(store: InMemoryMe
         registry.choose_ensemble(0)
 
 
+def test_serving_bookies_are_the_live_ones_not_drained(store: InMemoryMetadataStore) -> None:
+    """What readiness probes: a bookie whose heartbeat expired (lost for good) leaves the list,
+    a new one joins it; a read-only one stays (it serves reads), a drained one does not."""
+    clock = Clock()
+    _put(store, "a:1", clock.now_ms, state=BookieState.WRITABLE)
+    _put(store, "ro:1", clock.now_ms, state=BookieState.READ_ONLY)
+    _put(store, "lost:1", clock.now_ms - TIMEOUT_MS, state=BookieState.WRITABLE)
+    _put(store, "done:1", clock.now_ms, state=BookieState.DECOMMISSIONED)
+    registry = _registry(store, clock)
+    assert registry.serving_bookies() == ("a:1", "ro:1")
+    _put(store, "new:1", clock.now_ms, state=BookieState.WRITABLE)
+    assert registry.serving_bookies() == ("a:1", "new:1", "ro:1")
+
+
 def test_placement_spreads_and_favours_the_emptier_bookies(store: InMemoryMetadataStore) -> None:
     clock = Clock()
     for name, ledgers in (("a:1", 0), ("b:1", 0), ("c:1", 0), ("full:1", 99)):

@@ -11,6 +11,7 @@ store and ledger client."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -57,10 +58,12 @@ async def test_after_a_failed_batch_the_next_one_waits_for_its_retry(
 
 
 async def until_on_the_bookie(env: Env, writing: asyncio.Task[int]) -> None:
-    """Until the entry is on the (in-memory) bookie and its write has not yet returned."""
-    for _ in range(1_000):
-        if any(ledger.entries for ledger in env.client.ledgers.values()):
-            break
+    """Until the entry is on the (in-memory) bookie and its write has not yet returned. Bounded
+    by time, not by turns of the loop: on a loaded machine the write's store calls (in threads)
+    take longer than a thousand turns, and acting before the entry is written tests nothing."""
+    deadline = time.monotonic() + 10
+    while not any(ledger.entries for ledger in env.client.ledgers.values()):
+        assert time.monotonic() < deadline, "the entry never reached the bookie"
         await asyncio.sleep(0)
     assert not writing.done(), "the write returned before the test could act within it"
 
