@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from app.auth.policy import Need
 from managed_ledger.position import MessageId, Position
 from topics.api import Delivery, SubscriptionOptions, SubscriptionType, TopicsApi
-from topics.errors import SubscriptionNotFoundError, TopicNotFoundError
+from topics.errors import NotOwnerError, SubscriptionNotFoundError, TopicNotFoundError
 
 from .entries import encode_batch, encode_single
 from .proto import pulsar_api_pb2 as pb
@@ -107,9 +107,11 @@ class Consumer:
                 continue
             try:
                 deliveries = await self.fetch(min(self.permits, MAX_RECEIVE), wait_ms)
-            except (SubscriptionNotFoundError, TopicNotFoundError):
+            except (SubscriptionNotFoundError, TopicNotFoundError, NotOwnerError):
+                # Gone, or owned by another broker now (this one lost its lease, or gave the
+                # topic up): the client looks the topic up again and subscribes there.
                 close = pb.CommandCloseConsumer(consumer_id=self.consumer_id, request_id=0)
-                self.conn.send(T(type=T.CLOSE_CONSUMER, close_consumer=close))  # the client subscribes again
+                self.conn.send(T(type=T.CLOSE_CONSUMER, close_consumer=close))
                 return
             except Exception as exc:
                 log.info("Pulsar consumer %s on %s: receive failed: %s", self.quire_id, self.topic, exc)
