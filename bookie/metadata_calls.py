@@ -110,6 +110,8 @@ class MetadataCalls:
             try:
                 return await asyncio.wait_for(future, limit)
             except TimeoutError:
+                if not future.cancelled():
+                    raise  # the call's own TimeoutError (a socket's, say), not the seam's limit
                 where.timeouts += 1
                 name = getattr(fn, "__qualname__", repr(fn))
                 raise MetadataUnavailableError(f"metadata call {name} took over {limit} s") from None

@@ -39,9 +39,9 @@ async def test_a_blocked_default_lane_does_not_delay_the_heartbeat_lane(calls: M
     blocked = asyncio.create_task(calls.call(release.wait, WAIT_S))
     try:
         await asyncio.sleep(0.05)  # the default lane's one thread is now held
-        started = time.monotonic()
-        name = await asyncio.wait_for(calls.call(_thread_name, lane=HEARTBEAT), 1.0)
-        assert time.monotonic() - started < 0.5
+        # Shared threads would hold this call until the release (WAIT_S): it must come first.
+        name = await asyncio.wait_for(calls.call(_thread_name, lane=HEARTBEAT), WAIT_S / 2)
+        assert not blocked.done()
         assert name.startswith("quire-lease")
         queued = asyncio.create_task(calls.call(_thread_name))
         await asyncio.sleep(0.1)
@@ -61,6 +61,9 @@ async def test_a_call_past_its_timeout_is_the_retriable_unavailable_error(calls:
         assert calls.figures()[DEFAULT].timeouts == 1
     finally:
         release.set()
+    with pytest.raises(TimeoutError, match="the call's own"):  # not the seam's limit: untouched
+        await calls.call(_raise, TimeoutError("the call's own"), timeout_s=5.0)
+    assert calls.figures()[DEFAULT].timeouts == 1
     # The seam-wide default applies when the call gives none; a call that ends in time is
     # untouched (on the second thread: the timed-out call holds the first until it ends).
     seam = MetadataCalls({DEFAULT: 2}, timeout_s=0.05)
