@@ -167,6 +167,7 @@ async def test_a_metrics_port_with_auth_asks_for_a_token_as_the_brokers_metrics_
             assert other.status_code == (403 if authorization else 200)
             root = await http.get(url, headers=bearer("root"))
             assert root.status_code == 200 and "quire_compaction_running" in root.text
+            assert 'quire_metadata_call_seconds_count{lane="heartbeat"}' in root.text  # every port
     finally:
         await stop_metrics(server)
 
