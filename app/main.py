@@ -26,6 +26,7 @@ from app.auth.spec import document_security
 from app.console.install import install as install_console
 from app.fastpath import FastPath, Receive, Scope, Send
 from app.metrics import Metrics
+from app.process_metrics import MetadataCallsCollector
 from app.routes.admin import admin_router
 from app.routes.brokers import OwnershipCollector, brokers_router
 from app.routes.cluster import cluster_router
@@ -229,9 +230,11 @@ def _include_routes(app: FastAPI, topics: TopicsApi, metrics: Metrics, handlers:
 def _register_collectors(
     metrics: Metrics, topics: TopicsApi, max_topics: int, max_subscriptions: int
 ) -> None:
-    """The series read from the topics service at each scrape: ownership, and per topic."""
+    """The series read at each scrape: ownership and per topic from the topics service, and the
+    metadata store's calls from the seam (`bookie.metadata_calls`)."""
     metrics.registry.register(OwnershipCollector(topics))
     metrics.registry.register(TopicCollector(topics, max_topics, max_subscriptions))
+    metrics.registry.register(MetadataCallsCollector())  # read on the loop: /metrics runs there
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
 
 from app.listen import cannot_listen
+from bookie.metadata_calls import LaneFigures, MetadataCalls, metadata_calls
 from common.histogram import HistogramSnapshot
 
 if TYPE_CHECKING:
@@ -71,9 +72,46 @@ def on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[[], T], timeout_s: flo
         raise
 
 
+def _buckets(snapshot: HistogramSnapshot) -> list[tuple[str, float]]:
+    return [("+Inf" if le == float("inf") else repr(le), count) for le, count in snapshot.buckets]
+
+
 def histogram(name: str, documentation: str, snapshot: HistogramSnapshot) -> HistogramMetricFamily:
-    buckets = [("+Inf" if le == float("inf") else repr(le), count) for le, count in snapshot.buckets]
-    return HistogramMetricFamily(name, documentation, buckets=buckets, sum_value=snapshot.sum)
+    return HistogramMetricFamily(name, documentation, buckets=_buckets(snapshot), sum_value=snapshot.sum)
+
+
+# --- metadata store calls (every process) ------------------------------------------------------
+
+
+class MetadataCallsCollector(Collector):
+    """The metadata store seam's figures per lane (`bookie.metadata_calls`): how long calls took,
+    queueing included, and how many ran past their timeout. With a `loop`, read on it (a scrape
+    from another thread); without, read in place (the broker's `/metrics` runs on its loop)."""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop | None = None, calls: MetadataCalls = metadata_calls
+    ) -> None:
+        self.loop = loop
+        self.calls = calls
+
+    def collect(self) -> Iterator[Metric]:
+        figures: dict[str, LaneFigures]
+        figures = self.calls.figures() if self.loop is None else on_loop(self.loop, self.calls.figures)
+        seconds = HistogramMetricFamily(
+            "quire_metadata_call_seconds",
+            "Time of a metadata store call as its caller waited for it (queueing included), by lane",
+            labels=["lane"],
+        )
+        timeouts = CounterMetricFamily(
+            "quire_metadata_call_timeouts",
+            "Metadata store calls that ran past their timeout",
+            labels=["lane"],
+        )
+        for lane, lane_figures in sorted(figures.items()):
+            seconds.add_metric([lane], _buckets(lane_figures.seconds), lane_figures.seconds.sum)
+            timeouts.add_metric([lane], lane_figures.timeouts)
+        yield seconds
+        yield timeouts
 
 
 # --- bookie ------------------------------------------------------------------------------------
@@ -261,11 +299,13 @@ def serve_metrics(
     auth: MetricsAuth | None,
     setting: str,
 ) -> WSGIServer:
-    """Serve `collector` alone at http://host:port/metrics (asking for a token with `auth`), from
-    a daemon thread; one line naming `setting` and exit 2 when it cannot listen there
-    (`app.listen`). Stop it with `stop_metrics`."""
+    """Serve `collector` at http://host:port/metrics (asking for a token with `auth`), from a
+    daemon thread; one line naming `setting` and exit 2 when it cannot listen there
+    (`app.listen`). Stop it with `stop_metrics`. Called on the process's event loop: every
+    process with a metrics port calls the metadata store, and its calls are served beside."""
     registry = CollectorRegistry()
     registry.register(collector)
+    registry.register(MetadataCallsCollector(asyncio.get_running_loop()))
     app = make_wsgi_app(registry)
     if auth is not None:
         app = _guarded(app, auth)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from bookie.auditor import Auditor
 from bookie.ledger_checker import LedgerChecker
+from bookie.metadata_calls import call_store
 from bookie.rereplication import ReplicationWorker
 from common.tasks import cancel_all
 
@@ -57,7 +58,7 @@ class AutoRecoveryService:
     async def _audit_loop(self) -> None:
         while True:
             try:
-                result = await asyncio.to_thread(self.auditor.audit_once)
+                result = await call_store(self.auditor.audit_once)
                 if result.marked:
                     log.info("auditor: %d ledger(s) newly under-replicated (lost: %s, draining: %s)",
                              result.marked, sorted(result.lost), sorted(result.decommissioning))  # fmt: skip

@@ -44,7 +44,8 @@ from bookie.ledger_metadata import (
     LedgerState,
     NotFoundError,
 )
-from bookie.ledgers import call_blocking, ledger_spec
+from bookie.ledgers import ledger_spec
+from bookie.metadata_calls import call_store
 from bookie.recovery_store import RecoveryStore, UnderReplicatedLedger
 from bookie.registry import BookieDirectory, BookieRegistry, BookieState, wall_clock_ms
 from bookie.replica_io import ReplicaIO
@@ -132,9 +133,9 @@ class LedgerChecker:
     async def check_once(self) -> CheckResult:
         """One pass (the caller makes sure this process holds the auditor lease)."""
         result = CheckResult()
-        metas = [m for m in await call_blocking(self.store.list_ledgers) if m.state != LedgerState.DELETING]
-        up = {s.bookie_id for s in await call_blocking(self.registry.all_bookies) if s.state in _UP}
-        formatted = await call_blocking(self._formatted_ms, up)
+        metas = [m for m in await call_store(self.store.list_ledgers) if m.state != LedgerState.DELETING]
+        up = {s.bookie_id for s in await call_store(self.registry.all_bookies) if s.state in _UP}
+        formatted = await call_store(self._formatted_ms, up)
         chosen = self._choose(sorted(metas, key=lambda m: m.ledger_id), formatted)
         reads = asyncio.Semaphore(max(1, self.config.reads_in_flight))
         for meta in chosen:
@@ -143,10 +144,10 @@ class LedgerChecker:
             self._seen |= {(meta.ledger_id, b, formatted[b]) for b in checked_bookies(meta) if b in formatted}
             if lacking:
                 result.missing[meta.ledger_id] = lacking
-                await call_blocking(self._list, meta.ledger_id, lacking)
+                await call_store(self._list, meta.ledger_id, lacking)
         self.counters.passes += 1
         self.counters.ledgers_checked += len(chosen)
-        self.counters.underreplicated_ledgers = len(await call_blocking(self.store.list_underreplicated))
+        self.counters.underreplicated_ledgers = len(await call_store(self.store.list_underreplicated))
         return result
 
     def _formatted_ms(self, bookies: set[str]) -> dict[str, int]:

@@ -27,6 +27,7 @@ import contextlib
 import logging
 
 from bookie.ledger_metadata import LedgerMetadataStore, LedgerState, MetadataError, NotFoundError
+from bookie.metadata_calls import call_store
 from bookie.storage.api import LedgerStorageApi
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ class LedgerGarbageCollector:
         held = self.storage.ledger_ids()  # first: see the module docstring
         if not held:
             return []
-        rows = await asyncio.to_thread(self.store.list_ledgers)
+        rows = await call_store(self.store.list_ledgers)
         live = {m.ledger_id for m in rows if m.state != LedgerState.DELETING}
         highest = max((m.ledger_id for m in rows), default=-1)
         deleted: list[int] = []
@@ -64,7 +65,7 @@ class LedgerGarbageCollector:
 
     async def _gone(self, ledger_id: int) -> bool:
         try:
-            meta = await asyncio.to_thread(self.store.get_ledger, ledger_id)
+            meta = await call_store(self.store.get_ledger, ledger_id)
         except NotFoundError:
             return True
         return meta.state == LedgerState.DELETING

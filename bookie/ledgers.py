@@ -33,7 +33,7 @@ its metadata here (`ledger_spec`), so the rules below are written once:
   (`bookie.ledger_gc`, as BookKeeper's bookies do). A deletion that waited for every bookie
   would wait for ever on one that is gone for good, and with it whatever waits for the deletion.
 
-The metadata store is synchronous; `call_blocking` is the one place async code calls it.
+The metadata store is synchronous; every call into it goes through `bookie.metadata_calls`.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol, TypeVar
+from typing import Protocol
 
 from bookie.api import LedgerClient, LedgerWriter, read_ranges
 from bookie.errors import BookieError, FencedError, NoSuchLedgerError, ShortOfQuorumError
@@ -55,11 +55,11 @@ from bookie.ledger_metadata import (
     NotFoundError,
     recorded_instances,
 )
+from bookie.metadata_calls import call_store
 from bookie.registry import BookieCookie, NotEnoughBookiesError
 from bookie.types import LedgerSpec, Segment, normalize_history
 from common.clock import wall_clock_ms
 
-T = TypeVar("T")
 READ_CHUNK = 1_000  # entries per read when recovery counts a ledger's bytes
 CAS_ATTEMPTS = 5  # tries of a metadata change that re-reads the row after a lost race
 
@@ -73,11 +73,6 @@ class LedgerCounters:
 COUNTERS = LedgerCounters()
 MAX_RECOVERY_CHANGES = 4  # ensemble changes one recovery may make before it gives up
 log = logging.getLogger(__name__)
-
-
-async def call_blocking(fn: Callable[..., T], *args: Any) -> T:
-    """Run a synchronous metadata store call off the event loop (the one adapter for it)."""
-    return await asyncio.to_thread(fn, *args)
 
 
 class EnsemblePlacement(Protocol):
@@ -239,7 +234,7 @@ class _BookieReplacer:
         self, first_entry_id: int, ensemble: tuple[str, ...], failed: frozenset[str]
     ) -> tuple[str, ...]:
         exclude = set(ensemble) | set(failed)
-        new = await call_blocking(self._manager.replaced, ensemble, failed, exclude)
+        new = await call_store(self._manager.replaced, ensemble, failed, exclude)
         entered = await self._manager.instances(b for b in new if b not in ensemble)
         meta = await self._manager.change_ensemble(self._ledger_id, first_entry_id, new, entered)
         if self.handle is not None:
@@ -286,9 +281,9 @@ class LedgerManager:
         size = len(ensemble) if ensemble is not None else ensemble_size
         LedgerSpec(0, tuple(f"b{i}" for i in range(size)), write_quorum, ack_quorum)  # bad quorums: no row
         if ensemble is None:
-            ensemble = await call_blocking(self.placement.choose_ensemble, ensemble_size)
+            ensemble = await call_store(self.placement.choose_ensemble, ensemble_size)
         instances = recorded_instances((), 0, await self.instances(ensemble))
-        meta = await call_blocking(
+        meta = await call_store(
             self._store.create_ledger, tuple(ensemble), write_quorum, ack_quorum, self._clock(), instances
         )
         replacer = _BookieReplacer(self, meta.ledger_id)
@@ -330,7 +325,7 @@ class LedgerManager:
             )
 
         try:
-            handle.metadata = await call_blocking(self._store.update_ledger, closed(handle.metadata))
+            handle.metadata = await call_store(self._store.update_ledger, closed(handle.metadata))
         except BadVersionError as lost:
             try:
                 handle.metadata = await self._update_with_retry(handle.ledger_id, closed)
@@ -348,9 +343,7 @@ class LedgerManager:
         if meta.state == LedgerState.CLOSED:
             return meta
         if meta.state == LedgerState.OPEN:
-            meta = await call_blocking(
-                self._store.update_ledger, replace(meta, state=LedgerState.IN_RECOVERY)
-            )
+            meta = await call_store(self._store.update_ledger, replace(meta, state=LedgerState.IN_RECOVERY))
         meta, last = await self._recover(meta)
         spec = ledger_spec(meta)
         length = 0
@@ -361,7 +354,7 @@ class LedgerManager:
             meta, state=LedgerState.CLOSED, last_entry_id=last, length_bytes=length, closed_ms=self._clock()
         )
         try:
-            return await call_blocking(self._store.update_ledger, closed)
+            return await call_store(self._store.update_ledger, closed)
         except BadVersionError:
             now = await self.get(ledger_id)  # another recovery closed it first: its end stands
             if now.state == LedgerState.CLOSED:
@@ -379,7 +372,7 @@ class LedgerManager:
         changes nothing a later one reads. Were they stored, the next recovery would ask the
         replacements, whose "not there" it cannot tell from evidence, and could close the ledger
         short of an acknowledged entry that only the replaced bookie holds."""
-        fresh = await call_blocking(self._formatted_since, meta)
+        fresh = await call_store(self._formatted_since, meta)
         failed: set[str] = set()  # every bookie that could not take a copy in this recovery
         for attempt in range(MAX_RECOVERY_CHANGES + 1):
             # Only the instances that entered the last segment can say an entry past it is absent.
@@ -392,9 +385,7 @@ class LedgerManager:
                 current = ledger_spec(meta).ensemble_at(short.entry_id)
                 failed.update(short.unreachable)
                 try:
-                    new = await call_blocking(
-                        self.replaced, current, short.unreachable, set(current) | failed
-                    )
+                    new = await call_store(self.replaced, current, short.unreachable, set(current) | failed)
                 except NotEnoughBookiesError:
                     raise short from None  # the more telling error: what recovery could not do
                 added = [b for b in new if b not in current]
@@ -517,7 +508,7 @@ class LedgerManager:
         for attempt in range(CAS_ATTEMPTS):
             updated = change(await self.get(ledger_id))
             try:
-                return await call_blocking(self._store.update_ledger, updated)
+                return await call_store(self._store.update_ledger, updated)
             except BadVersionError:
                 if attempt == CAS_ATTEMPTS - 1:
                     raise
@@ -525,7 +516,7 @@ class LedgerManager:
 
     async def get(self, ledger_id: int) -> LedgerMetadata:
         """The ledger's metadata; NotFoundError when it is gone or being deleted."""
-        meta = await call_blocking(self._store.get_ledger, ledger_id)
+        meta = await call_store(self._store.get_ledger, ledger_id)
         if meta.state == LedgerState.DELETING:
             raise NotFoundError(f"ledger {ledger_id} is being deleted")
         return meta
@@ -542,7 +533,7 @@ class LedgerManager:
         """Mark the row DELETING, delete the bookie data, delete the row (module docstring).
         Idempotent: a ledger that is already gone is not an error."""
         try:
-            meta = await call_blocking(self._store.get_ledger, ledger_id)
+            meta = await call_store(self._store.get_ledger, ledger_id)
             if meta.state != LedgerState.DELETING:
                 meta = await self._mark_deleting(meta)
         except NotFoundError:
@@ -551,17 +542,17 @@ class LedgerManager:
 
     async def finish_deletions(self) -> int:
         """Finish every deletion a crash interrupted (rows marked DELETING); returns how many."""
-        marked = [m for m in await call_blocking(self._store.list_ledgers) if m.state == LedgerState.DELETING]
+        marked = [m for m in await call_store(self._store.list_ledgers) if m.state == LedgerState.DELETING]
         for meta in marked:
             await self._erase(meta)
         return len(marked)
 
     async def _mark_deleting(self, meta: LedgerMetadata) -> LedgerMetadata:
         try:
-            return await call_blocking(self._store.update_ledger, replace(meta, state=LedgerState.DELETING))
+            return await call_store(self._store.update_ledger, replace(meta, state=LedgerState.DELETING))
         except BadVersionError:
             # Someone updated the row meanwhile: fine if that was another deleter's mark.
-            current = await call_blocking(self._store.get_ledger, meta.ledger_id)
+            current = await call_store(self._store.get_ledger, meta.ledger_id)
             if current.state != LedgerState.DELETING:
                 raise
             return current
@@ -574,4 +565,4 @@ class LedgerManager:
         except BookieError as exc:  # the bookie's ledger garbage collector reclaims it (docstring)
             log.warning("ledger %d: a bookie did not delete it (its collector will): %s", meta.ledger_id, exc)
         with contextlib.suppress(NotFoundError):
-            await call_blocking(self._store.delete_ledger, meta.ledger_id)
+            await call_store(self._store.delete_ledger, meta.ledger_id)

@@ -42,6 +42,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bookie.errors import InstanceReplacedError, ProcessReplacedError, TwinBookieError
+from bookie.metadata_calls import call_store
 from bookie.process_mark import read_mark, write_mark
 from bookie.registry import BookieDirectory, BookieRecord, BookieState, wall_clock_ms
 from bookie.storage.api import LedgerStorageApi
@@ -100,13 +101,13 @@ class BookieRegistration:
         """Take the id over from the process registered under it once that one is gone (module
         docstring; TwinBookieError if it is alive), register, then heartbeat in the background.
         Call it with the data directory's lock held (the storage engine started)."""
-        stored = await asyncio.to_thread(self._stored)
+        stored = await call_store(self._stored)
         if stored is not None and not await asyncio.to_thread(self._provably_gone, stored):
             stored = await self._watch(stored)
         previous = "" if stored is None else stored.process_id
         await asyncio.to_thread(write_mark, self.config.data_dir, self.process_id)
         try:
-            await asyncio.to_thread(self._put, self.record(), previous)
+            await call_store(self._put, self.record(), previous)
         except ProcessReplacedError as exc:
             raise TwinBookieError(
                 f"bookie {self.config.bookie_id}: another process registered first: {exc}"
@@ -134,7 +135,7 @@ class BookieRegistration:
         deadline = time.monotonic() + wait_s
         while (left := deadline - time.monotonic()) > 0:
             await asyncio.sleep(min(interval_s / 2, left))
-            now = await asyncio.to_thread(self._stored)
+            now = await call_store(self._stored)
             if now is None or now.heartbeat_ms == 0:
                 return now  # deleted, or it stopped cleanly meanwhile: gone
             if (now.process_id, now.heartbeat_ms) != (stored.process_id, stored.heartbeat_ms):
@@ -151,7 +152,7 @@ class BookieRegistration:
         while True:
             await asyncio.sleep(interval_s)
             try:
-                await asyncio.to_thread(self._put, self.record(), self.process_id)
+                await call_store(self._put, self.record(), self.process_id)
             except InstanceReplacedError as exc:
                 log.error("bookie %s: stopping: %s", self.config.bookie_id, exc)
                 self.replaced = exc
@@ -172,6 +173,6 @@ class BookieRegistration:
         if self.replaced is not None:
             return
         try:
-            await asyncio.to_thread(self._put, replace(self.record(), heartbeat_ms=0), self.process_id)
+            await call_store(self._put, replace(self.record(), heartbeat_ms=0), self.process_id)
         except Exception as exc:  # readers will see it down after the expiry instead
             log.warning("bookie %s: could not record the stop: %s", self.config.bookie_id, exc)

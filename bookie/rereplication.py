@@ -57,7 +57,8 @@ from typing import Any, TypeVar
 
 from bookie.errors import BookieError
 from bookie.ledger_metadata import BadVersionError, LedgerMetadata, LedgerState, NotFoundError
-from bookie.ledgers import LedgerManager, call_blocking, ledger_spec
+from bookie.ledgers import LedgerManager, ledger_spec
+from bookie.metadata_calls import call_store
 from bookie.recovery_store import RecoveryStore, UnderReplicatedLedger, claim, claimable
 from bookie.registry import BookieRegistry, BookieState, NotEnoughBookiesError, wall_clock_ms
 from bookie.replica_io import NOT_THERE, ReplicaIO
@@ -148,12 +149,12 @@ class ReplicationWorker:
     async def run_once(self) -> bool:
         """Claim one under-replicated ledger and re-replicate it; False when none was claimable."""
         now = self._clock_ms()
-        for row in await call_blocking(self.store.list_underreplicated):
+        for row in await call_store(self.store.list_underreplicated):
             if row.ledger_id in self._working or not claimable(row, now):
                 continue
             self._working.add(row.ledger_id)
             try:
-                claimed = await call_blocking(
+                claimed = await call_store(
                     claim, self.store, row, self.config.worker_id, now, self.config.claim_ms
                 )
                 if claimed is None:
@@ -193,11 +194,11 @@ class ReplicationWorker:
             if row is None:
                 return
             try:
-                renewed = await call_blocking(
+                renewed = await call_store(
                     claim, self.store, row, self.config.worker_id, self._clock_ms(), self.config.claim_ms
                 )
                 if renewed is None:
-                    current = await call_blocking(self.store.get_underreplicated, ledger_id)
+                    current = await call_store(self.store.get_underreplicated, ledger_id)
                     if current is None or current.claimed_by != self.config.worker_id:
                         self._rows.pop(ledger_id, None)
                         return
@@ -256,7 +257,7 @@ class ReplicationWorker:
         todo = rotten_to_repair(meta, self._current_row(meta.ledger_id).rotten)
         if not todo:
             return True
-        up = {s.bookie_id for s in await call_blocking(self.registry.all_bookies) if s.state in _UP}
+        up = {s.bookie_id for s in await call_store(self.registry.all_bookies) if s.state in _UP}
         for bookie, entry_ids in sorted(todo.items()):
             if bookie in up:
                 self._current_row(meta.ledger_id)  # stop once the claim is gone
@@ -278,7 +279,7 @@ class ReplicationWorker:
         row = self._current_row(ledger_id)
         now = self._clock_ms()
         until = row.marked_ms + self.config.open_ledger_grace_ms
-        up = {s.bookie_id for s in await call_blocking(self.registry.all_bookies) if s.state in _UP}
+        up = {s.bookie_id for s in await call_store(self.registry.all_bookies) if s.state in _UP}
         unavailable = set(meta.history()[-1][1]) & set(row.missing) - up
         # An IN_RECOVERY ledger has no writer left to spare (it is fenced already): finish it.
         if now >= until and (unavailable or meta.state == LedgerState.IN_RECOVERY):
@@ -306,7 +307,7 @@ class ReplicationWorker:
             if meta.state == LedgerState.CLOSED:
                 last = min(last, meta.last_entry_id)
             exclude = set(bookies) | set(self._current_row(ledger_id).missing)
-            (replacement,) = await call_blocking(self.registry.choose_ensemble, 1, exclude)
+            (replacement,) = await call_store(self.registry.choose_ensemble, 1, exclude)
             await self._copy_segment(meta, first, last, lost, replacement)
             self._current_row(ledger_id)  # do not touch the metadata once the claim is gone
             try:
@@ -432,12 +433,12 @@ class ReplicationWorker:
         """Delete the claimed row by CAS; False when the auditor grew it (we adopt the new one)."""
         row = self._current_row(ledger_id)
         try:
-            await call_blocking(self.store.delete_underreplicated, row.ledger_id, row.version)
+            await call_store(self.store.delete_underreplicated, row.ledger_id, row.version)
             return True
         except NotFoundError:
             return True
         except BadVersionError:
-            current = await call_blocking(self.store.get_underreplicated, row.ledger_id)
+            current = await call_store(self.store.get_underreplicated, row.ledger_id)
             if current is None:
                 return True
             if current.claimed_by != self.config.worker_id:
@@ -449,7 +450,7 @@ class ReplicationWorker:
         """Hold the row until `until_ms`, so no worker (this one included) takes it before."""
         row = self._current_row(ledger_id)
         with contextlib.suppress(BadVersionError, NotFoundError):
-            self._rows[ledger_id] = await call_blocking(
+            self._rows[ledger_id] = await call_store(
                 self.store.put_underreplicated, replace(row, claim_expires_ms=until_ms)
             )
 

@@ -15,6 +15,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
+from bookie.metadata_calls import call_store
 from compactor.errors import LeaseLostError
 from managed_ledger.clock import Clock
 from managed_ledger.metadata.api import (
@@ -61,7 +62,7 @@ class RunLease:
         if lapsed(self.state, self.clock.now_ms()):
             self._lose(f"{LEASE_LOST}: it ran out before this run renewed it")
         wanted = replace(self.state, **changes)
-        put = asyncio.ensure_future(asyncio.to_thread(self.store.put_compaction, wanted))
+        put = asyncio.ensure_future(call_store(self.store.put_compaction, wanted))
         try:
             self.state = await asyncio.shield(put)
         except asyncio.CancelledError:

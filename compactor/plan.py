@@ -17,13 +17,13 @@ next run (or for the ledger to close); later writes wait for the next run too.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from dataclasses import dataclass
 
 from bookie.api import LedgerClient
 from bookie.errors import NoSuchLedgerError
 from bookie.ledgers import ledger_spec
+from bookie.metadata_calls import call_store
 from bookie.types import LedgerSpec, Segment
 from compactor.errors import CompactionTopicNotFoundError
 from managed_ledger.entry_format import KIND_COMPACTED, decode_batch_header, entry_kind
@@ -128,13 +128,13 @@ async def build_plan(
 ) -> CompactionPlan:
     """The plan of a fold (the view's layers and the new messages) or, with `delta`, of a delta
     run (the new messages alone)."""
-    ml = await asyncio.to_thread(store.get_managed_ledger, ml_name)
+    ml = await call_store(store.get_managed_ledger, ml_name)
     if ml is None:
         raise CompactionTopicNotFoundError(f"managed ledger {ml_name!r} does not exist")
     old = MessageId(*state.horizon) if state.horizon is not None else None
     ranges: list[ReadRange] = []
     for layer, ledger_id in enumerate(() if delta else state.layer_ledger_ids):
-        meta = await asyncio.to_thread(store.get_ledger, ledger_id)
+        meta = await call_store(store.get_ledger, ledger_id)
         if meta.last_entry_id >= 0:
             ranges.append(_range(meta, 0, meta.last_entry_id, compacted=True, layer=layer))
     topic_ranges: list[ReadRange] = []
@@ -143,7 +143,7 @@ async def build_plan(
         if old is not None and ledger_id < old.ledger_id:
             continue
         try:
-            meta = await asyncio.to_thread(store.get_ledger, ledger_id)
+            meta = await call_store(store.get_ledger, ledger_id)
         except NotFoundError:
             continue  # trimmed by retention while we looked
         first = old.entry_id + 1 if old is not None and ledger_id == old.ledger_id else 0

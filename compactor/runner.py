@@ -43,6 +43,7 @@ from typing import Any, Protocol
 
 from bookie.api import LedgerClient
 from bookie.ledgers import EnsemblePlacement, StaticPlacement
+from bookie.metadata_calls import call_store
 from compactor.config import CompactionRules, CompactorConfig
 from compactor.errors import CompactionError, CompactionRunConflictError, LeaseLostError
 from compactor.lease import RunLease
@@ -95,10 +96,10 @@ class CompactionRunner:
         self.stats = CompactionStats()
 
     async def _put(self, state: CompactionState) -> CompactionState:
-        return await asyncio.to_thread(self.store.put_compaction, state)
+        return await call_store(self.store.put_compaction, state)
 
     async def _observe(self, ml_name: str) -> CompactionState:
-        return await asyncio.to_thread(compaction_lease.observe, self.store, ml_name, self.clock.now_ms())
+        return await call_store(compaction_lease.observe, self.store, ml_name, self.clock.now_ms())
 
     async def start(self, ml_name: str) -> RunLease:
         """Step 1: take the run under a lease, or raise CompactionRunConflictError."""
@@ -265,7 +266,7 @@ class CompactionRunner:
         landed although its answer never came back: None). False when it could not be deleted
         now (nor the state read): it stays named in the state for a later run or sweep."""
         try:
-            stored = await asyncio.to_thread(self.store.get_compaction, topic)
+            stored = await call_store(self.store.get_compaction, topic)
             if ledger_id in stored.layer_ledger_ids:
                 log.warning("compaction of %s: ledger %d is in the view after all; kept", topic, ledger_id)
                 return None
@@ -290,7 +291,7 @@ class CompactionRunner:
         """Record ERROR for every run whose lease lapsed, and delete the ledgers that dead runs left
         behind (of states no longer RUNNING). Returns the managed ledgers found dead."""
         dead = []
-        for state in await asyncio.to_thread(self.store.list_compactions):
+        for state in await call_store(self.store.list_compactions):
             if compaction_lease.lapsed(state, self.clock.now_ms()):
                 state = await self._observe(state.topic)
                 dead.append(state.topic)

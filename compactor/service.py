@@ -16,6 +16,7 @@ import logging
 
 from bookie.api import LedgerClient
 from bookie.ledgers import EnsemblePlacement
+from bookie.metadata_calls import call_store
 from compactor.config import CompactionRules, CompactorConfig
 from compactor.errors import CompactionError
 from compactor.runner import CompactionEngine, CompactionRunner
@@ -66,13 +67,13 @@ class CompactionService:
             await asyncio.to_thread(warm_up)
 
     async def requested(self) -> list[str]:
-        states = await asyncio.to_thread(self.store.list_compactions)
+        states = await call_store(self.store.list_compactions)
         now = self.runner.clock.now_ms()
         return sorted(s.topic for s in states if compaction_lease.waiting(s, now))
 
     async def run_one(self, ml_name: str) -> CompactionState | None:
         """One run; a failure is recorded in the store (ERROR + reason) and logged, not raised."""
-        rules = await asyncio.to_thread(rules_for, self.store, ml_name, self.config)
+        rules = await call_store(rules_for, self.store, ml_name, self.config)
         log.info(
             "compacting %s (key-less messages: %s, tombstones kept %d ms)",
             ml_name,
@@ -112,9 +113,9 @@ class CompactionService:
         while True:
             await asyncio.sleep(lease_ms / 4 / 1000)
             try:
-                for state in await asyncio.to_thread(self.store.list_compactions):
+                for state in await call_store(self.store.list_compactions):
                     now = self.runner.clock.now_ms()
-                    await asyncio.to_thread(compaction_lease.extend_request, self.store, state, now, lease_ms)
+                    await call_store(compaction_lease.extend_request, self.store, state, now, lease_ms)
             except Exception:  # the store is down: the next beat retries
                 log.exception("could not extend the waiting compaction requests")
 

@@ -42,7 +42,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from bookie.api import LedgerClient
 from bookie.errors import BookieError
-from bookie.ledgers import EnsemblePlacement, LedgerManager, StaticPlacement, call_blocking, ledger_spec
+from bookie.ledgers import EnsemblePlacement, LedgerManager, StaticPlacement, ledger_spec
+from bookie.metadata_calls import call_store
 from common.scheduler import Scheduler
 from managed_ledger import retention
 from managed_ledger.api import ManagedLedgerConfig
@@ -176,16 +177,16 @@ class ManagedLedgerFactory:
     async def _load(self, name: str) -> tuple[ManagedLedgerOpening, bool]:
         """What the open needs of the store, in one read (`load_managed_ledger`); when there is
         no record, the one this open creates, and True: nothing else can exist yet."""
-        stored = await call_blocking(self.store.load_managed_ledger, name)
+        stored = await call_store(self.store.load_managed_ledger, name)
         if stored is not None and stored.meta.properties.get(DELETED):
             await self._finish_delete(stored.meta)
             stored = None
         if stored is not None:
             return stored, False
         try:
-            return ManagedLedgerOpening(await call_blocking(self.store.create_managed_ledger, name)), True
+            return ManagedLedgerOpening(await call_store(self.store.create_managed_ledger, name)), True
         except AlreadyExistsError:
-            stored = await call_blocking(self.store.load_managed_ledger, name)
+            stored = await call_store(self.store.load_managed_ledger, name)
             assert stored is not None
             return stored, False
 
@@ -237,7 +238,7 @@ class ManagedLedgerFactory:
         ml = self._ledgers.pop(name, None)
         if ml is not None:
             await ml.close()
-        meta = await call_blocking(self.store.get_managed_ledger, name)
+        meta = await call_store(self.store.get_managed_ledger, name)
         if meta is None:
             return
         await self._finish_delete(meta)
@@ -248,7 +249,7 @@ class ManagedLedgerFactory:
         await record.claim((), with_deleting({**meta.properties, DELETED: "1"}, ids))
         await retention.finish_deletions(record, self.lifecycle)
         with contextlib.suppress(NotFoundError):
-            await call_blocking(self.store.delete_managed_ledger, meta.name)
+            await call_store(self.store.delete_managed_ledger, meta.name)
 
     async def close(self) -> None:
         self._closed = True

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from bookie.ledgers import call_blocking
+from bookie.metadata_calls import call_store
 from managed_ledger.errors import ManagedLedgerFencedError, ManagedLedgerMetadataError
 from managed_ledger.metadata.api import AlreadyExistsError, BadVersionError, MetadataError, NotFoundError
 
@@ -51,7 +51,7 @@ class Fence:
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """A synchronous metadata store call, run off the event loop."""
         self.check()
-        return await self.guard(call_blocking(fn, *args))
+        return await self.guard(call_store(fn, *args))
 
     async def guard(self, call: Awaitable[T]) -> T:
         """Await a metadata call; a lost compare-and-set fences this owner."""

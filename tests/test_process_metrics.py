@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from pathlib import Path
 
 import httpx
@@ -17,6 +18,7 @@ from app.auth.tokens import TokenVerifier, create_token
 from app.process_metrics import (
     BookieCollector,
     CompactorCollector,
+    MetadataCallsCollector,
     MetricsAuth,
     metrics_auth,
     on_loop,
@@ -24,6 +26,7 @@ from app.process_metrics import (
     stop_metrics,
 )
 from app.settings import Settings
+from bookie.metadata_calls import DEFAULT, MetadataCalls
 from bookie.server import BookieServer, ServerConfig
 from bookie.storage.engine import LedgerStorage, StorageConfig
 from common.histogram import Histogram
@@ -164,6 +167,7 @@ async def test_a_metrics_port_with_auth_asks_for_a_token_as_the_brokers_metrics_
             assert other.status_code == (403 if authorization else 200)
             root = await http.get(url, headers=bearer("root"))
             assert root.status_code == 200 and "quire_compaction_running" in root.text
+            assert 'quire_metadata_call_seconds_count{lane="heartbeat"}' in root.text  # every port
     finally:
         await stop_metrics(server)
 
@@ -175,3 +179,19 @@ def test_metrics_ports_are_open_unless_authentication_and_the_setting_are_both_o
     assert metrics_auth(Settings.model_validate(on)) is None
     auth = metrics_auth(Settings.model_validate({**on, "metrics_require_token": True}))
     assert auth is not None and auth.authorization and auth.super_user_roles == {"root"}
+
+
+async def test_the_metadata_calls_collector_exports_each_lanes_histogram_and_timeouts() -> None:
+    calls = MetadataCalls({DEFAULT: 1, "heartbeat": 1})
+    try:
+        await calls.call(time.sleep, 0.002)
+        registry = CollectorRegistry()
+        registry.register(MetadataCallsCollector(asyncio.get_running_loop(), calls))
+        found = samples((await asyncio.to_thread(generate_latest, registry)).decode())
+    finally:
+        calls.shutdown()
+    assert found['quire_metadata_call_seconds_count{lane="default"}'] == 1
+    assert found['quire_metadata_call_seconds_count{lane="heartbeat"}'] == 0
+    assert found['quire_metadata_call_seconds_bucket{lane="default",le="0.001"}'] == 0
+    assert found['quire_metadata_call_seconds_bucket{lane="default",le="+Inf"}'] == 1
+    assert found['quire_metadata_call_timeouts_total{lane="default"}'] == 0

@@ -9,6 +9,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
+from bookie.metadata_calls import call_store
 from managed_ledger.api import ManagedLedger
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
@@ -51,20 +52,20 @@ class TopicAdmin:
 
     # --- tenants and namespaces ----------------------------------------------------------------
     async def list_tenants(self) -> list[str]:
-        return await self._r.call(self._r.store.list_tenants)
+        return await call_store(self._r.store.list_tenants)
 
     async def create_tenant(self, tenant: str, info: TenantInfo | None = None) -> None:
         names.validate_tenant(tenant)
         checked = tenant_info(tenant, info.admin_roles, info.allowed_clusters) if info else None
         try:
-            await self._r.call(self._r.store.create_tenant, tenant, checked)
+            await call_store(self._r.store.create_tenant, tenant, checked)
         except AlreadyExistsError as exc:
             raise TenantExistsError(f"tenant {tenant} already exists") from exc
 
     async def delete_tenant(self, tenant: str) -> None:
         names.validate_tenant(tenant)
         try:
-            await self._r.call(self._r.store.delete_tenant, tenant)
+            await call_store(self._r.store.delete_tenant, tenant)
         except NotFoundError as exc:
             raise TenantNotFoundError(tenant) from exc
         except NotEmptyError as exc:
@@ -72,14 +73,14 @@ class TopicAdmin:
 
     async def list_namespaces(self, tenant: str) -> list[str]:
         names.validate_tenant(tenant)
-        if tenant not in await self._r.call(self._r.store.list_tenants):
+        if tenant not in await call_store(self._r.store.list_tenants):
             raise TenantNotFoundError(tenant)
-        return await self._r.call(self._r.store.list_namespaces, tenant)
+        return await call_store(self._r.store.list_namespaces, tenant)
 
     async def create_namespace(self, namespace: str) -> None:
         names.validate_namespace(namespace)
         try:
-            await self._r.call(self._r.store.create_namespace, namespace)
+            await call_store(self._r.store.create_namespace, namespace)
         except AlreadyExistsError as exc:
             raise NamespaceExistsError(f"namespace {namespace} already exists") from exc
         except NotFoundError as exc:
@@ -88,7 +89,7 @@ class TopicAdmin:
     async def delete_namespace(self, namespace: str) -> None:
         names.validate_namespace(namespace)
         try:
-            await self._r.call(self._r.store.delete_namespace, namespace)
+            await call_store(self._r.store.delete_namespace, namespace)
         except NotFoundError as exc:
             raise NamespaceNotFoundError(namespace) from exc
         except NotEmptyError as exc:
@@ -100,7 +101,7 @@ class TopicAdmin:
     async def list_topics(self, namespace: str) -> list[str]:
         await self._r.check_namespace(namespace)
         return [
-            names.PERSISTENT_PREFIX + t.name for t in await self._r.call(self._r.store.list_topics, namespace)
+            names.PERSISTENT_PREFIX + t.name for t in await call_store(self._r.store.list_topics, namespace)
         ]
 
     async def create_topic(self, topic: str, partitions: int = 0) -> None:
@@ -110,7 +111,7 @@ class TopicAdmin:
                 f"partitions must be between 0 and {self._r.config.max_partitions} (setting max_partitions)"
             )
         await self._r.check_namespace(names.namespace_of(name))
-        if await self._r.call(self._r.store.get_topic, name) is not None:
+        if await call_store(self._r.store.get_topic, name) is not None:
             raise TopicExistsError(name)
         try:
             await self._r.create_topic_record(name, partitions, exist_ok=False)
@@ -134,7 +135,7 @@ class TopicAdmin:
                 f"partitions must be at most {self._r.config.max_partitions} (max_partitions)"
             )
         async with t.lock:
-            meta = await self._r.call(self._r.store.get_topic, t.name)
+            meta = await call_store(self._r.store.get_topic, t.name)
             if meta is None:
                 raise TopicNotFoundError(t.name)
             config = policies.ledger_config(t.policies, self._r.config)
@@ -145,11 +146,11 @@ class TopicAdmin:
                     cursor = await ml.open_cursor(name, "earliest")
                     await cursor.set_properties(dict(properties))
                     await cursor.flush()
-            await self._r.call(self._r.store.update_topic, replace(meta, partitions=partitions))
+            await call_store(self._r.store.update_topic, replace(meta, partitions=partitions))
         await self._r.drop(t, release=False)
 
     async def get_partitions(self, topic: str) -> int:
-        meta = await self._r.call(self._r.store.get_topic, names.validate_topic(topic))
+        meta = await call_store(self._r.store.get_topic, names.validate_topic(topic))
         if meta is None:
             raise TopicNotFoundError(topic)
         return meta.partitions
@@ -169,12 +170,12 @@ class TopicAdmin:
             await self._r.factory.delete(name)
             await self._delete_compacted_ledger(name)
         with contextlib.suppress(NotFoundError):
-            await self._r.call(self._r.store.delete_topic, t.name)
+            await call_store(self._r.store.delete_topic, t.name)
         if self._r.ownership is not None:
             await self._r.ownership.release(t.name)
 
     async def _delete_compacted_ledger(self, ml_name: str) -> None:
-        state = await self._r.call(self._r.store.get_compaction, ml_name)
+        state = await call_store(self._r.store.get_compaction, ml_name)
         # the view's layers, and what no view references yet: a fold's replaced layers and the
         # ledger of a run that died (no sweep finds it once the state's row is gone)
         for ledger_id in (*state.layer_ledger_ids, *state.leftover_ledger_ids):
@@ -191,7 +192,7 @@ class TopicAdmin:
         only one). The topic must exist, or be one that a produce may create."""
         name = names.validate_topic(topic)
         if (
-            await self._r.call(self._r.store.get_topic, name) is None
+            await call_store(self._r.store.get_topic, name) is None
             and not self._r.config.allow_auto_topic_creation
         ):
             raise TopicNotFoundError(name, "automatic topic creation is off")
@@ -203,7 +204,7 @@ class TopicAdmin:
         """The live brokers, with the number of topics each owns."""
         if self._r.ownership is None:
             return []
-        return await self._r.call(self._r.store.list_brokers, None)  # live by the store's clock
+        return await call_store(self._r.store.list_brokers, None)  # live by the store's clock
 
     def ownership_stats(self) -> dict[str, int]:
         own = self._r.ownership
@@ -232,7 +233,7 @@ class TopicAdmin:
         return {"metadata": {"partitions": t.partitions}, "partitions": per_ledger}
 
     async def _ledger_internal_stats(self, name: str, stats: dict[str, object]) -> dict[str, Any]:
-        state = await self._r.call(self._r.store.get_compaction, name)
+        state = await call_store(self._r.store.get_compaction, name)
         out: dict[str, Any] = dict(stats)
         if state.compacted_ledger_id is None:
             out["compactedLedger"] = {"ledgerId": -1, "entries": -1, "size": -1}
@@ -251,12 +252,12 @@ class TopicAdmin:
     async def _with_replication(self, ledgers: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Each ledger with its ensemble history (`{"firstEntryId": [bookie, ...]}`, from its
         metadata) and whether auto-recovery still has copies of it to replace."""
-        under = {r.ledger_id for r in await self._r.call(self._r.store.list_underreplicated)}
+        under = {r.ledger_id for r in await call_store(self._r.store.list_underreplicated)}
         out = []
         for info in ledgers:
             ledger_id = int(info["ledgerId"])
             try:
-                meta = await self._r.call(self._r.store.get_ledger, ledger_id)
+                meta = await call_store(self._r.store.get_ledger, ledger_id)
             except NotFoundError:  # deleted since the ledger list was read
                 out.append({**info, "underReplicated": ledger_id in under, "ensembles": {}})
                 continue
@@ -275,15 +276,15 @@ class TopicAdmin:
         fields (those it never set fall back to the namespace, then the settings)."""
         stored_value = policies.validate(name, value)
         t = await self._r.topic(topic)
-        own = await self._r.call(self._r.store.get_policies, t.name)
+        own = await call_store(self._r.store.get_policies, t.name)
         changes = policies.scope_changes(name, stored_value, own, await self._r.resolve_policies(t.name))
-        await self._r.call(self._r.store.update_policies, t.name, changes)
+        await call_store(self._r.store.update_policies, t.name, changes)
         await self._r.apply_policies(t)
 
     async def delete_policy(self, topic: str, name: PolicyName) -> None:
         policies.api_value(self._r.defaults, name)  # unknown names are an error
         t = await self._r.topic(topic)
-        await self._r.call(self._r.store.update_policies, t.name, policies.removal(name))
+        await call_store(self._r.store.update_policies, t.name, policies.removal(name))
         await self._r.apply_policies(t)
 
     # --- compaction ----------------------------------------------------------------------------
@@ -291,22 +292,22 @@ class TopicAdmin:
         """Request a run of every managed ledger of the topic: RUNNING from now on. A run still
         requested or running under a live lease is a conflict; a lapsed one is ERROR first."""
         t = await self._r.topic(topic)
-        now = await self._r.call(self._r.lease_clock.now_ms)
+        now = await call_store(self._r.lease_clock.now_ms)
         for ml in t.mls:
-            state = await self._r.call(compaction_lease.observe, self._r.store, ml.name, now)
+            state = await call_store(compaction_lease.observe, self._r.store, ml.name, now)
             if compaction_lease.live(state, now):
                 raise CompactionConflictError(t.name)
         lease_ms = self._r.config.compaction_lease_ms
         for ml in t.mls:
             await close_current_ledger(ml)
-            if await self._r.call(compaction_lease.request, self._r.store, ml.name, now, lease_ms) is None:
+            if await call_store(compaction_lease.request, self._r.store, ml.name, now, lease_ms) is None:
                 raise CompactionConflictError(t.name)
         self._r.compacted.invalidate()
 
     async def compaction_status(self, topic: str) -> dict[str, Any]:
         t = await self._r.topic(topic)
-        now = await self._r.call(self._r.lease_clock.now_ms)
-        states = [await self._r.call(compaction_lease.observe, self._r.store, ml.name, now) for ml in t.mls]
+        now = await call_store(self._r.lease_clock.now_ms)
+        states = [await call_store(compaction_lease.observe, self._r.store, ml.name, now) for ml in t.mls]
         out = _status_dict(_overall(states))
         if t.partitions:
             out["partitions"] = {s.topic: _status_dict(s) for s in states}

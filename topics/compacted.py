@@ -22,7 +22,6 @@ delta ledger (cost: the delta's size) and cached with it.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ import msgpack
 from bookie.api import LedgerClient
 from bookie.errors import NoSuchLedgerError
 from bookie.ledgers import LedgerManager, ledger_spec
+from bookie.metadata_calls import call_store
 from bookie.types import LedgerSpec
 from common.errors import ErrorKind, QuireError
 from managed_ledger.entry_format import (
@@ -161,7 +161,7 @@ class CompactedView:
         now = time.monotonic()
         if cached is not None and not refresh and now - cached[0] < self._state_ttl_s:
             return cached[1]
-        state = await asyncio.to_thread(self._store.get_compaction, ml_name)
+        state = await call_store(self._store.get_compaction, ml_name)
         if self._state_ttl_s > 0:
             self._states[ml_name] = (now, state)
         return state

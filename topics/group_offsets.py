@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 
+from bookie.metadata_calls import call_store
 from managed_ledger.metadata.api import GroupOffset
 from topics import names
 from topics.errors import InvalidArgumentError
@@ -44,15 +45,15 @@ class GroupOffsets:
     async def commit_group_offsets(self, offsets: Sequence[GroupOffset]) -> None:
         checked = [_checked(o) for o in offsets]
         if checked:
-            await self._r.call(self._r.store.commit_group_offsets, checked)
+            await call_store(self._r.store.commit_group_offsets, checked)
 
     async def group_offsets(self, group: str, topics: Collection[str] | None = None) -> list[GroupOffset]:
         validate_group(group)
         wanted = None if topics is None else sorted({names.validate_topic(t) for t in topics})
-        return await self._r.call(self._r.store.get_group_offsets, group, wanted)
+        return await call_store(self._r.store.get_group_offsets, group, wanted)
 
     async def list_groups(self) -> list[str]:
-        return await self._r.call(self._r.store.list_groups)
+        return await call_store(self._r.store.list_groups)
 
     async def delete_group_offsets(self, group: str) -> int:
-        return await self._r.call(self._r.store.delete_group_offsets, validate_group(group))
+        return await call_store(self._r.store.delete_group_offsets, validate_group(group))

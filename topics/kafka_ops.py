@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 
+from bookie.metadata_calls import call_store
 from managed_ledger.api import ManagedLedger
 from managed_ledger.entry_format import StoredMessage, batch_publish_time, encode_kafka, entry_offsets
 from managed_ledger.errors import EntryNotFoundError
@@ -97,7 +98,7 @@ class KafkaTopics:
 
     async def kafka_partitions(self, topic: str) -> int:
         """The topic's Kafka partition count (a non-partitioned topic has one); TopicNotFoundError."""
-        meta = await self._r.call(self._r.store.get_topic, topic)
+        meta = await call_store(self._r.store.get_topic, topic)
         if meta is None:
             raise TopicNotFoundError(topic)
         return max(1, meta.partitions)

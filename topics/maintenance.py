@@ -9,6 +9,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from bookie.metadata_calls import call_store
 from common.errors import QuireError
 from managed_ledger.api import ManagedLedger
 from managed_ledger.entry_format import batch_publish_time
@@ -75,7 +76,7 @@ class Maintenance:
         if self._r.close_dependencies:
             await self._r.factory.close()
             await self._r.client.close()
-            await self._r.call(self._r.store.close)
+            await call_store(self._r.store.close)
 
     async def handover(self) -> None:
         """Stop taking topics and hand every open one over: close it, then release it (SIGTERM).
@@ -93,7 +94,7 @@ class Maintenance:
 
     async def ready(self) -> dict[str, bool]:
         try:
-            await self._r.call(self._r.store.list_tenants)
+            await call_store(self._r.store.list_tenants)
             metadata = True
         except Exception:  # any failure means: not ready
             metadata = False
@@ -125,7 +126,7 @@ class Maintenance:
         """Re-apply namespace policies another broker changed to the topics open here (a topic's
         own policies are set through its owner, which applies them at once)."""
         for namespace in sorted({names.namespace_of(t.name) for t in self._r.topics.values()}):
-            stored = await self._r.call(self._r.store.get_policies, namespace)
+            stored = await call_store(self._r.store.get_policies, namespace)
             if self._r.namespace_policies.get(namespace) == stored:
                 continue
             self._r.namespace_policies[namespace] = stored
@@ -149,8 +150,8 @@ class Maintenance:
             if t is None or not t.policies.compaction_on:
                 continue
             for partition, ml in enumerate(t.mls):
-                now = await self._r.call(self._r.lease_clock.now_ms)
-                state = await self._r.call(compaction_lease.observe, self._r.store, ml.name, now)
+                now = await call_store(self._r.lease_clock.now_ms)
+                state = await call_store(compaction_lease.observe, self._r.store, ml.name, now)
                 horizon = compaction_check.horizon_position(state)
                 if horizon != ml.compacted_through:
                     ml.compacted_through = horizon
@@ -165,7 +166,7 @@ class Maintenance:
                     continue
                 lease_ms = self._r.config.compaction_lease_ms
                 await close_current_ledger(ml)
-                if await self._r.call(compaction_lease.request, self._r.store, ml.name, now, lease_ms):
+                if await call_store(compaction_lease.request, self._r.store, ml.name, now, lease_ms):
                     log.info("compaction of %s requested: %s", ml.name, reason)
                     requested.append(ml.name)
                 activity.keep("compaction", name)  # requested (or lost the race): watch the run

@@ -37,11 +37,9 @@ import time
 import uuid
 import zlib
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
-from bookie.ledgers import call_blocking
+from bookie.metadata_calls import HEARTBEAT, call_store
 from managed_ledger.clock import Clock, SystemClock
 from managed_ledger.metadata.api import (
     BrokerRecord,
@@ -53,7 +51,6 @@ from managed_ledger.metadata.api import (
 from topics.errors import NotOwnerError, OwnershipUnavailableError
 
 log = logging.getLogger("quire.ownership")
-T = TypeVar("T")
 ASSIGN_ATTEMPTS = 3
 
 
@@ -102,9 +99,6 @@ class Ownership:
         self._brokers: dict[str, BrokerRecord] = {}
         self._task: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()  # one heartbeat (renewal, loss, registration) at a time
-        # Renewals get a thread of their own: behind a queue of slow metadata calls in the
-        # shared pool, a renewal could come too late and cost this broker all its topics.
-        self._renewer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="quire-lease")
         self.draining = False
         self.renewals = 0
         self.renewal_failures = 0
@@ -133,7 +127,10 @@ class Ownership:
             self.me.broker_id, session, self.me.http_url, self.me.kafka_url, self.me.pulsar_url
         )
         # The store stamps the session's start and lease end with its own clock.
-        await self._on_renewer(self._store.register_broker, record, self.config.lease_ms)
+        # Registration and renewal run on the seam's heartbeat lane, a thread of their own:
+        # behind a queue of slow metadata calls, a renewal could come too late and cost this
+        # broker all its topics.
+        await call_store(self._store.register_broker, record, self.config.lease_ms, lane=HEARTBEAT)
         self.session = session
         self._valid_until = started + (self.config.lease_ms - self.config.margin_ms) / 1000
         log.info("broker %s registered session %s", self.me.broker_id, session)
@@ -156,9 +153,8 @@ class Ownership:
                 await self._lose("its lease lapsed before it could renew it")
             elif self.session:
                 started = time.monotonic()
-                renewed = await self._on_renewer(
-                    self._store.renew_broker, self.me.broker_id, self.session, self.config.lease_ms
-                )
+                renew, lease_ms = self._store.renew_broker, self.config.lease_ms
+                renewed = await call_store(renew, self.me.broker_id, self.session, lease_ms, lane=HEARTBEAT)
                 if renewed:
                     self._valid_until = started + (self.config.lease_ms - self.config.margin_ms) / 1000
                     self.renewals += 1
@@ -175,14 +171,11 @@ class Ownership:
         (The store never renews a lapsed session, so this finds nothing unless something else
         went wrong; it is cheap next to serving a topic another broker took.)"""
         for topic in sorted(self._owned):
-            current = await call_blocking(self._store.get_topic_owner, topic, None)
+            current = await call_store(self._store.get_topic_owner, topic, None)
             if current is None or not self._is_me(current):
                 log.warning("broker %s no longer owns %s after a slow renewal", self.me.broker_id, topic)
                 self.forget(topic)
                 self.dropped_after_recheck += 1
-
-    async def _on_renewer(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._renewer, fn, *args)
 
     async def _lose(self, reason: str) -> None:
         log.warning(
@@ -197,7 +190,7 @@ class Ownership:
             await self.on_lost()
 
     async def _refresh_brokers(self) -> None:
-        brokers = await call_blocking(self._store.list_brokers, None)  # by the store's clock
+        brokers = await call_store(self._store.list_brokers, None)  # by the store's clock
         self._brokers = {b.broker_id: b for b in brokers}
 
     # --- owners ------------------------------------------------------------------------------
@@ -212,7 +205,7 @@ class Ownership:
         if not self.valid():
             raise OwnershipUnavailableError(f"broker {self.me.broker_id} is renewing its session; retry")
         now = self._clock.now_ms()  # only recorded as when it was acquired; the store judges
-        current = await call_blocking(self._store.get_topic_owner, topic, None)
+        current = await call_store(self._store.get_topic_owner, topic, None)
         if current is not None and self._is_me(current) and self.draining:
             await self.release(topic)
             current = None
@@ -241,7 +234,7 @@ class Ownership:
             target = self._choose(topic)
             claim = TopicOwner(topic, target.broker_id, target.session, acquired_ms=now)
             try:
-                return await call_blocking(self._store.claim_topic, claim, None)
+                return await call_store(self._store.claim_topic, claim, None)
             except NotFoundError:
                 continue  # the target left since the list was read: choose among the rest
         raise OwnershipUnavailableError(f"no live broker could take topic {topic}; retry")
@@ -283,7 +276,7 @@ class Ownership:
         self._owned.discard(topic)
         self._cache.pop(topic, None)
         if self.session:
-            await call_blocking(self._store.release_topic, topic, self.me.broker_id, self.session)
+            await call_store(self._store.release_topic, topic, self.me.broker_id, self.session)
 
     def forget(self, topic: str) -> None:
         """Drop what is known locally about `topic` (it was dropped without a release)."""
@@ -299,8 +292,7 @@ class Ownership:
                 await task
         if self.session:
             with contextlib.suppress(MetadataError):
-                await call_blocking(self._store.remove_broker, self.me.broker_id, self.session)
+                await call_store(self._store.remove_broker, self.me.broker_id, self.session)
         self.session = ""
         self._valid_until = 0.0
         self._owned.clear()
-        self._renewer.shutdown(wait=False)

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from bookie.metadata_calls import call_store
 from managed_ledger.entry_format import batch_publish_time
 from managed_ledger.errors import EntryNotFoundError
 from topics import backlog_quota, names, policies
@@ -198,7 +199,7 @@ class QuotaAdmin:
 
     async def set_namespace_backlog_quota(self, namespace: str, quota_type: QuotaType, value: Any) -> None:
         await self._r.check_namespace(namespace)
-        own = (await self._r.call(self._r.store.get_policies, namespace)).get(backlog_quota.POLICY)
+        own = (await call_store(self._r.store.get_policies, namespace)).get(backlog_quota.POLICY)
         in_effect = backlog_quota.parse(own).get(backlog_quota.check_type(quota_type))
         stored = backlog_quota.validate_quota(quota_type, value, in_effect)
         await self._update_quota_map(namespace, quota_type, stored)
@@ -211,18 +212,18 @@ class QuotaAdmin:
         await self._reapply_namespace(namespace)
 
     async def _update_quota_map(self, scope: str, quota_type: str, stored: dict[str, Any] | None) -> None:
-        current = (await self._r.call(self._r.store.get_policies, scope)).get(backlog_quota.POLICY)
+        current = (await call_store(self._r.store.get_policies, scope)).get(backlog_quota.POLICY)
         quotas = dict(current) if isinstance(current, Mapping) else {}
         if stored is None:
             quotas.pop(quota_type, None)
         else:
             quotas[quota_type] = stored
-        await self._r.call(self._r.store.update_policies, scope, {backlog_quota.POLICY: quotas or None})
+        await call_store(self._r.store.update_policies, scope, {backlog_quota.POLICY: quotas or None})
 
     # --- admin: namespace policies -------------------------------------------------------------------
     async def get_namespace_policies(self, namespace: str) -> TopicPolicies:
         await self._r.check_namespace(namespace)
-        stored = await self._r.call(self._r.store.get_policies, namespace)
+        stored = await call_store(self._r.store.get_policies, namespace)
         return policies.resolve(self._r.defaults, stored, {})
 
     async def set_namespace_policy(self, namespace: str, name: str, value: Any) -> None:
@@ -230,17 +231,17 @@ class QuotaAdmin:
         policy given in part keeps the namespace's other fields."""
         stored_value = policies.validate(name, value)
         await self._r.check_namespace(namespace)
-        stored = await self._r.call(self._r.store.get_policies, namespace)
+        stored = await call_store(self._r.store.get_policies, namespace)
         effective = policies.resolve(self._r.defaults, stored, {})
         changes = policies.scope_changes(name, stored_value, stored, effective)
-        await self._r.call(self._r.store.update_policies, namespace, changes)
+        await call_store(self._r.store.update_policies, namespace, changes)
         await self._reapply_namespace(namespace)
 
     async def delete_namespace_policy(self, namespace: str, name: str) -> None:
         if name not in policies.POLICY_NAMES:
             raise InvalidPolicyError(name, f"unknown policy; known: {list(policies.POLICY_NAMES)}")
         await self._r.check_namespace(namespace)
-        await self._r.call(self._r.store.update_policies, namespace, policies.removal(name))
+        await call_store(self._r.store.update_policies, namespace, policies.removal(name))
         await self._reapply_namespace(namespace)
 
     async def _reapply_namespace(self, namespace: str) -> None:

@@ -10,10 +10,11 @@ import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from bookie.api import LedgerClient
 from bookie.ledgers import LedgerManager
+from bookie.metadata_calls import call_store
 from managed_ledger.api import ManagedLedgerFactory
 from managed_ledger.clock import Clock, SystemClock
 from managed_ledger.entry_format import Message
@@ -42,7 +43,6 @@ from topics.subscription_options import options_from_properties
 from topics.subscriptions import Subscription
 from topics.topic import QuotaGate, Topic
 
-T = TypeVar("T")
 log = logging.getLogger("quire.topics")
 DeadLetter = Callable[[str, list[Message]], Awaitable[None]]
 CLOSE_TIMEOUT_S = 10.0  # a managed ledger's close when its topic leaves this broker
@@ -101,10 +101,6 @@ class TopicRegistry:
         self.quota_gate: QuotaGate = _NO_QUOTAS
         self.dead_letter: DeadLetter = _no_dead_letters
 
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """A metadata store call, off the event loop (the store is synchronous)."""
-        return await asyncio.to_thread(fn, *args)
-
     # --- opening topics ------------------------------------------------------------------------
     async def topic(self, topic: str, create: bool = False) -> Topic:
         """The open topic; opened on first use; created first when `create` and allowed.
@@ -127,7 +123,7 @@ class TopicRegistry:
         async with self.open_lock(name):
             open_topic = self.topics.get(name)
             if open_topic is None:
-                meta = await self.call(self.store.get_topic, name)
+                meta = await call_store(self.store.get_topic, name)
                 if meta is None and not create:
                     raise TopicNotFoundError(name)
                 if meta is None and not self.config.allow_auto_topic_creation:
@@ -218,9 +214,9 @@ class TopicRegistry:
         await self.check_partition_clash(name, partitions)
         record = TopicMetadata(name=name, partitions=partitions, created_ms=self.clock.now_ms())
         try:
-            return await self.call(self.store.create_topic, record)
+            return await call_store(self.store.create_topic, record)
         except AlreadyExistsError:
-            existing = await self.call(self.store.get_topic, name)
+            existing = await call_store(self.store.get_topic, name)
             if not exist_ok or existing is None:
                 raise
             return existing
@@ -234,12 +230,12 @@ class TopicRegistry:
         if parsed is not None:
             if partitions > 0:
                 raise InvalidNameError(name, "a partitioned topic's name may not end in -partition-N")
-            base = await self.call(self.store.get_topic, parsed[0])
+            base = await call_store(self.store.get_topic, parsed[0])
             if base is not None and base.partitions > 0:
                 raise InvalidNameError(name, f"it is a partition of the partitioned topic {parsed[0]}")
         if partitions > 0:
             for i in range(partitions):
-                if await self.call(self.store.get_topic, names.partition_name(name, i)) is not None:
+                if await call_store(self.store.get_topic, names.partition_name(name, i)) is not None:
                     raise InvalidNameError(name, f"topic {names.partition_name(name, i)} exists")
 
     async def load(self, meta: TopicMetadata) -> Topic:
@@ -250,7 +246,7 @@ class TopicRegistry:
 
     async def resolve_policies(self, topic: str) -> TopicPolicies:
         namespace = names.namespace_of(topic)
-        stored = await self.call(self.store.get_policies_of, [namespace, topic])  # one read
+        stored = await call_store(self.store.get_policies_of, [namespace, topic])  # one read
         return policies.resolve(self.defaults, stored[namespace], stored[topic])
 
     async def apply_policies(self, t: Topic) -> None:
@@ -264,7 +260,7 @@ class TopicRegistry:
 
     async def check_namespace(self, namespace: str) -> None:
         names.validate_namespace(namespace)
-        if namespace not in await self.call(self.store.list_namespaces, names.tenant_of(namespace)):
+        if namespace not in await call_store(self.store.list_namespaces, names.tenant_of(namespace)):
             raise NamespaceNotFoundError(namespace)
 
     # --- partitions and subscriptions ----------------------------------------------------------

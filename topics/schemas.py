@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from bookie.metadata_calls import call_store
 from managed_ledger.metadata.api import AlreadyExistsError, SchemaVersion
 from topics import names, schema_compat
 from topics.errors import (
@@ -71,7 +72,7 @@ class Schemas:
     async def _versions(self, topic: str) -> list[SchemaVersion]:
         topic = names.validate_topic(topic)
         await self._r.check_namespace(names.namespace_of(topic))
-        return await self._r.call(self._r.store.get_schema_versions, topic)
+        return await call_store(self._r.store.get_schema_versions, topic)
 
     async def get_schema(self, topic: str, version: int | None = None) -> SchemaVersion:
         """The latest live version, or `version` (a live one)."""
@@ -110,7 +111,7 @@ class Schemas:
                 topic, version, schema_type, data, dict(properties), self._r.clock.now_ms()
             )
             try:
-                await self._r.call(self._r.store.add_schema_version, record)
+                await call_store(self._r.store.add_schema_version, record)
             except AlreadyExistsError:
                 continue  # another writer took this version: look again
             return version
@@ -142,7 +143,7 @@ class Schemas:
                 topic, versions[-1].version + 1, "NONE", b"", {}, self._r.clock.now_ms(), deleted=True
             )
             try:
-                await self._r.call(self._r.store.add_schema_version, mark)
+                await call_store(self._r.store.add_schema_version, mark)
             except AlreadyExistsError:
                 continue
             return mark.version
@@ -151,7 +152,7 @@ class Schemas:
     async def get_compatibility(self, namespace: str) -> str:
         names.validate_namespace(namespace)
         await self._r.check_namespace(namespace)
-        stored = await self._r.call(self._r.store.get_policies, namespace)
+        stored = await call_store(self._r.store.get_policies, namespace)
         value = stored.get(STRATEGY_POLICY)
         return value if value in schema_compat.STRATEGIES else schema_compat.DEFAULT_STRATEGY
 
@@ -162,7 +163,7 @@ class Schemas:
                 f"unknown schema compatibility strategy {strategy!r}; known: {list(schema_compat.STRATEGIES)}"
             )
         await self._r.check_namespace(namespace)
-        await self._r.call(self._r.store.update_policies, namespace, {STRATEGY_POLICY: strategy})
+        await call_store(self._r.store.update_policies, namespace, {STRATEGY_POLICY: strategy})
 
 
 def _check_definition(schema_type: str, data: bytes, properties: Mapping[str, str]) -> None:

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from bookie.metadata_calls import call_store
 from common.errors import QuireError
 from managed_ledger.api import Cursor
 from managed_ledger.entry_format import StoredMessage, iter_messages
@@ -135,7 +136,7 @@ class TopicStats:
         t = await self._r.topic(topic)
         await self._sample_batches(t)
         subs = await self._subscriptions_of(t)
-        states = [await self._r.call(self._r.store.get_compaction, ml.name) for ml in t.mls]
+        states = [await call_store(self._r.store.get_compaction, ml.name) for ml in t.mls]
         out = self._topic_stats(t, subs, range(len(t.mls)))
         out["publishers"] = _clients(t.meters.publishers, "producerName", "msgRateIn", "msgThroughputIn")
         for name, sub in subs.items():

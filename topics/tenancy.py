@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from bookie.metadata_calls import call_store
 from managed_ledger.metadata.api import NamespaceGrants, NotFoundError, TenantInfo
 from topics import names
 from topics.errors import InvalidArgumentError, NamespaceNotFoundError, TenantNotFoundError
@@ -56,7 +57,7 @@ class Tenancy:
 
     async def get_tenant(self, tenant: str) -> TenantInfo:
         names.validate_tenant(tenant)
-        info = await self._r.call(self._r.store.get_tenant, tenant)
+        info = await call_store(self._r.store.get_tenant, tenant)
         if info is None:
             raise TenantNotFoundError(tenant)
         return info
@@ -64,14 +65,14 @@ class Tenancy:
     async def update_tenant(self, info: TenantInfo) -> None:
         info = tenant_info(info.name, info.admin_roles, info.allowed_clusters)
         try:
-            await self._r.call(self._r.store.update_tenant, info)
+            await call_store(self._r.store.update_tenant, info)
         except NotFoundError as exc:
             raise TenantNotFoundError(info.name) from exc
 
     async def get_permissions(self, namespace: str) -> dict[str, list[str]]:
         names.validate_namespace(namespace)
         try:
-            granted = await self._r.call(self._r.store.get_permissions, namespace)
+            granted = await call_store(self._r.store.get_permissions, namespace)
         except NotFoundError as exc:
             raise NamespaceNotFoundError(namespace) from exc
         return {role: list(actions) for role, actions in granted.items()}
@@ -87,7 +88,7 @@ class Tenancy:
 
     async def _set_permission(self, namespace: str, role: str, actions: tuple[str, ...] | None) -> None:
         try:
-            await self._r.call(self._r.store.set_permission, namespace, role, actions)
+            await call_store(self._r.store.set_permission, namespace, role, actions)
         except NotFoundError as exc:
             raise NamespaceNotFoundError(namespace) from exc
 
@@ -98,4 +99,4 @@ class Tenancy:
             return NamespaceGrants()
         if namespace is not None and not names.is_name(namespace.partition("/")[2]):
             namespace = None
-        return await self._r.call(self._r.store.get_grants, tenant, namespace)
+        return await call_store(self._r.store.get_grants, tenant, namespace)

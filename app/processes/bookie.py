@@ -118,12 +118,13 @@ def make_scrubber(
     settings: Settings, storage: LedgerStorage, store: RecoveryStore, bookie_id: str
 ) -> Scrubber:
     """The scrub, told of every rotten copy the engine meets, listing them in the store."""
+    from bookie.metadata_calls import call_store
     from bookie.recovery_store import mark_rotten
     from bookie.registry import wall_clock_ms
     from bookie.scrubber import Scrubber, ScrubConfig
 
     async def report(ledger_id: int, entry_ids: set[int]) -> bool:
-        return await asyncio.to_thread(mark_rotten, store, ledger_id, bookie_id, entry_ids, wall_clock_ms())
+        return await call_store(mark_rotten, store, ledger_id, bookie_id, entry_ids, wall_clock_ms())
 
     config = ScrubConfig(settings.bookie_scrub_interval_s, settings.bookie_scrub_rate_bytes_per_s)
     scrubber = Scrubber(storage, report, config)

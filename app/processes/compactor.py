@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 from typing import TYPE_CHECKING
@@ -105,12 +106,14 @@ async def serve(settings: Settings) -> None:
 async def _open_store(settings: Settings, stop: asyncio.Event) -> SqlMetadataStore | None:
     """Open the metadata store, waiting (a try a second) while it does not answer: a compactor
     started during a database outage waits it out instead of exiting. None: stopped meanwhile."""
+    from bookie.metadata_calls import call_store
     from managed_ledger.metadata.sql import SqlMetadataStore
 
     url = settings.effective_database_url
+    open_store = functools.partial(SqlMetadataStore, url, auto_upgrade=settings.auto_migrate)
     while not stop.is_set():
         try:
-            return await asyncio.to_thread(SqlMetadataStore, url, auto_upgrade=settings.auto_migrate)
+            return await call_store(open_store)
         except Exception as exc:  # the database is down or refuses us for now
             log.warning("metadata store not reachable (%s); trying again in 1 s", type(exc).__name__)
         with contextlib.suppress(TimeoutError):

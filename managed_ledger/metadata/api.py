@@ -10,7 +10,7 @@ are immutable; use `dataclasses.replace` to make the new one.
 The ledger rows, their records and the errors above are the ledger lifecycle's and live in
 `bookie.ledger_metadata` (re-exported here); this protocol extends that one.
 
-Calls are synchronous and short; async callers run them with `asyncio.to_thread`.
+Calls are synchronous and short; async callers run them through `bookie.metadata_calls.call_store`.
 
 Rules both stores keep (tests/managed_ledger/test_metadata_contract.py checks them):
 - A created record comes back with version 1; a CAS write of version v stores and returns v + 1.

@@ -6,7 +6,8 @@ pysqlite opens transactions lazily and a SELECT followed by an UPDATE is not one
 DDL in a migration would not be transactional. Write transactions use BEGIN IMMEDIATE: they take
 the write lock up front and wait for it (busy_timeout) instead of failing half-way with
 SQLITE_BUSY when a reader upgrades. WAL lets readers run beside the writer; foreign keys are on
-for the cascades; check_same_thread is off because callers come from `asyncio.to_thread` workers.
+for the cascades; check_same_thread is off because callers come from the threads of
+`bookie.metadata_calls`.
 
 PostgreSQL: a normal pool with pre-ping, so a restarted server costs one failed checkout, not
 a failed call.

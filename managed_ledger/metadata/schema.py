@@ -21,8 +21,9 @@ from alembic.util.exc import CommandError
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from managed_ledger.metadata.api import MetadataError, MetadataUnavailableError, SchemaBehindError
+from managed_ledger.metadata.api import MetadataError, SchemaBehindError
 from managed_ledger.metadata.engine import make_engine
+from managed_ledger.metadata.sql_errors import unavailable_error
 
 # Any fixed 64-bit key; it only has to be the same in every Quire process ("QUIRE" in ASCII).
 MIGRATION_LOCK_KEY = 0x5155495245
@@ -71,7 +72,7 @@ def current_revision(url_or_engine: str | Engine) -> str | None:
         with _engine(url_or_engine) as engine, engine.connect() as conn:
             return MigrationContext.configure(conn).get_current_revision()
     except OperationalError as exc:
-        raise MetadataUnavailableError(f"metadata database unavailable: {exc.orig}") from exc
+        raise unavailable_error(exc) from exc
     except DBAPIError as exc:
         raise MetadataError(f"metadata database error: {exc.orig}") from exc
 
@@ -97,7 +98,7 @@ def upgrade_to_head(url_or_engine: str | Engine, revision: str = "head") -> None
     except CommandError as exc:
         raise MetadataError(f"metadata schema upgrade to {revision} failed: {exc}") from exc
     except OperationalError as exc:
-        raise MetadataUnavailableError(f"metadata database unavailable: {exc.orig}") from exc
+        raise unavailable_error(exc) from exc
     except DBAPIError as exc:
         raise MetadataError(f"metadata schema upgrade to {revision} failed: {exc.orig}") from exc
 

@@ -1,7 +1,8 @@
 """`SqlMetadataStore`: the metadata store on SQLAlchemy (SQLite by default, PostgreSQL in production).
 
-Every method is one short transaction on one shared Engine (thread-safe; callers come from
-`asyncio.to_thread`). Every update is compare-and-set in the database itself:
+Every method is one short transaction on one shared Engine (thread-safe; async callers come
+through the seam's threads, `bookie.metadata_calls`). Every update is compare-and-set in the
+database itself:
 `UPDATE ... SET ..., version = v + 1 WHERE key = k AND version = v`; a rowcount of 0 means the row
 moved on (BadVersionError) or is gone (NotFoundError), told apart by one SELECT on that failure
 path only. Creating an existing key is AlreadyExistsError (the primary key decides, so two
@@ -27,6 +28,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.sql.elements import ColumnElement
 
 from bookie.ledger_metadata import SegmentInstance
+from bookie.metadata_calls import metadata_calls
 from managed_ledger.metadata import records, rows, schema
 from managed_ledger.metadata.api import (
     AlreadyExistsError,
@@ -38,7 +40,6 @@ from managed_ledger.metadata.api import (
     LedgerState,
     ManagedLedgerMetadata,
     MetadataError,
-    MetadataUnavailableError,
     NamespaceGrants,
     NotEmptyError,
     NotFoundError,
@@ -62,6 +63,7 @@ from managed_ledger.metadata.rows import (
     TENANTS,
     TOPICS,
 )
+from managed_ledger.metadata.sql_errors import unavailable, unavailable_error
 from managed_ledger.metadata.topic_schemas import SqlSchemaMethods
 
 POLICY_UPDATE_ATTEMPTS = 20
@@ -81,6 +83,8 @@ class SqlMetadataStore(
 ):
     def __init__(self, url: str, auto_upgrade: bool = True) -> None:
         """Open the store; upgrade the schema to head first, or refuse one that is behind."""
+        # The async seam may not know SQLAlchemy: teach it this store's unreachable database.
+        metadata_calls.translate_with(unavailable)
         self.url = url
         self._engine = make_engine(url)
         self._count_lock = threading.Lock()
@@ -114,7 +118,7 @@ class SqlMetadataStore(
                 raise MetadataError(f"metadata integrity error: {exc.orig}") from exc
             raise conflict from exc
         except OperationalError as exc:
-            raise MetadataUnavailableError(f"metadata database unavailable: {exc.orig}") from exc
+            raise unavailable_error(exc) from exc
         except DBAPIError as exc:
             raise MetadataError(f"metadata database error: {exc.orig}") from exc
 

@@ -1,6 +1,7 @@
 """Broker leases judged by one clock, the metadata store's (reliability review 2026-11-28,
 findings 5 and 11): a renewal that reaches the store after the lease ended is refused, so two
-brokers never both hold a topic; a slow renewal makes the broker re-read what it owns."""
+brokers never both hold a topic; a slow renewal makes the broker re-read what it owns; and the
+lease is registered and renewed on the store seam's heartbeat lane, a thread of its own."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import threading
 import time
 
+from bookie.metadata_calls import HEARTBEAT, metadata_calls
 from managed_ledger.metadata.api import BrokerRecord, TopicOwner
 from managed_ledger.metadata.memory import InMemoryMetadataStore
 from topics.ownership import Ownership, OwnershipConfig
@@ -87,3 +89,35 @@ async def test_a_slow_renewal_rechecks_the_topics_held() -> None:
     finally:
         store.hold.set()
         await a.close()
+
+
+class _Threads(InMemoryMetadataStore):
+    """Records the thread each broker registration and renewal ran on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[str] = []
+
+    def register_broker(self, broker: BrokerRecord, lease_ms: int | None = None) -> BrokerRecord:
+        self.threads.append(threading.current_thread().name)
+        return super().register_broker(broker, lease_ms)
+
+    def renew_broker(self, broker_id: str, session: str, lease_ms: int) -> bool:
+        self.threads.append(threading.current_thread().name)
+        return super().renew_broker(broker_id, session, lease_ms)
+
+
+async def test_the_lease_is_registered_and_renewed_on_the_heartbeat_lane() -> None:
+    store = _Threads()
+    config = OwnershipConfig("a:1", "http://a:1", lease_ms=60_000, heartbeat_interval_ms=10_000)
+    ownership = Ownership(store, config)
+    renewals_before = metadata_calls.figures()[HEARTBEAT].seconds.count
+    await ownership.start()
+    try:
+        await ownership.heartbeat()
+        assert ownership.renewals == 1
+        assert len(store.threads) == 2
+        assert all(name.startswith("quire-lease") for name in store.threads), store.threads
+        assert metadata_calls.figures()[HEARTBEAT].seconds.count == renewals_before + 2
+    finally:
+        await ownership.close()
