@@ -7,9 +7,11 @@ bookie, compactor and auto-recovery are asyncio programs. A call runs on a threa
 - `DEFAULT`: the pool every store call uses unless it says otherwise, as many threads as
   `asyncio.to_thread`'s default pool (min(32, CPUs + 4)), so moving the callers here changed
   nothing in how many calls may be in flight at once;
-- `HEARTBEAT`: one thread of its own for lease renewal (the broker's session heartbeat). Behind a
+- `HEARTBEAT`: threads of its own for lease renewal (the broker's session heartbeat). Behind a
   queue of slow calls in the default pool a renewal could arrive after its lease ended and cost
-  the broker every topic it owns; on its own thread it waits for nobody but the store.
+  the broker every topic it owns; on its own threads it waits for nobody but the store. A broker
+  renews one call at a time, so one thread would do; there are a few because tests run several
+  brokers in one process, and one broker's held renewal must not hold up another's.
 
 Each call may carry a timeout (`timeout_s`; none unless the caller or the seam's default gives one):
 past it the caller gets `MetadataUnavailableError`, retriable, and the thread finishes the call
@@ -59,7 +61,7 @@ _UNSET: Any = object()
 
 
 def default_lanes() -> dict[str, int]:
-    return {DEFAULT: min(32, (os.cpu_count() or 1) + 4), HEARTBEAT: 1}
+    return {DEFAULT: min(32, (os.cpu_count() or 1) + 4), HEARTBEAT: 4}
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,7 +101,7 @@ class Maintenance:
         try:
             # The bookies that serve now (the registry's live ones), not the configured list: a
             # bookie replaced for good must not keep a broker unready for ever.
-            serving = await self._r.call(self._r.factory.placement.serving_bookies)
+            serving = await call_store(self._r.factory.placement.serving_bookies)
             bookies = await self._r.client.healthy(serving)
         except Exception:  # any failure means: not ready
             bookies = False

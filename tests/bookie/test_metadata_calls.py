@@ -116,8 +116,8 @@ async def test_every_call_is_timed_into_its_lanes_histogram(calls: MetadataCalls
     assert calls.figures()[HEARTBEAT].seconds.count == 1
 
 
-def test_the_process_seam_has_one_heartbeat_thread_and_refuses_lanes_without_default() -> None:
-    assert default_lanes()[HEARTBEAT] == 1
+def test_the_process_seam_has_heartbeat_threads_of_its_own_and_refuses_lanes_without_default() -> None:
+    assert default_lanes()[HEARTBEAT] >= 2  # in-process test brokers: one held renewal blocks no other
     with pytest.raises(ValueError):
         MetadataCalls({HEARTBEAT: 1})
     with pytest.raises(ValueError):
