@@ -51,12 +51,13 @@ from managed_ledger.errors import EntryNotFoundError
 from managed_ledger.position import MessageId, Position
 from topics import dead_letters, delivery_state, key_shared
 from topics.api import Delivery, SubscriptionOptions
+from topics.compacted_reads import CompactedPartition
 from topics.dead_letters import DeadLetterWriter
 from topics.delivery_state import EntryAcks
 from topics.errors import ConsumerBusyError, ConsumerIdRequiredError
 from topics.key_shared import KeyRouter
 from topics.members import Members
-from topics.readers import BEYOND, CompactedSource, after, decode_entry, entries_wanted
+from topics.readers import BEYOND, CompactedSource, decode_entry, entries_wanted
 from topics.ready_queue import ReadyQueue
 
 # Resolves the partition of a message id the subscription has no state for (ledger ids are
@@ -98,7 +99,6 @@ class Subscription:
         self.ack_timeout_ms = ack_timeout_ms
         self._max_unacked = max_unacked
         self._clock = clock
-        self._compacted = compacted
         self._partition_of = partition_of
         self._dead_letter = dead_letter
         self.dead_letter_topic = options.dead_letter_topic or f"{topic}-{name}-DLQ"
@@ -113,12 +113,10 @@ class Subscription:
         self._redeliver_msgs: dict[MessageId, _Pending] = {}  # as it was pending: who had it
         self._ready = ReadyQueue()
         self._entries: dict[Position, EntryAcks] = {}
-        self._compacted_next: list[MessageId | None] = [None] * len(cursors)
-        # Per partition: compacted messages delivered and not yet acked, and the horizon once the
-        # view was read to it. When both say "done", everything up to the horizon is acked:
-        # what compaction removed is never delivered, so nobody would ack it one by one.
-        self._compacted_unacked: list[set[MessageId]] = [set() for _ in cursors]
-        self._compacted_end: list[Position | None] = [None] * len(cursors)
+        # Per partition: its read through the compacted view (read_compacted).
+        self._compacted_reads = [
+            CompactedPartition(compacted, ml, cursor) for ml, cursor in zip(mls, cursors, strict=True)
+        ]
         self.members = Members(exclusive_idle_ms)
         self.keys = KeyRouter()  # key_shared
         self._rr = 0
@@ -394,36 +392,23 @@ class Subscription:
 
     async def _read_compacted(self, partition: int, wanted: int) -> bool | None:
         """Pulsar's branch rule for a subscription; None when the cursor is past the horizon."""
-        ml, cursor = self.mls[partition], self.cursors[partition]
-        horizon = await self._compacted.horizon(ml.name)
-        read_position = cursor.read_position
-        if horizon is None or read_position > horizon.position:
-            self._compacted_next[partition] = None
-            return None
-        start = self._compacted_next[partition] or MessageId(
-            read_position.ledger_id, read_position.entry_id, 0
+        return await self._compacted_reads[partition].read(
+            wanted, functools.partial(self._take_compacted, partition)
         )
-        messages = await self._compacted.read(ml.name, start, wanted, until=horizon)
-        for m in messages:
-            mid = m.message_id
-            state = self._entries.get(mid.position)
-            if state is None:
-                # A compacted entry's survivors stand for their entry: acking them acks it.
-                state = self._entries[mid.position] = EntryAcks(partition, 0, compacted=True)
-            if state.compacted:
-                state.count += 1
-            if mid.batch_index in state.acked:
-                continue  # acked inside its batch before a restart: neither handed out nor awaited
-            self._ready.append((partition, m))
-            self._compacted_unacked[partition].add(mid)
-        if len(messages) < wanted:
-            # The view is read up to the horizon: the topic continues right after it.
-            cursor.rewind(ml.next_position(horizon.position))
-            self._compacted_next[partition] = None
-            self._compacted_end[partition] = horizon.position
-            self._finish_compacted(partition)
-        else:
-            self._compacted_next[partition] = after(messages[-1].message_id)
+
+    def _take_compacted(self, partition: int, m: StoredMessage) -> bool:
+        """A message read through the compacted view: ready to hand out, and awaited, unless it
+        was acked inside its batch before a restart."""
+        mid = m.message_id
+        state = self._entries.get(mid.position)
+        if state is None:
+            # A compacted entry's survivors stand for their entry: acking them acks it.
+            state = self._entries[mid.position] = EntryAcks(partition, 0, compacted=True)
+        if state.compacted:
+            state.count += 1
+        if mid.batch_index in state.acked:
+            return False  # neither handed out nor awaited
+        self._ready.append((partition, m))
         return True
 
     # --- acks ----------------------------------------------------------------------------------
@@ -446,15 +431,8 @@ class Subscription:
             self.cursors[partition].ack(positions)
         self._changed(touched)
         if self.options.read_compacted:
-            for partition, unacked in enumerate(self._compacted_unacked):
-                unacked.difference_update(ids)
-                self._finish_compacted(partition)
-
-    def _finish_compacted(self, partition: int) -> None:
-        end = self._compacted_end[partition]
-        if end is not None and not self._compacted_unacked[partition]:
-            self._compacted_end[partition] = None
-            self.cursors[partition].ack_cumulative(end)
+            for compacted in self._compacted_reads:
+                compacted.acked(ids)
 
     def _changed(self, partitions: Iterable[int]) -> None:
         for partition in partitions:
@@ -529,9 +507,7 @@ class Subscription:
             del counts[other]
         for position in [p for p, s in self._entries.items() if s.partition == partition and p < pos]:
             del self._entries[position]
-        unacked = self._compacted_unacked[partition]
-        unacked.difference_update([m for m in unacked if m <= mid])
-        self._finish_compacted(partition)
+        self._compacted_reads[partition].acked_through(mid)
         self._changed([partition])
 
     def ack_before(self, partition: int, pos: Position) -> None:
@@ -569,9 +545,8 @@ class Subscription:
         self._redeliver_msgs.clear()
         self._ready.clear()
         self._entries.clear()
-        self._compacted_next = [None] * len(self.cursors)
-        self._compacted_unacked = [set() for _ in self.cursors]
-        self._compacted_end = [None] * len(self.cursors)
+        for compacted in self._compacted_reads:
+            compacted.clear()
         self.keys.clear()
         self._changed(range(len(self.cursors)))
 
