@@ -202,7 +202,7 @@ class DataPlane:
             woken = t.notifier.arm()
             async with sub.lock:
                 out = await sub.fill(max_messages, consumer_id, partition, whole_entries)
-            if sub.keys.others_ready():
+            if sub.dispatcher.others_ready():
                 t.notifier.notify()
             remaining = deadline - loop.time()
             if out or remaining <= 0 or subscription_at_end(t, sub):
@@ -211,7 +211,7 @@ class DataPlane:
             redelivery_ms = sub.next_redelivery_ms()
             if redelivery_ms is not None:
                 remaining = min(remaining, redelivery_ms / 1000 + 0.001)
-            sub.members.heard(consumer_id, self._r.clock.now_ms() + int(remaining * 1000))
+            sub.dispatcher.heard(consumer_id, self._r.clock.now_ms() + int(remaining * 1000))
             await Notifier.wait(woken, remaining)
             if t.moved:
                 return []  # the topic left this broker: the client's next request finds its owner
@@ -250,7 +250,7 @@ class DataPlane:
         async with sub.lock:
             # The next consumer to ask sees it gone (what it held is redelivered; failover's
             # active consumer and key_shared's keys follow).
-            sub.members.left(consumer_id)
+            sub.dispatcher.left(consumer_id)
         t.notifier.notify()
 
     async def nack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None:

@@ -1,4 +1,4 @@
-"""key_shared's bookkeeping (Pulsar's sticky-key dispatcher), for `topics.subscriptions`.
+"""key_shared's bookkeeping (Pulsar's sticky-key dispatcher), for `topics.dispatchers.KeySharedDispatcher`.
 
 Each key goes to one live consumer, its owner: the choice of a consistent-hash ring of the live
 consumers (100 points each, as Pulsar's), unless the key is sticky. Keys move only when consumers

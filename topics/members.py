@@ -5,8 +5,8 @@ A consumer is live while it asks for messages (a long poll counts until it ends)
 silent for the consumer idle time, or at once when it says it is gone (a Pulsar consumer
 closing). Exclusive serves one consumer: another is refused while the first is live. Failover's
 active consumer is the first by sorted id among the live ones. What a change means for the
-messages a consumer held (redelivery, key_shared's keys) is the subscription's to do
-(`topics.subscriptions`); this class only says who joined, who left and who is active.
+messages a consumer held (redelivery, key_shared's keys) is the dispatcher's to do
+(`topics.dispatchers`); this class only says who joined, who left and who is active.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A durable subscription's delivery state (Pulsar's dispatcher, pull-based over HTTP).
+"""A durable subscription's state (Pulsar's PersistentSubscription): what every type shares.
 
 One `Subscription` per subscription name of a topic, over one cursor per managed ledger (one for
 a plain topic, one per partition). The cursors are durable: mark-delete plus acked entries, and
@@ -15,15 +15,14 @@ are delivered again from the cursors, as in Pulsar):
 - `entries`: per entry read, its batch size and the batch indexes acked so far (acked on its
   cursor once all are). `counts`, per partition: the redelivery count of each message delivered.
 
-Types (Pulsar's): **shared** hands each message to whichever consumer asks. **exclusive** serves
-one consumer (`_claim`). **failover** has one active consumer, the first by sorted id among the
-live ones; the others get nothing until it goes silent, and a change of active consumer hands
-the old one's unacked messages to the new one. **key_shared** sends each key to one consumer,
-in order (`topics.key_shared`). A consumer is live while it asks for messages (a long poll
-counts until it ends) and leaves once silent for the consumer idle time (`exclusive_idle_ms`);
-what it held unacked is then redelivered, in id order, to the consumers that own it now. Every
-type but shared needs a `consumer_id`. Past `max_redeliveries` a message goes to the dead-letter
-topic (`topics.dead_letters`).
+Who gets which message is its dispatcher's (`topics.dispatchers`), one per type, chosen once
+when the subscription is built: shared, single-active (exclusive and failover) or key_shared.
+The subscription hands messages out (`hand_out`) to whom the dispatcher says, reads ahead for
+it (`read_more`, through the compacted view per partition with `read_compacted`:
+`topics.compacted_reads`), and does what no type changes: acks, cumulative acks, nacks, ack
+timeouts, seeks. A consumer that leaves (idle past `exclusive_idle_ms`, or gone) has what it
+held unacked redelivered, in id order, to the consumers that own it now (`consumers_left`).
+Past `max_redeliveries` a message goes to the dead-letter topic (`topics.dead_letters`).
 
 The delivery state is stored with the cursor's batched flush, not per message: a change only
 tells the cursor (`delivery_state_changed`), and the flush asks `_delivery_state` for the JSON
@@ -49,14 +48,13 @@ from managed_ledger.clock import Clock
 from managed_ledger.entry_format import StoredMessage
 from managed_ledger.errors import EntryNotFoundError
 from managed_ledger.position import MessageId, Position
-from topics import dead_letters, delivery_state, key_shared
+from topics import dead_letters, delivery_state
 from topics.api import Delivery, SubscriptionOptions
+from topics.compacted_reads import CompactedPartition
 from topics.dead_letters import DeadLetterWriter
 from topics.delivery_state import EntryAcks
-from topics.errors import ConsumerBusyError, ConsumerIdRequiredError
-from topics.key_shared import KeyRouter
-from topics.members import Members
-from topics.readers import BEYOND, CompactedSource, after, decode_entry, entries_wanted
+from topics.dispatchers import SharedDispatcher, dispatcher_for
+from topics.readers import BEYOND, CompactedSource, decode_entry, entries_wanted
 from topics.ready_queue import ReadyQueue
 
 # Resolves the partition of a message id the subscription has no state for (ledger ids are
@@ -96,9 +94,8 @@ class Subscription:
         self.cursors = cursors
         self.options = options
         self.ack_timeout_ms = ack_timeout_ms
-        self._max_unacked = max_unacked
+        self.max_unacked = max_unacked
         self._clock = clock
-        self._compacted = compacted
         self._partition_of = partition_of
         self._dead_letter = dead_letter
         self.dead_letter_topic = options.dead_letter_topic or f"{topic}-{name}-DLQ"
@@ -111,16 +108,16 @@ class Subscription:
         self._counts: list[dict[MessageId, int]] = [{} for _ in cursors]
         self._redeliver: list[MessageId] = []
         self._redeliver_msgs: dict[MessageId, _Pending] = {}  # as it was pending: who had it
-        self._ready = ReadyQueue()
+        self.ready = ReadyQueue()
         self._entries: dict[Position, EntryAcks] = {}
-        self._compacted_next: list[MessageId | None] = [None] * len(cursors)
-        # Per partition: compacted messages delivered and not yet acked, and the horizon once the
-        # view was read to it. When both say "done", everything up to the horizon is acked:
-        # what compaction removed is never delivered, so nobody would ack it one by one.
-        self._compacted_unacked: list[set[MessageId]] = [set() for _ in cursors]
-        self._compacted_end: list[Position | None] = [None] * len(cursors)
-        self.members = Members(exclusive_idle_ms)
-        self.keys = KeyRouter()  # key_shared
+        self._touched: set[int] = set()  # partitions whose delivery state this fill changed
+        # Per partition: its read through the compacted view (read_compacted).
+        self._compacted_reads = [
+            CompactedPartition(compacted, ml, cursor) for ml, cursor in zip(mls, cursors, strict=True)
+        ]
+        # Who gets what: chosen once, by type; a partition consumer's fill is shared's over it.
+        self.dispatcher = dispatcher_for(options.type, self, exclusive_idle_ms)
+        self._partitions = [SharedDispatcher(self, only=p) for p in range(len(cursors))]
         self._rr = 0
         self._entries_read = 0  # with _messages_read: the batch size seen, to size reads
         self._messages_read = 0
@@ -156,7 +153,8 @@ class Subscription:
         partition: int | None = None,
         whole_entries: bool = False,
     ) -> list[Delivery]:
-        """Hand out up to max_messages: redeliveries first, then new messages. Caller holds the
+        """Hand out up to max_messages: redeliveries first, then new messages, as the
+        subscription's dispatcher decides (`topics.dispatchers`). Caller holds the
         subscription's lock, so concurrent consumers never get the same message. Messages past
         their redelivery limit met on the way go to the dead-letter topic instead.
 
@@ -165,98 +163,53 @@ class Subscription:
         type's rules per partition). `whole_entries`: the last new entry handed out is handed
         out whole, past max_messages (a push consumer's permits, as Pulsar's dispatcher sends a
         batch whole)."""
-        out = await self._fill(max_messages, consumer_id, partition, whole_entries)
+        dispatcher = self.dispatcher if partition is None else self._partitions[partition]
+        now = self._clock.now_ms()
+        consumer = dispatcher.admit(consumer_id, now)
+        self._expire(now)
+        try:
+            out = await dispatcher.fill(consumer, max_messages, now, whole_entries)
+        finally:
+            touched, self._touched = self._touched, set()
+            self._changed(touched)
         if self._dead:
             await self._write_dead_letters()
         return out
 
-    async def _fill(
-        self, max_messages: int, consumer_id: str | None, only: int | None, whole: bool
-    ) -> list[Delivery]:
-        now = self._clock.now_ms()
-        kind = self.options.type if only is None else "shared"
-        if kind != "shared" and not consumer_id:
-            raise ConsumerIdRequiredError(self.topic, self.name, kind)
-        consumer = consumer_id or ""
-        if kind == "exclusive":
-            self._claim(consumer, now)
-        elif kind in ("failover", "key_shared"):
-            self._join(consumer, now)
-        self._expire(now)
-        if kind == "failover" and consumer != self.members.owner:
-            return []  # a standby: it takes over when the active consumer goes silent
-        keyed = kind == "key_shared"
-        out: list[Delivery] = []
-        touched: set[int] = set()  # partitions whose delivery state changed (their counts)
-        skipped: list[MessageId] = []  # key_shared: redeliveries for other consumers
+    def take_redeliveries(
+        self,
+        out: list[Delivery],
+        max_messages: int,
+        consumer: str,
+        now: int,
+        mine: Callable[[int, StoredMessage], bool] | None,
+    ) -> None:
+        """Hand out what waits for redelivery, in id order, up to max_messages in `out`: what
+        `mine` accepts, when given (the rest keeps waiting, for the consumer it is for)."""
+        skipped: list[MessageId] = []
         try:
             while self._redeliver and len(out) < max_messages:
                 mid = heapq.heappop(self._redeliver)
                 item = self._redeliver_msgs.get(mid)
-                if item is None or self._is_acked(item.partition, mid):
+                if item is None or self.is_acked(item.partition, mid):
                     self._redeliver_msgs.pop(mid, None)
                     continue
-                if only is not None and item.partition != only:
-                    skipped.append(mid)
-                    continue
-                if keyed and self.keys.consumer_of(item.message.key or "") != consumer:
+                if mine is not None and not mine(item.partition, item.message):
                     skipped.append(mid)
                     continue
                 del self._redeliver_msgs[mid]
-                touched.add(item.partition)
-                self._hand_out(out, item.partition, item.message, now, consumer)
-            if keyed:
-                await self._fill_keyed(consumer, max_messages, now, out, touched)
-                return out
-            while len(out) < max_messages and len(self.pending) < self._max_unacked:
-                ready = self._ready.take(only)
-                if ready is None:
-                    if not await self._read_more(max_messages - len(out), only):
-                        break
-                    continue
-                partition, message = ready
-                if not self._is_acked(partition, message.message_id):
-                    touched.add(partition)
-                    self._hand_out(out, partition, message, now, consumer)
-            last = out[-1].message.message_id.position if whole and out else None
-            while last is not None and (ready := self._ready.take_of_entry(last, only)) is not None:
-                partition, message = ready
-                if not self._is_acked(partition, message.message_id):
-                    self._hand_out(out, partition, message, now, consumer)
+                self.hand_out(out, item.partition, item.message, now, consumer)
         finally:
             for mid in skipped:
                 heapq.heappush(self._redeliver, mid)
-            self._changed(touched)
-        return out
 
-    async def _fill_keyed(
-        self, consumer: str, max_messages: int, now: int, out: list[Delivery], touched: set[int]
-    ) -> None:
-        """key_shared: new messages from this consumer's queue; messages read from the cursors
-        are queued for the consumer of their key as they are read."""
-        keys = self.keys
-        while len(out) < max_messages and len(self.pending) < self._max_unacked:
-            items = keys.take(consumer, min(max_messages - len(out), self._max_unacked - len(self.pending)))
-            if not items:
-                if keys.queued >= key_shared.READ_AHEAD:
-                    return  # the read-ahead is full of other consumers' keys
-                if not await self._read_more(max_messages - len(out)):
-                    return
-                keys.route(self._ready, consumer)
-                continue
-            for partition, message in items:
-                if self._is_acked(partition, message.message_id):
-                    keys.settled(message)
-                    continue
-                touched.add(partition)
-                self._hand_out(out, partition, message, now, consumer)
-
-    def _hand_out(
+    def hand_out(
         self, out: list[Delivery], partition: int, message: StoredMessage, now: int, consumer: str
     ) -> None:
         """Deliver a message to `consumer`, or, once delivered max_redeliveries + 1 times, set it
         aside for the dead-letter topic: pending (nothing else takes it) until it is written and
         acked, or, if the write fails, until its ack timeout sends it round again."""
+        self._touched.add(partition)
         limit = self.options.max_redeliveries
         if limit:
             previous = self._counts[partition].get(message.message_id)
@@ -294,34 +247,26 @@ class Subscription:
         self.pending[mid] = _Pending(message, partition, now + self.ack_timeout_ms, consumer)
         return Delivery(message, count)
 
-    # --- consumers (failover, key_shared) -------------------------------------------------------
-    def _join(self, consumer: str, now: int) -> None:
-        """Note `consumer` as live (topics.members); what consumers that left held unacked is
-        redelivered, and failover's or key_shared's assignment follows the live set."""
-        failover = self.options.type == "failover"
-        change = self.members.join(consumer, now, failover)
-        gone = change.gone
-        if gone:
-            for mid in [m for m, p in self.pending.items() if p.consumer in gone]:
-                self._to_redeliver(mid, "consumer left")
-            for pending in self._redeliver_msgs.values():
-                if pending.consumer in gone:
-                    pending.consumer = None  # nobody has it now (key_shared: its key is free)
-        if change.new_active is not None:
-            self._redeliver_all()  # the previous active consumer's unacked go to the new one
-        elif not failover and (change.joined or gone):
-            out = [(p.message, p.consumer) for p in self.pending.values()]
-            out.extend((p.message, p.consumer) for p in self._redeliver_msgs.values())
-            self.keys.set_consumers(self.members.live, out)
+    # --- consumers (for the dispatchers) -------------------------------------------------------
+    def consumers_left(self, gone: list[str]) -> None:
+        """What consumers that left held unacked is redelivered, held by nobody (key_shared:
+        its key is free)."""
+        if not gone:
+            return
+        for mid in [m for m, p in self.pending.items() if p.consumer in gone]:
+            self._to_redeliver(mid, "consumer left")
+        for pending in self._redeliver_msgs.values():
+            if pending.consumer in gone:
+                pending.consumer = None
 
-    def _claim(self, consumer: str, now: int) -> None:
-        owner = self.members.busy(consumer, now)
-        if owner is not None:
-            raise ConsumerBusyError(self.topic, self.name, owner)
-        if self.members.claim(consumer, now):
-            self._redeliver_all()  # the previous consumer is gone: its unacked go to the new one
+    def held(self) -> list[tuple[StoredMessage, str | None]]:
+        """The messages delivered and not acked (pending, or waiting for redelivery), each with
+        the consumer that had it last."""
+        out = [(p.message, p.consumer) for p in self.pending.values()]
+        out.extend((p.message, p.consumer) for p in self._redeliver_msgs.values())
+        return out
 
-    def _redeliver_all(self) -> None:
+    def redeliver_all(self) -> None:
         """Every unacked message goes round again, in order (its consumer changed)."""
         for mid in list(self.pending):
             self._to_redeliver(mid, "consumer left")
@@ -346,18 +291,18 @@ class Subscription:
         if self._redeliver_msgs:
             return 0
         now = self._clock.now_ms()
-        times = self.members.next_leave_ms()
+        times = self.dispatcher.next_leave_ms()
         if self.pending:
             times.append(next(iter(self.pending.values())).deadline_ms)
         return max(0, min(times) - now) if times else None
 
-    def _is_acked(self, partition: int, mid: MessageId) -> bool:
+    def is_acked(self, partition: int, mid: MessageId) -> bool:
         state = self._entries.get(mid.position)
         if state is not None:
             return mid.batch_index in state.acked
         return self.cursors[partition].is_acked(mid.position)
 
-    async def _read_more(self, wanted: int, only: int | None = None) -> bool:
+    async def read_more(self, wanted: int, only: int | None = None) -> bool:
         """Read entries from the next cursor with any (from partition `only`'s alone, when
         given); False when every cursor is at its end."""
         if only is not None:
@@ -387,43 +332,28 @@ class Subscription:
             state = self._entries.get(pos)
             if state is None:
                 state = self._entries[pos] = EntryAcks(partition, len(messages))
-            self._ready.extend(
-                (partition, m) for m in messages if m.message_id.batch_index not in state.acked
-            )
+            self.ready.extend((partition, m) for m in messages if m.message_id.batch_index not in state.acked)
         return bool(entries)
 
     async def _read_compacted(self, partition: int, wanted: int) -> bool | None:
         """Pulsar's branch rule for a subscription; None when the cursor is past the horizon."""
-        ml, cursor = self.mls[partition], self.cursors[partition]
-        horizon = await self._compacted.horizon(ml.name)
-        read_position = cursor.read_position
-        if horizon is None or read_position > horizon.position:
-            self._compacted_next[partition] = None
-            return None
-        start = self._compacted_next[partition] or MessageId(
-            read_position.ledger_id, read_position.entry_id, 0
+        return await self._compacted_reads[partition].read(
+            wanted, functools.partial(self._take_compacted, partition)
         )
-        messages = await self._compacted.read(ml.name, start, wanted, until=horizon)
-        for m in messages:
-            mid = m.message_id
-            state = self._entries.get(mid.position)
-            if state is None:
-                # A compacted entry's survivors stand for their entry: acking them acks it.
-                state = self._entries[mid.position] = EntryAcks(partition, 0, compacted=True)
-            if state.compacted:
-                state.count += 1
-            if mid.batch_index in state.acked:
-                continue  # acked inside its batch before a restart: neither handed out nor awaited
-            self._ready.append((partition, m))
-            self._compacted_unacked[partition].add(mid)
-        if len(messages) < wanted:
-            # The view is read up to the horizon: the topic continues right after it.
-            cursor.rewind(ml.next_position(horizon.position))
-            self._compacted_next[partition] = None
-            self._compacted_end[partition] = horizon.position
-            self._finish_compacted(partition)
-        else:
-            self._compacted_next[partition] = after(messages[-1].message_id)
+
+    def _take_compacted(self, partition: int, m: StoredMessage) -> bool:
+        """A message read through the compacted view: ready to hand out, and awaited, unless it
+        was acked inside its batch before a restart."""
+        mid = m.message_id
+        state = self._entries.get(mid.position)
+        if state is None:
+            # A compacted entry's survivors stand for their entry: acking them acks it.
+            state = self._entries[mid.position] = EntryAcks(partition, 0, compacted=True)
+        if state.compacted:
+            state.count += 1
+        if mid.batch_index in state.acked:
+            return False  # neither handed out nor awaited
+        self.ready.append((partition, m))
         return True
 
     # --- acks ----------------------------------------------------------------------------------
@@ -446,15 +376,8 @@ class Subscription:
             self.cursors[partition].ack(positions)
         self._changed(touched)
         if self.options.read_compacted:
-            for partition, unacked in enumerate(self._compacted_unacked):
-                unacked.difference_update(ids)
-                self._finish_compacted(partition)
-
-    def _finish_compacted(self, partition: int) -> None:
-        end = self._compacted_end[partition]
-        if end is not None and not self._compacted_unacked[partition]:
-            self._compacted_end[partition] = None
-            self.cursors[partition].ack_cumulative(end)
+            for compacted in self._compacted_reads:
+                compacted.acked(ids)
 
     def _changed(self, partitions: Iterable[int]) -> None:
         for partition in partitions:
@@ -466,8 +389,7 @@ class Subscription:
         partition: int | None = None
         if (pending := self.pending.pop(mid, None) or self._redeliver_msgs.pop(mid, None)) is not None:
             partition = pending.partition
-            if self.keys.sticky:
-                self.keys.settled(pending.message)
+            self.dispatcher.settled(pending.message)
         elif (state := self._entries.get(mid.position)) is not None:
             partition = state.partition  # a count restored from the delivery state, maybe
         self._reasons.pop(mid, None)
@@ -529,9 +451,7 @@ class Subscription:
             del counts[other]
         for position in [p for p, s in self._entries.items() if s.partition == partition and p < pos]:
             del self._entries[position]
-        unacked = self._compacted_unacked[partition]
-        unacked.difference_update([m for m in unacked if m <= mid])
-        self._finish_compacted(partition)
+        self._compacted_reads[partition].acked_through(mid)
         self._changed([partition])
 
     def ack_before(self, partition: int, pos: Position) -> None:
@@ -567,12 +487,11 @@ class Subscription:
         self._counts = [{} for _ in self.cursors]
         self._redeliver.clear()
         self._redeliver_msgs.clear()
-        self._ready.clear()
+        self.ready.clear()
         self._entries.clear()
-        self._compacted_next = [None] * len(self.cursors)
-        self._compacted_unacked = [set() for _ in self.cursors]
-        self._compacted_end = [None] * len(self.cursors)
-        self.keys.clear()
+        for compacted in self._compacted_reads:
+            compacted.clear()
+        self.dispatcher.clear()
         self._changed(range(len(self.cursors)))
 
     async def seek_to_message(self, partition: int, mid: MessageId) -> None:
