@@ -35,6 +35,9 @@ from tests.api.conftest import Stack, postgres_stack
 
 BOUND_S = 30.0
 MAX_TOPICS = 3
+# A rate is the last stats interval's: it shows from the first tick after a produce until the
+# next. Long enough that a loaded machine's slow poll still lands inside it.
+STATS_INTERVAL_MS = 5_000
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +45,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, postgres_url: str) -> Iterat
     with postgres_stack(
         tmp_path_factory.mktemp("stats"),
         postgres_url,
-        QUIRE_STATS_INTERVAL_MS="200",
+        QUIRE_STATS_INTERVAL_MS=str(STATS_INTERVAL_MS),
         QUIRE_METRICS_MAX_TOPICS=str(MAX_TOPICS),
         QUIRE_METRICS_MAX_SUBSCRIPTIONS_PER_TOPIC="1",
     ) as s:
@@ -72,7 +75,8 @@ def _metrics(stack: Stack) -> dict[tuple[str, frozenset[tuple[str, str]]], float
 @pytest.fixture(scope="module")
 def orders(stack: Stack) -> tuple[str, str]:
     """A partitioned topic of 2 partitions: 30 messages from producer p1 in 3 batches, 15 of
-    them delivered to consumer c1 of subscription s, the first 5 of those acked."""
+    them delivered to consumer c1 of subscription s, the first 5 of those acked; then a fourth
+    batch of 10, last, so that the rates of the stats tick after it are there to see."""
     ns = ("public", f"ns-{uuid.uuid4().hex[:8]}")
     with Client(base_url=stack.base_url, timeout=httpx.Timeout(BOUND_S)) as client:
         assert create_namespace.sync_detailed(*ns, client=client).status_code == 204
@@ -82,11 +86,11 @@ def orders(stack: Stack) -> tuple[str, str]:
             200,
             201,
         )
-        for _ in range(3):  # 3 batches of 10 keyed messages of 12 bytes (10-byte value, 2-byte key)
-            body = ProduceRequest(
-                producer_name="p1",
-                messages=[ProduceMessage(key=f"k{i}", value="0123456789") for i in range(10)],
-            )
+        # Batches of 10 keyed messages of 12 bytes (10-byte value, 2-byte key).
+        body = ProduceRequest(
+            producer_name="p1", messages=[ProduceMessage(key=f"k{i}", value="0123456789") for i in range(10)]
+        )
+        for _ in range(3):
             assert produce.sync_detailed(*ns, "orders", client=client, body=body).status_code == 200
         got: list[Any] = []
         while len(got) < 15:
@@ -97,13 +101,14 @@ def orders(stack: Stack) -> tuple[str, str]:
             got += page.parsed.messages
         ack = AckRequest(message_ids=[m.message_id for m in got[:5]])
         assert ack_messages.sync_detailed(*ns, "orders", "s", client=client, body=ack).status_code == 204
+        assert produce.sync_detailed(*ns, "orders", client=client, body=body).status_code == 200
     return ns
 
 
 def test_stats_and_partitioned_stats(client: Client, orders: tuple[str, str]) -> None:
     ns = orders
-    # Rates come from the broker's stats tick (every 200 ms here): one tick after the produce
-    # sees them, a later one sees 0 again; poll, bounded, until a tick reported the produce.
+    # Rates come from the broker's stats tick: the tick after a produce shows them until the
+    # next one (the fixture's last batch was its last step); poll, bounded, until one did.
     deadline = time.monotonic() + BOUND_S
     while True:
         stats = _json(get_topic_stats.sync_detailed(*ns, "orders", client=client))
@@ -111,10 +116,10 @@ def test_stats_and_partitioned_stats(client: Client, orders: tuple[str, str]) ->
             break
         time.sleep(0.05)
     assert stats["msgRateIn"] > 0 and stats["msgThroughputIn"] > 0
-    assert (stats["msgInCounter"], stats["bytesInCounter"], stats["msgOutCounter"]) == (30, 360, 15)
+    assert (stats["msgInCounter"], stats["bytesInCounter"], stats["msgOutCounter"]) == (40, 480, 15)
     assert [p["producerName"] for p in stats["publishers"]] == ["p1"]
     s = stats["subscriptions"]["s"]
-    assert (s["msgBacklog"], s["unackedMessages"], s["msgOutCounter"]) == (25, 10, 15)
+    assert (s["msgBacklog"], s["unackedMessages"], s["msgOutCounter"]) == (35, 10, 15)
     assert [c["consumerName"] for c in s["consumers"]] == ["c1"]
 
     pstats = _json(get_partitioned_stats.sync_detailed(*ns, "orders", client=client))
@@ -123,7 +128,7 @@ def test_stats_and_partitioned_stats(client: Client, orders: tuple[str, str]) ->
     assert sorted(parts) == [f"{topic}-partition-0", f"{topic}-partition-1"]
     for key in ("msgInCounter", "bytesInCounter", "msgOutCounter", "storageSize"):
         assert pstats[key] == sum(p[key] for p in parts.values()) == stats[key], key
-    assert sum(p["subscriptions"]["s"]["msgBacklog"] for p in parts.values()) == 25
+    assert sum(p["subscriptions"]["s"]["msgBacklog"] for p in parts.values()) == 35
     assert sum(p["subscriptions"]["s"]["unackedMessages"] for p in parts.values()) == 10
     assert get_partitioned_stats.sync_detailed(*ns, "orders-partition-0", client=client).status_code == 404
 
@@ -133,8 +138,8 @@ def test_metrics_series_and_their_caps(client: Client, stack: Stack, orders: tup
     metrics = _metrics(stack)
     topic = f"{ns[0]}/{ns[1]}/orders"
     mine = frozenset({("namespace", f"{ns[0]}/{ns[1]}"), ("topic", topic)})
-    assert metrics[("quire_in_messages_total", mine)] == 30
-    assert metrics[("quire_msg_backlog", mine)] == 25
+    assert metrics[("quire_in_messages_total", mine)] == 40
+    assert metrics[("quire_msg_backlog", mine)] == 35
     assert metrics[("quire_subscription_unacked_messages", mine | {("subscription", "s")})] == 10
 
     # Twenty more topics with a larger backlog: the series stay at the caps.
