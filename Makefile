@@ -19,16 +19,13 @@ $(STAMP): pyproject.toml scripts/install-system-deps.sh
 run: setup
 	$(BIN)/quire standalone
 
-# The whole suite: every kind of test (tests/kinds.py), slow ones included. Three workers on two
-# cores (pytest-xdist), a test file to a worker: most of a process test's time is spent waiting on
-# the processes it started, and a file's module fixtures (a stack, a Spark session) start once.
-TEST_WORKERS ?= 3
+# The whole suite: every kind of test (tests/kinds.py), slow ones included.
 test: setup
-	$(BIN)/pytest -q -ra -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -q -ra
 
 # The inner loop: unit and contract tests only, no process started (under 3 minutes on 2 cores).
 test-fast: setup
-	$(BIN)/pytest -q -ra -m "unit or contract" -n 2 --dist loadfile
+	$(BIN)/pytest -q -ra -m "unit or contract"
 
 check: setup
 	$(BIN)/ruff check .

@@ -15,7 +15,9 @@ import pytest
 from tests.cluster.conftest import StartCluster
 from tests.cluster.harness import (
     KEEP_ALL,
+    Broker,
     CarefulClient,
+    Cluster,
     admin,
     brokers_listed,
     lookup_path,
@@ -72,14 +74,19 @@ def _received_all(consumer: pulsar.Consumer, wanted: set[bytes], timeout_s: floa
     return got
 
 
-def test_a_consumer_follows_its_topic_when_its_paused_broker_lost_it(start_cluster: StartCluster) -> None:
+def _owned_by_one_of_two(start_cluster: StartCluster, topic: str) -> tuple[Cluster, Broker, Broker]:
+    """A cluster of two brokers with Pulsar listeners, `topic` created; its owner and the other."""
     cluster = start_cluster(2, QUIRE_PULSAR_PORT="auto", **KEEP_ALL)
-    topic = "pulsar-moved"
     with cluster.client() as http:
         assert http.put(admin(topic)).status_code in (200, 204)
         owner = owner_url(http, topic)
-    paused = next(b for b in cluster.brokers if b.url == owner)
-    other = next(b for b in cluster.brokers if b is not paused)
+    owning = next(b for b in cluster.brokers if b.url == owner)
+    return cluster, owning, next(b for b in cluster.brokers if b is not owning)
+
+
+def test_a_consumer_follows_its_topic_when_its_paused_broker_lost_it(start_cluster: StartCluster) -> None:
+    topic = "pulsar-moved"
+    cluster, paused, other = _owned_by_one_of_two(start_cluster, topic)
     # The consumer's client alone on its connection: a producer's SEND_ERROR on a shared one
     # would close it, and the consumer would move with it.
     client = pulsar.Client(paused.pulsar, operation_timeout_seconds=20)
@@ -109,13 +116,8 @@ def test_a_consumer_follows_its_topic_when_its_paused_broker_lost_it(start_clust
 
 
 def test_a_killed_owner_loses_no_acknowledged_pulsar_message(start_cluster: StartCluster) -> None:
-    cluster = start_cluster(2, QUIRE_PULSAR_PORT="auto", **KEEP_ALL)
     topic = "pulsar-killed"
-    with cluster.client() as http:
-        assert http.put(admin(topic)).status_code in (200, 204)
-        owner = owner_url(http, topic)
-    killed = next(b for b in cluster.brokers if b.url == owner)
-    other = next(b for b in cluster.brokers if b is not killed)
+    cluster, killed, other = _owned_by_one_of_two(start_cluster, topic)
     # Both clients know only the surviving broker: they are sent to the owner, and back.
     client = pulsar.Client(other.pulsar, operation_timeout_seconds=30)
     try:
