@@ -193,7 +193,23 @@ class SharedDispatcher:
         pass
 
 
-class SingleActiveDispatcher:
+class _WithMembers:
+    """A dispatcher that keeps its consumers' membership: heard, left and leave deadlines are
+    the `Members`' own."""
+
+    members: Members
+
+    def heard(self, consumer: str | None, until_ms: int) -> None:
+        self.members.heard(consumer, until_ms)
+
+    def left(self, consumer: str) -> None:
+        self.members.left(consumer)
+
+    def next_leave_ms(self) -> list[int]:
+        return self.members.next_leave_ms()
+
+
+class SingleActiveDispatcher(_WithMembers):
     """exclusive (`failover=False`) and failover: one consumer receives, as shared would."""
 
     def __init__(self, state: SubscriptionState, members: Members, *, failover: bool) -> None:
@@ -223,15 +239,6 @@ class SingleActiveDispatcher:
             return []  # a standby: it takes over when the active consumer goes silent
         return await self._in_order.fill(consumer, max_messages, now, whole_entries)
 
-    def heard(self, consumer: str | None, until_ms: int) -> None:
-        self.members.heard(consumer, until_ms)
-
-    def left(self, consumer: str) -> None:
-        self.members.left(consumer)
-
-    def next_leave_ms(self) -> list[int]:
-        return self.members.next_leave_ms()
-
     def others_ready(self) -> bool:
         return False
 
@@ -242,7 +249,7 @@ class SingleActiveDispatcher:
         pass  # the consumer receiving stays
 
 
-class KeySharedDispatcher:
+class KeySharedDispatcher(_WithMembers):
     """key_shared: each key to one live consumer, in order (`topics.key_shared`)."""
 
     def __init__(self, state: SubscriptionState, members: Members) -> None:
@@ -285,15 +292,6 @@ class KeySharedDispatcher:
                     continue
                 state.hand_out(out, partition, message, now, consumer)
         return out
-
-    def heard(self, consumer: str | None, until_ms: int) -> None:
-        self.members.heard(consumer, until_ms)
-
-    def left(self, consumer: str) -> None:
-        self.members.left(consumer)
-
-    def next_leave_ms(self) -> list[int]:
-        return self.members.next_leave_ms()
 
     def others_ready(self) -> bool:
         return self.keys.others_ready()
