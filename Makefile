@@ -19,6 +19,11 @@ $(STAMP): pyproject.toml scripts/install-system-deps.sh
 run: setup
 	$(BIN)/quire standalone
 
+# Bytecode caches on for the tests, whatever the shell says: the suite starts hundreds of Python
+# processes, and without caches each compiles Quire's modules again and pytest rewrites the
+# asserts of every test module again (about 25 s of CPU per collection). __pycache__ is ignored.
+test test-fast: export PYTHONDONTWRITEBYTECODE :=
+
 # The whole suite: every kind of test (tests/kinds.py), slow ones included.
 test: setup
 	$(BIN)/pytest -q -ra

@@ -30,6 +30,7 @@ from app.process_metrics import MetadataCallsCollector
 from app.routes.admin import admin_router
 from app.routes.brokers import OwnershipCollector, brokers_router
 from app.routes.cluster import cluster_router
+from app.routes.common import add_routes
 from app.routes.data import DataHandlers, data_router_for
 from app.routes.kafka_groups import kafka_groups_router
 from app.routes.ops import ops_router
@@ -217,13 +218,16 @@ def create_app(
 def _include_routes(app: FastAPI, topics: TopicsApi, metrics: Metrics, handlers: DataHandlers) -> None:
     """Every route the app serves: the API's routers, then the console's pages, which call that
     API back through the gate (app.console)."""
-    app.include_router(data_router_for(handlers))
-    app.include_router(admin_router(topics))
-    app.include_router(ops_router(topics, metrics))
-    app.include_router(cluster_router())
-    app.include_router(brokers_router(topics))
-    app.include_router(kafka_groups_router(topics))
-    app.include_router(schema_router(topics))
+    for router in (
+        data_router_for(handlers),
+        admin_router(topics),
+        ops_router(topics, metrics),
+        cluster_router(),
+        brokers_router(topics),
+        kafka_groups_router(topics),
+        schema_router(topics),
+    ):
+        add_routes(app, router)
     install_console(app)  # /console and `/`
 
 

@@ -10,6 +10,7 @@ from app.console import CONSOLE_URL
 from app.console.cluster_pages import cluster_routes
 from app.console.topic_pages import topic_routes
 from app.console.web import Console
+from app.routes.common import add_routes
 
 STATIC_URL = CONSOLE_URL + "/static"
 
@@ -24,7 +25,7 @@ def install(app: FastAPI) -> Console:
 
     cluster_routes(router, console)
     topic_routes(router, console)
-    app.include_router(router)
+    add_routes(app, router)
     app.mount(STATIC_URL, StaticFiles(packages=[("app.console", "static")]), name="console-static")
     app.state.console = console
     return console

@@ -1,8 +1,16 @@
-"""`quire admin` as a user runs it: a subprocess against a live bookie + broker (one stack for the
-module), checking its output, its stderr and its exit status (0 done, 1 refused, 2 bad usage)."""
+"""`quire admin` against a live bookie + broker (one stack for the module), checking its output, its
+stderr and its exit status (0 done, 1 refused, 2 bad usage).
+
+The grammar's tests run the CLI's `main` in this process over real HTTP (`admin`): a new
+interpreter per command costs about a second of CPU and several seconds on a loaded machine, and
+these tests run about seventy commands. The exit-status tests run it as a user does, `python -m
+app.cli admin` in a subprocess (`admin_process`), so the entry point and its exit codes are
+covered end to end."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -13,13 +21,26 @@ from typing import Any
 import httpx
 import pytest
 
+from app.admin_cli import main as admin_main
 from tests.api.conftest import Stack
 from tests.support import REPO, free_port
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE = 0, 1, 2
 
 
-def admin(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def admin(*args: str) -> subprocess.CompletedProcess[str]:
+    """One command through the CLI's `main` in this process: its exit status, stdout and stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = admin_main(list(args))
+        except SystemExit as exc:  # argparse's bad usage
+            status = exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    return subprocess.CompletedProcess(["quire", "admin", *args], status, out.getvalue(), err.getvalue())
+
+
+def admin_process(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """One command as a user runs it: `python -m app.cli admin` in a subprocess."""
     return subprocess.run(
         [sys.executable, "-m", "app.cli", "admin", *args],
         cwd=REPO,
@@ -68,7 +89,7 @@ def test_policy_set_then_get(stack: Stack) -> None:
     ok(stack, "topics", "create", topic)
     ok(stack, "topics", "set-retention", topic, "-s", "10M", "-t", "3h")
     # the URL from the environment, and --url after the command: both as pulsar-admin users expect
-    by_env = admin("topics", "get-retention", topic, env={"QUIRE_ADMIN_URL": stack.base_url})
+    by_env = admin_process("topics", "get-retention", topic, env={"QUIRE_ADMIN_URL": stack.base_url})
     assert by_env.returncode == EXIT_OK, by_env.stderr
     assert json.loads(by_env.stdout) == {"retentionTimeInMinutes": 180, "retentionSizeInMB": 10}
     ok(stack, "topics", "set-deduplication", topic, "--enable")
@@ -168,7 +189,7 @@ def test_kafka_groups(stack: Stack) -> None:
 
 
 def test_unknown_topic_is_exit_1_with_the_problem_on_one_line(stack: Stack) -> None:
-    done = admin("--url", stack.base_url, "topics", "stats", "public/default/no-such-topic")
+    done = admin_process("--url", stack.base_url, "topics", "stats", "public/default/no-such-topic")
     assert done.returncode == EXIT_REFUSED
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1, done.stderr
@@ -177,7 +198,7 @@ def test_unknown_topic_is_exit_1_with_the_problem_on_one_line(stack: Stack) -> N
 
 
 def test_unreachable_broker_is_exit_1() -> None:
-    done = admin("--url", f"http://127.0.0.1:{free_port()}", "tenants", "list")
+    done = admin_process("--url", f"http://127.0.0.1:{free_port()}", "tenants", "list")
     assert done.returncode == EXIT_REFUSED
     assert done.stderr.startswith("quire admin: cannot reach ") and done.stderr.count("\n") == 1
 

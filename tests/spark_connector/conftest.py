@@ -1,4 +1,5 @@
-"""Fixtures of the connector's tests: one `quire standalone` and one local Spark session per module.
+"""Fixtures of the connector's tests: one `quire standalone` and one local Spark session for the
+whole folder (a JVM and a stack started once, not per module; each test uses topics of its own).
 
 The session is `local[2,4]`: two cores, and a failed task is tried up to four times (plain
 `local[2]` never retries, and the sink's tests kill tasks on purpose). Python workers run this
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def quire(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
     with standalone(tmp_path_factory.mktemp("standalone")) as s:
         # keep closed ledgers (the default retention removes them once no subscription needs them)
@@ -33,7 +34,7 @@ def quire(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
         yield s
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     from pyspark.sql import SparkSession
 
