@@ -1,5 +1,5 @@
 """`make bench-scale` end to end with tiny sizes, so the target cannot rot: a `quire standalone`
-with 200 topics in two steps and its restart; with PostgreSQL also 3 brokers and the kill -9
+with 80 topics in two steps and its restart; with PostgreSQL also 3 brokers and the kill -9
 failover. Checks the run finishes, leaves no process behind, and prints every table; the
 figures themselves are not judged here (speed belongs in bench/)."""
 
@@ -18,7 +18,7 @@ from tests.conftest import _postgres_reachable
 from tests.support import REPO
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(1500)]
-TINY = ["--steps", "100", "--max-topics", "200", "--repeats", "1", "--samples", "20"]
+TINY = ["--steps", "40", "--max-topics", "80", "--repeats", "1", "--samples", "10"]
 
 
 def _bench(tmp_path: Path, *extra: str) -> str:
@@ -51,14 +51,14 @@ def _started_under(root: Path) -> list[int]:
 
 def test_one_broker_steps_and_restart(tmp_path: Path) -> None:
     out = _bench(tmp_path, "--brokers", "1")
-    assert "| 100 |" in out and "| 200 |" in out
+    assert "| 40 |" in out and "| 80 |" in out
     assert "| reopening after a restart, 1 broker |" in out
 
 
 def test_three_brokers_and_failover(tmp_path: Path) -> None:
     if problem := _postgres_reachable():
         pytest.skip(problem)
-    out = _bench(tmp_path, "--brokers", "3", "--failover-topics", "150", "--producers", "10")
+    out = _bench(tmp_path, "--brokers", "3", "--failover-topics", "60", "--producers", "5")
     assert "#### 3 brokers (PostgreSQL" in out
-    assert "#### kill -9 of one of 3 brokers (150 topics" in out
+    assert "#### kill -9 of one of 3 brokers (60 topics" in out
     assert "| 0 |\n" in out  # every topic of the killed broker served again within the bound

@@ -16,6 +16,7 @@ from bookie.errors import BookieError, FencedError, NoSuchEntryError, NoSuchLedg
 from bookie.server import ServerConfig
 from bookie.types import LedgerSpec
 from tests.bookie.conftest import ThreadBookie
+from tests.examples import examples
 
 _ledger_ids = itertools.count(1)
 
@@ -129,5 +130,5 @@ class ClientMachine(RuleBasedStateMachine):
                 self.runner.run(self.client.read_entries(self.spec(ledger_id), 0, 0))
 
 
-ClientMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=20, deadline=None)
+ClientMachine.TestCase.settings = settings(max_examples=examples(40), stateful_step_count=20, deadline=None)
 test_client_state_machine = ClientMachine.TestCase

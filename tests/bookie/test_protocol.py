@@ -25,6 +25,7 @@ from bookie.protocol import (
     encode_ok_add_reply,
     encode_range_reply,
 )
+from tests.examples import examples
 
 
 def join(parts: list[bytes]) -> bytes:
@@ -108,7 +109,7 @@ def test_range_body_that_lies_about_sizes() -> None:
         decode_range_body(b"\x00\x00" + struct.pack("<II", 1, 1) + b"abc")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=600), st.lists(st.integers(0, 600), max_size=6))
 def test_decoder_never_raises_on_garbage(data: bytes, cuts: list[int]) -> None:
     decoder = FrameDecoder(max_frame_bytes=4096)
@@ -124,7 +125,7 @@ def test_decoder_never_raises_on_garbage(data: bytes, cuts: list[int]) -> None:
     assert decoder.buffered <= len(data)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(
         st.tuples(

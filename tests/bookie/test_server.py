@@ -33,6 +33,7 @@ from bookie.protocol import (
 )
 from tests.bookie.conftest import ThreadBookie, start_bookie_process
 from tests.bookie.raw import WAIT_S, Raw
+from tests.examples import examples
 
 
 @pytest.fixture(params=["memory", pytest.param("process", marks=pytest.mark.process)])
@@ -253,7 +254,9 @@ def mutated_stream(data: st.DataObject) -> bytes:
     return bytes(wire[: data.draw(st.integers(0, len(wire)))])
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.data())
 def test_fuzzed_streams_never_hurt_the_server(memory_bookie: ThreadBookie, data: st.DataObject) -> None:
     raw = Raw(memory_bookie.port)

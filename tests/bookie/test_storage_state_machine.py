@@ -24,6 +24,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from bookie.errors import BookieError, ErrorCode, FencedError, NoSuchEntryError, NoSuchLedgerError
 from bookie.storage.engine import LedgerStorage, StorageConfig
 from tests.bookie.fakes import is_fenced
+from tests.examples import examples
 
 LEDGERS = st.integers(1, 4)
 PAYLOADS = st.binary(max_size=300)
@@ -209,7 +210,7 @@ class StorageMachine(RuleBasedStateMachine):
 
 TestStorageMachine = StorageMachine.TestCase
 TestStorageMachine.settings = settings(
-    max_examples=40,
+    max_examples=examples(40),
     stateful_step_count=30,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],

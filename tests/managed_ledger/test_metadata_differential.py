@@ -31,6 +31,7 @@ from managed_ledger.metadata.api import (
 )
 from managed_ledger.metadata.memory import InMemoryMetadataStore
 from managed_ledger.metadata.sql import SqlMetadataStore
+from tests.examples import examples
 
 MLS = st.sampled_from(["ml-a", "ml-b"])
 CURSOR_NAMES = st.sampled_from(["c1", "c2", "c3"])
@@ -180,5 +181,5 @@ class StoresAgree(RuleBasedStateMachine):
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-StoresAgree.TestCase.settings = settings(max_examples=40, stateful_step_count=40, deadline=None)
+StoresAgree.TestCase.settings = settings(max_examples=examples(40), stateful_step_count=40, deadline=None)
 test_memory_and_sqlite_stores_agree = StoresAgree.TestCase

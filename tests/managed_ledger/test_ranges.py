@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from bookie.types import LedgerSpec
 from managed_ledger.position import Position
 from managed_ledger.ranges import LedgerInfo, LedgerList
+from tests.examples import examples
 from tests.managed_ledger.ml_support import Env, config
 
 
@@ -41,7 +42,7 @@ def test_next_position_and_counts_follow_the_flat_order(sizes: list[int]) -> Non
     assert ledgers.total_entries() == len(positions)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(st.integers(0, 5), min_size=1, max_size=5),
     st.lists(st.tuples(st.booleans(), st.integers(0, 10**6)), max_size=40),
