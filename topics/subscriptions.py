@@ -49,11 +49,11 @@ from managed_ledger.entry_format import StoredMessage
 from managed_ledger.errors import EntryNotFoundError
 from managed_ledger.position import MessageId, Position
 from topics import dead_letters, delivery_state
-from topics.api import Delivery, SubscriptionOptions
+from topics.api import Delivery, KeySharedPolicy, SubscriptionOptions
 from topics.compacted_reads import CompactedPartition
 from topics.dead_letters import DeadLetterWriter
 from topics.delivery_state import EntryAcks
-from topics.dispatchers import SharedDispatcher, dispatcher_for
+from topics.dispatchers import KeySharedDispatcher, SharedDispatcher, dispatcher_for
 from topics.readers import BEYOND, CompactedSource, decode_entry, entries_wanted
 from topics.ready_queue import ReadyQueue
 
@@ -183,13 +183,20 @@ class Subscription:
         consumer: str,
         now: int,
         mine: Callable[[int, StoredMessage], bool] | None,
+        whole_entries: bool = False,
     ) -> None:
         """Hand out what waits for redelivery, in id order, up to max_messages in `out`: what
-        `mine` accepts, when given (the rest keeps waiting, for the consumer it is for)."""
+        `mine` accepts, when given (the rest keeps waiting, for the consumer it is for). With
+        `whole_entries` the last entry's messages that wait go too, past max_messages (a push
+        consumer: two MESSAGEs of one entry would have the first's ack cover the second's)."""
         skipped: list[MessageId] = []
+        redeliver = self._redeliver
         try:
-            while self._redeliver and len(out) < max_messages:
-                mid = heapq.heappop(self._redeliver)
+            while redeliver and (
+                len(out) < max_messages
+                or (whole_entries and out and redeliver[0].position == out[-1].message.message_id.position)
+            ):
+                mid = heapq.heappop(redeliver)
                 item = self._redeliver_msgs.get(mid)
                 if item is None or self.is_acked(item.partition, mid):
                     self._redeliver_msgs.pop(mid, None)
@@ -248,6 +255,11 @@ class Subscription:
         return Delivery(message, count)
 
     # --- consumers (for the dispatchers) -------------------------------------------------------
+    def key_shared_join(self, consumer_id: str, policy: KeySharedPolicy) -> None:
+        """A key_shared consumer's policy, and it joins now (another type: nothing)."""
+        if isinstance(self.dispatcher, KeySharedDispatcher):
+            self.dispatcher.join(consumer_id, policy, self._clock.now_ms())
+
     def consumers_left(self, gone: list[str]) -> None:
         """What consumers that left held unacked is redelivered, held by nobody (key_shared:
         its key is free)."""
