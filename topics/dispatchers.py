@@ -302,6 +302,8 @@ class KeySharedDispatcher(_WithMembers):
         if whole_entries and not keys.by_entry:
             keys.by_entry = True  # queued messages move to their entry key's consumer
             keys.set_consumers(self.members.live, state.held(), self.policies)
+        if state.ready:
+            keys.route(state.ready, consumer)  # delayed messages due now (topics.delayed)
         out: list[Delivery] = []
         state.take_redeliveries(
             out, max_messages, consumer, now, lambda _, m: keys.consumer_of(keys.key_of(m)) == consumer,

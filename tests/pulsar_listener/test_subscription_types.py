@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from datetime import timedelta
 
 import mmh3
 import pulsar
 import pytest
 
-from tests.pulsar_listener.test_clients import topic
+from tests.pulsar_listener.support import Standalone
+from tests.pulsar_listener.test_clients import rest_read, topic
 
 pytestmark = pytest.mark.timeout(300)
 RECEIVE_MS = 10_000
@@ -244,3 +246,33 @@ def test_key_shared_sticky_ranges_take_the_keys_of_their_murmur3_slots(client: p
     for index, m in got:
         start, end = ranges[index][0]
         assert start <= _slot(m.partition_key()) <= end, (index, m.partition_key())
+
+
+@pytest.mark.parametrize("kind", ["Shared", "KeyShared", "Exclusive"])
+def test_delayed_delivery_holds_a_message_until_its_time_on_shared_and_key_shared(
+    client: pulsar.Client, standalone: Standalone, kind: str
+) -> None:
+    """`deliver_after`: not dispatched before the time on Shared and Key_Shared (the message sent
+    after it comes first), at once on Exclusive (Pulsar ignores it there); REST reads it as any
+    other. No duration is asserted, only an order and a lower bound: the time the client set is
+    at least `sent_ms` + 2 s, and a message cannot arrive before the broker lets it go."""
+    name, quire_name = topic()
+    consumer = client.subscribe(
+        name, "delayed", consumer_type=getattr(pulsar.ConsumerType, kind), initial_position=EARLIEST
+    )
+    producer = client.create_producer(name, batching_enabled=False)
+    sent_ms = int(time.time() * 1000)
+    producer.send(b"later", partition_key="k", deliver_after=timedelta(seconds=2))
+    producer.send(b"now", partition_key="k")
+    producer.close()
+    got: list[tuple[bytes, int]] = []
+    for _ in range(2):
+        m = consumer.receive(60_000)
+        got.append((m.data(), int(time.time() * 1000)))
+        consumer.acknowledge(m)
+    if kind == "Exclusive":
+        assert [data for data, _ in got] == [b"later", b"now"]
+    else:
+        assert [data for data, _ in got] == [b"now", b"later"]
+        assert got[1][1] >= sent_ms + 2_000
+    assert [r["value"] for r in rest_read(standalone, quire_name)] == ["later", "now"]
