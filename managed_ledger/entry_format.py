@@ -113,12 +113,14 @@ class StoredMessage:
     producer_name: str | None = field(default=None)
     # The message's Kafka offset; None when its entry has none (version 1, or not stamped)
     offset: int | None = field(default=None)
+    # The entry-level fields below are for dispatch; compaction does not keep them (a compacted
+    # view's survivors have none), so they take no part in a message's equality.
     # The key its whole entry goes by on key_shared when entries go whole (a Pulsar batch):
     # the entry's ordering key, else its first message's key ("" for none). None: not known
     # (a compacted entry's survivors): the message's own key.
-    entry_key: str | None = field(default=None)
-    ordering_key: bytes | None = field(default=None)  # the entry's (a Pulsar SEND's)
-    deliver_at: int | None = field(default=None)  # the entry's delayed delivery time (ms)
+    entry_key: str | None = field(default=None, compare=False)
+    ordering_key: bytes | None = field(default=None, compare=False)  # the entry's (a Pulsar SEND's)
+    deliver_at: int | None = field(default=None, compare=False)  # the entry's delivery time (ms)
 
 
 def encode_batch(publish_time: int, producer_name: str | None, messages: Iterable[Message]) -> bytes:

@@ -282,3 +282,18 @@ async def test_a_delayed_message_waits_for_its_time_on_shared_and_key_shared_onl
     assert await svc.receive(T, "d", 10, 0, "c1") == []
     env.clock.advance(1)
     assert values(await svc.receive(T, "d", 10, 0, "c1")) == ["late"]
+
+
+# --- whole entries (a push consumer's permits) -------------------------------------------------------
+@pytest.mark.parametrize("kind", ["shared", "key_shared"])
+async def test_whole_entries_redeliver_an_entry_whole_past_the_permits(svc: TopicService, kind: str) -> None:
+    """A Pulsar client acks a batch as its entry: an entry redelivered in two pieces to one
+    consumer would have the first piece's ack cover the second's."""
+    await svc.produce(T, None, [Message(v.encode(), key=k) for v, k in (("a", "x"), ("b", "y"), ("c", "z"))])
+    options = SubscriptionOptions("earliest", kind, ack_timeout_ms=600_000)  # type: ignore[arg-type]
+    await svc.create_subscription(T, "w", options)
+    first = await svc.receive(T, "w", 1, 0, "c1", whole_entries=True)
+    assert values(first) == ["a", "b", "c"]
+    await svc.nack(T, "w", [d.message.message_id for d in first])
+    again = await svc.receive(T, "w", 1, 0, "c1", whole_entries=True)
+    assert values(again) == ["a", "b", "c"] and {d.redelivery_count for d in again} == {1}
