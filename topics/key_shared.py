@@ -149,10 +149,12 @@ class KeyRouter:
         if not queue or not out:
             return
         position = out[-1][1].message_id.position
-        before = len(out)
+        before, queued = len(out), self.queued
         while queue and queue[0][1].message_id.position == position:
             out.append(queue.popleft())
         self.queued -= len(out) - before
+        if queued >= READ_AHEAD > self.queued:
+            self._others_ready = True  # consumers stalled by a full read-ahead may read again
 
     def take(self, consumer: str, n: int) -> list[Queued]:
         """Up to `n` messages queued for `consumer`, in order (a sticky key's stay counted until
