@@ -18,10 +18,14 @@ Byte layout, version 2 (written since the Kafka listener; version 1 is still rea
 Version 1 is the same without the offset and count: the body starts at offset 3. Its entries
 have no Kafka offset (the managed ledger counts them but cannot find them by offset later).
 
-    kind 0 body: [publish_time_ms, producer_name | nil, [message, ...]]
+    kind 0 body: [publish_time_ms, producer_name | nil, [message, ...]] or, when the entry has
+                 entry-level fields, [publish_time_ms, producer_name | nil, [message, ...], extras]
         message: [key | nil, value (bin), properties (map str->str) | nil,
                   event_time_ms | nil, sequence_id | nil]
         The message at list index i has batch_index i; its id is ledger:entry:i.
+        extras: a map of what a Pulsar SEND's MessageMetadata holds for the whole entry:
+                "ordering_key" (bin), "deliver_at" (ms). Readers that know only the first three
+                elements (the compactor, the Spark connector) read the entry as before.
 
     kind 1 body: [[ledger_id, entry_id, batch_index, publish_time_ms, producer_name | nil,
                    key | nil, value (bin), properties | nil, event_time_ms | nil,
@@ -89,6 +93,10 @@ class Message:
     properties: Mapping[str, str] | None = None
     event_time: int | None = None
     sequence_id: int | None = None
+    # The entry's, not this message's (Pulsar's MessageMetadata: one per SEND, a batch's first
+    # message's): taken from the first message of a produce batch.
+    ordering_key: bytes | None = None
+    deliver_at: int | None = None  # ms: not dispatched to shared and key_shared before
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,20 +113,48 @@ class StoredMessage:
     producer_name: str | None = field(default=None)
     # The message's Kafka offset; None when its entry has none (version 1, or not stamped)
     offset: int | None = field(default=None)
+    # The entry-level fields below are for dispatch; compaction does not keep them (a compacted
+    # view's survivors have none), so they take no part in a message's equality.
+    # The key its whole entry goes by on key_shared when entries go whole (a Pulsar batch):
+    # the entry's ordering key, else its first message's key ("" for none). None: not known
+    # (a compacted entry's survivors): the message's own key.
+    entry_key: str | None = field(default=None, compare=False)
+    ordering_key: bytes | None = field(default=None, compare=False)  # the entry's (a Pulsar SEND's)
+    deliver_at: int | None = field(default=None, compare=False)  # the entry's delivery time (ms)
 
 
 def encode_batch(publish_time: int, producer_name: str | None, messages: Iterable[Message]) -> bytes:
+    messages = list(messages)
     rows: list[list[object]] = [
         [m.key, m.value, m.properties or None, m.event_time, m.sequence_id] for m in messages
     ]
-    return encode_batch_raw(publish_time, producer_name, rows)
+    extras = entry_extras(messages[0]) if messages else None
+    return encode_batch_raw(publish_time, producer_name, rows, extras)
 
 
-def encode_batch_raw(publish_time: int, producer_name: str | None, rows: list[list[object]]) -> bytes:
+def entry_extras(first: Message) -> dict[str, object] | None:
+    """The entry-level fields a batch takes from its first message (None: none)."""
+    if first.ordering_key is None and first.deliver_at is None:
+        return None
+    extras: dict[str, object] = {}
+    if first.ordering_key is not None:
+        extras["ordering_key"] = first.ordering_key
+    if first.deliver_at is not None:
+        extras["deliver_at"] = first.deliver_at
+    return extras
+
+
+def encode_batch_raw(
+    publish_time: int,
+    producer_name: str | None,
+    rows: list[list[object]],
+    extras: dict[str, object] | None = None,
+) -> bytes:
     """Encode rows already shaped [key, value, properties, event_time, sequence_id] (hot path)."""
-    return header(KIND_TOPIC, len(rows)) + msgpack.packb(
-        [publish_time, producer_name, rows], use_bin_type=True
-    )
+    body: list[object] = [publish_time, producer_name, rows]
+    if extras:
+        body.append(extras)
+    return header(KIND_TOPIC, len(rows)) + msgpack.packb(body, use_bin_type=True)
 
 
 def encode_kafka(publish_time: int, batch: bytes, count: int) -> bytes:
@@ -267,10 +303,27 @@ def kafka_rows(payload: bytes) -> list[list[Any]]:
     ]
 
 
+def decode_batch_extras(payload: bytes) -> tuple[int, str | None, list[list[Any]], dict[str, Any]]:
+    """decode_batch_header's and the entry-level fields (empty for entries without)."""
+    if len(payload) > 2 and payload[2] == KIND_KAFKA and payload[0] == MAGIC:
+        return kafka_publish_time(payload), kafka_producer(payload)[0], kafka_rows(payload), {}
+    body: list[Any] = _body(payload, KIND_TOPIC)
+    extras = body[3] if len(body) > 3 and isinstance(body[3], dict) else {}
+    return body[0], body[1], body[2], extras
+
+
 def decode_batch(ledger_id: int, entry_id: int, payload: bytes) -> list[StoredMessage]:
-    publish_time, producer_name, rows = decode_batch_header(payload)
+    publish_time, producer_name, rows, extras = decode_batch_extras(payload)
     offsets = entry_offsets(payload)
     base = offsets[0] if offsets is not None and offsets[0] >= 0 else None
+    ordering_key = extras.get("ordering_key")
+    if isinstance(ordering_key, bytes):
+        entry_key: str | None = text_of(ordering_key)
+    else:
+        ordering_key, entry_key = None, (rows[0][0] if rows else None) or ""
+    deliver_at = extras.get("deliver_at")
+    if not isinstance(deliver_at, int):
+        deliver_at = None
     out = []
     for i, row in enumerate(rows):
         key, value, props, event_time, seq = row
@@ -285,6 +338,9 @@ def decode_batch(ledger_id: int, entry_id: int, payload: bytes) -> list[StoredMe
                 publish_time,
                 producer_name,
                 None if base is None else base + i,
+                entry_key,
+                ordering_key,
+                deliver_at,
             )
         )
     return out

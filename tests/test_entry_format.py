@@ -87,3 +87,25 @@ def test_text_keys_stay_as_they_are_and_binary_ones_are_marked() -> None:
     marked = (BINARY_MARK + "x").encode()
     assert text_of(marked) == BINARY_MARK + marked.hex() and bytes_of(text_of(marked)) == marked
     assert bytes_of(BINARY_MARK + "not hex") == (BINARY_MARK + "not hex").encode()
+
+
+def test_entry_level_fields_round_trip_and_leave_the_first_three_elements_as_they_were() -> None:
+    """A Pulsar SEND's ordering key and delivery time are the entry's (the first message's), in
+    an optional fourth body element: readers of the first three see the entry as before."""
+    from managed_ledger.entry_format import decode_batch_header, encode_batch_raw
+
+    sent = [Message(b"a", key="k1", ordering_key=b"\xffo", deliver_at=123), Message(b"b", key="k2")]
+    payload = encode_batch(7, "p", sent)
+    out = decode_batch(1, 2, payload)
+    assert [(m.ordering_key, m.deliver_at, m.entry_key) for m in out] == [
+        (b"\xffo", 123, text_of(b"\xffo"))
+    ] * 2
+    assert decode_batch_header(payload) == (
+        7,
+        "p",
+        [["k1", b"a", None, None, None], ["k2", b"b", None, None, None]],
+    )
+    plain = decode_batch(
+        1, 3, encode_batch_raw(7, "p", [[None, b"x", None, None, None], ["k", b"y", None, None, None]])
+    )
+    assert [(m.ordering_key, m.deliver_at, m.entry_key) for m in plain] == [(None, None, "")] * 2

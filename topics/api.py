@@ -36,6 +36,18 @@ class SubscriptionOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class KeySharedPolicy:
+    """A key_shared consumer's policy (Pulsar's KeySharedMeta): AUTO_SPLIT (`sticky` False: the
+    broker divides the hash slots) or STICKY (`ranges`: the inclusive slot ranges, 0..65535, the
+    consumer takes); `allow_out_of_order`: a key moves to its new consumer at once when
+    consumers change, not once its messages out with the old one are acked."""
+
+    sticky: bool = False
+    ranges: tuple[tuple[int, int], ...] = ()
+    allow_out_of_order: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Delivery:
     message: StoredMessage
     redelivery_count: int = 0
@@ -247,6 +259,15 @@ class DataApi(Protocol):
     async def ack_cumulative(self, topic: str, subscription: str, message_id: MessageId) -> None: ...
 
     async def nack(self, topic: str, subscription: str, message_ids: list[MessageId]) -> None: ...
+
+    async def key_shared_consumer(
+        self, topic: str, subscription: str, consumer_id: str, policy: KeySharedPolicy
+    ) -> None:
+        """A consumer of a key_shared subscription declares its policy (a Pulsar SUBSCRIBE's
+        keySharedMeta) and joins now: ConsumerAssignError for STICKY ranges out of bounds or
+        overlapping a live consumer's, ConsumerBusyError for a policy unlike the live
+        consumers'. Nothing for a subscription of another type."""
+        ...
 
     async def consumer_left(self, topic: str, subscription: str, consumer_id: str) -> None:
         """A consumer of a failover or key_shared subscription says it is gone (a Pulsar consumer

@@ -21,12 +21,13 @@ from typing import Literal
 import httpx
 
 from managed_ledger.api import Cursor, ManagedLedger
-from managed_ledger.entry_format import Message, StoredMessage, encode_batch_raw
+from managed_ledger.entry_format import Message, StoredMessage, encode_batch_raw, entry_extras
 from managed_ledger.errors import EntryNotFoundError
 from managed_ledger.position import MessageId, Position
 from topics import dedup, names
 from topics.api import (
     Delivery,
+    KeySharedPolicy,
     ProduceResult,
     ReadPage,
     SeekTarget,
@@ -243,6 +244,15 @@ class DataPlane:
         mls = t.mls if partition is None else [t.mls[_partition(t, partition)]]
         highest = [h for ml in mls if (h := ml.dedup_highest(producer_name)) is not None]
         return max(highest, default=None)
+
+    async def key_shared_consumer(
+        self, topic: str, subscription: str, consumer_id: str, policy: KeySharedPolicy
+    ) -> None:
+        t = await self._r.topic(topic)
+        sub = await self._r.subscription(t, subscription)
+        async with sub.lock:
+            sub.key_shared_join(consumer_id, policy)
+        t.notifier.notify()
 
     async def consumer_left(self, topic: str, subscription: str, consumer_id: str) -> None:
         t = await self._r.topic(topic)
@@ -481,9 +491,12 @@ class MessagesWrite:
         )
         rows: list[list[object]] = []
         highest: int | None = None
+        first: Message | None = None
         for i, m in enumerate(messages):
             if duplicates is not None and duplicates[i]:
                 continue
+            if first is None:
+                first = m
             props = m.properties
             if props is not None and type(props) is not dict:
                 props = dict(props)
@@ -491,10 +504,10 @@ class MessagesWrite:
             if m.sequence_id is not None and (highest is None or m.sequence_id > highest):
                 highest = m.sequence_id
         self._kept = len(rows)
-        if not rows:
+        if first is None:
             self.results = [_DUPLICATE] * len(messages)
             return None
-        return Entry(encode_batch_raw(now_ms, self.producer, rows), highest)
+        return Entry(encode_batch_raw(now_ms, self.producer, rows, entry_extras(first)), highest)
 
     def failed(self) -> None:
         pass

@@ -37,8 +37,8 @@ from typing import Protocol
 
 from managed_ledger.entry_format import StoredMessage
 from managed_ledger.position import MessageId
-from topics import key_shared
-from topics.api import Delivery, SubscriptionType
+from topics import key_ranges, key_shared
+from topics.api import Delivery, KeySharedPolicy, SubscriptionType
 from topics.errors import ConsumerBusyError, ConsumerIdRequiredError
 from topics.key_shared import KeyRouter
 from topics.members import Members
@@ -60,10 +60,17 @@ class SubscriptionState(Protocol):
     def pending(self) -> Mapping[MessageId, object]: ...
 
     def take_redeliveries(
-        self, out: list[Delivery], max_messages: int, consumer: str, now: int, mine: Mine | None
+        self,
+        out: list[Delivery],
+        max_messages: int,
+        consumer: str,
+        now: int,
+        mine: Mine | None,
+        whole_entries: bool = False,
     ) -> None:
         """Hand out what waits for redelivery, in id order, up to max_messages in `out` (only
-        what `mine` accepts, when given; the rest keeps waiting)."""
+        what `mine` accepts, when given; the rest keeps waiting); with `whole_entries`, the
+        last entry's messages that wait too, past max_messages."""
         ...
 
     async def read_more(self, wanted: int, only: int | None = None) -> bool:
@@ -157,7 +164,7 @@ class SharedDispatcher:
     async def fill(self, consumer: str, max_messages: int, now: int, whole_entries: bool) -> list[Delivery]:
         state, only = self._state, self._only
         out: list[Delivery] = []
-        state.take_redeliveries(out, max_messages, consumer, now, self._mine)
+        state.take_redeliveries(out, max_messages, consumer, now, self._mine, whole_entries)
         while len(out) < max_messages and len(state.pending) < state.max_unacked:
             ready = state.ready.take(only)
             if ready is None:
@@ -250,35 +257,63 @@ class SingleActiveDispatcher(_WithMembers):
 
 
 class KeySharedDispatcher(_WithMembers):
-    """key_shared: each key to one live consumer, in order (`topics.key_shared`)."""
+    """key_shared: each key to one live consumer, in order (`topics.key_shared`), by the
+    consumers' policies (`topics.key_ranges`: AUTO_SPLIT or STICKY hash ranges)."""
 
     def __init__(self, state: SubscriptionState, members: Members) -> None:
         self._state = state
         self.members = members
         self.keys = KeyRouter()
+        self.policies: dict[str, KeySharedPolicy] = {}  # consumers that declared one
 
-    def admit(self, consumer_id: str | None, now: int) -> str:
+    def join(self, consumer_id: str | None, policy: KeySharedPolicy, now: int) -> None:
+        """A consumer declares its policy (a Pulsar SUBSCRIBE's keySharedMeta) and joins:
+        refused (ConsumerAssignError, ConsumerBusyError) when it does not fit the live ones'."""
+        state = self._state
+        consumer = _consumer_id(state, consumer_id, "key_shared")
+        members = self.members
+        live = {
+            c: self.policies.get(c, key_ranges.AUTO_SPLIT)
+            for c, heard in members.live.items()
+            if now - heard <= members.idle_ms  # not one that said it left
+        }
+        key_ranges.check(state.topic, state.name, consumer, policy, live)
+        changed = self.policies.get(consumer) != policy
+        self.policies[consumer] = policy
+        self.admit(consumer, now, changed)
+
+    def admit(self, consumer_id: str | None, now: int, changed: bool = False) -> str:
         state = self._state
         consumer = _consumer_id(state, consumer_id, "key_shared")
         change = self.members.join(consumer, now, failover=False)
         state.consumers_left(change.gone)
-        if change.joined or change.gone:
-            self.keys.set_consumers(self.members.live, state.held())
+        for gone in change.gone:
+            self.policies.pop(gone, None)
+        if change.joined or change.gone or changed:
+            self.keys.set_consumers(self.members.live, state.held(), self.policies)
         return consumer
 
     async def fill(self, consumer: str, max_messages: int, now: int, whole_entries: bool) -> list[Delivery]:
         """Redeliveries of this consumer's keys, then new messages from its queue; messages read
-        from the cursors are queued for the consumer of their key as they are read. A push
-        consumer's entries are not completed past its permits: a key's messages may be in
-        several consumers' entries."""
+        from the cursors are queued for the consumer of their key as they are read.
+        `whole_entries` (a push consumer): keys are the entries' from then on, so that an entry
+        goes whole to one consumer, and the last entry handed out is completed past the permits."""
         state, keys = self._state, self.keys
+        if whole_entries and not keys.by_entry:
+            keys.by_entry = True  # queued messages move to their entry key's consumer
+            keys.set_consumers(self.members.live, state.held(), self.policies)
+        if state.ready:
+            keys.route(state.ready, consumer)  # delayed messages due now (topics.delayed)
         out: list[Delivery] = []
         state.take_redeliveries(
-            out, max_messages, consumer, now, lambda _, m: keys.consumer_of(m.key or "") == consumer
-        )
+            out, max_messages, consumer, now, lambda _, m: keys.consumer_of(keys.key_of(m)) == consumer,
+            whole_entries,
+        )  # fmt: skip
         while len(out) < max_messages and len(state.pending) < state.max_unacked:
             room = min(max_messages - len(out), state.max_unacked - len(state.pending))
             items = keys.take(consumer, room)
+            if whole_entries:  # an entry's messages are queued together: the last one's rest
+                keys.take_of_entry(consumer, items)
             if not items:
                 if keys.queued >= key_shared.READ_AHEAD:
                     break  # the read-ahead is full of other consumers' keys

@@ -234,12 +234,24 @@ class ConsumerBusyError(TopicsError):
     code = "consumer-busy"
     kind = ErrorKind.conflict
 
-    def __init__(self, topic: str, subscription: str, owner: str) -> None:
-        super().__init__(
-            f"subscription {subscription} of topic {topic} is exclusive and consumer {owner!r} holds it"
-        )
+    def __init__(self, topic: str, subscription: str, owner: str, reason: str | None = None) -> None:
+        if reason is None:
+            text = f"subscription {subscription} of topic {topic} is exclusive and consumer {owner!r}"
+            text += " holds it"
+        else:  # key_shared: the live consumers' policy differs
+            text = f"subscription {subscription} of topic {topic}: consumer {owner!r} has {reason}"
+        super().__init__(text)
         self.topic = topic
         self.subscription = subscription
+
+
+class ConsumerAssignError(TopicsError):
+    """A key_shared consumer's hash ranges cannot be given it (Pulsar's ConsumerAssignError):
+    out of bounds, none for a sticky consumer, or overlapping another live consumer's."""
+
+    title = "Key_shared hash ranges refused"
+    code = "consumer-assign"
+    kind = ErrorKind.conflict
 
 
 class ConsumerIdRequiredError(InvalidArgumentError):

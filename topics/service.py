@@ -50,6 +50,7 @@ from topics.api import (
     Delivery,
     KafkaBatch,
     KafkaFetched,
+    KeySharedPolicy,
     PolicyName,
     ProduceResult,
     QuotaType,
@@ -193,6 +194,11 @@ class TopicService:
         self, topic: str, producer_name: str, partition: int | None = None
     ) -> int | None:
         return await self.data.last_sequence_id(topic, producer_name, partition)
+
+    async def key_shared_consumer(
+        self, topic: str, subscription: str, consumer_id: str, policy: KeySharedPolicy
+    ) -> None:
+        return await self.data.key_shared_consumer(topic, subscription, consumer_id, policy)
 
     async def consumer_left(self, topic: str, subscription: str, consumer_id: str) -> None:
         return await self.data.consumer_left(topic, subscription, consumer_id)

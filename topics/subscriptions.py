@@ -12,6 +12,8 @@ are delivered again from the cursors, as in Pulsar):
   expiring is popping from the front.
 - `redeliver`: a heap of ids (nacked, timed out) handed out before new ones, in id order.
 - `ready`: messages read from a cursor, not yet handed out (key_shared queues them per key).
+- `_delayed` (shared, key_shared): messages read before their delivery time, put back in
+  `ready` when due (`topics.delayed`).
 - `entries`: per entry read, its batch size and the batch indexes acked so far (acked on its
   cursor once all are). `counts`, per partition: the redelivery count of each message delivered.
 
@@ -49,11 +51,12 @@ from managed_ledger.entry_format import StoredMessage
 from managed_ledger.errors import EntryNotFoundError
 from managed_ledger.position import MessageId, Position
 from topics import dead_letters, delivery_state
-from topics.api import Delivery, SubscriptionOptions
+from topics.api import Delivery, KeySharedPolicy, SubscriptionOptions
 from topics.compacted_reads import CompactedPartition
 from topics.dead_letters import DeadLetterWriter
+from topics.delayed import DELAYING_TYPES, DelayedMessages
 from topics.delivery_state import EntryAcks
-from topics.dispatchers import SharedDispatcher, dispatcher_for
+from topics.dispatchers import KeySharedDispatcher, SharedDispatcher, dispatcher_for
 from topics.readers import BEYOND, CompactedSource, decode_entry, entries_wanted
 from topics.ready_queue import ReadyQueue
 
@@ -109,6 +112,8 @@ class Subscription:
         self._redeliver: list[MessageId] = []
         self._redeliver_msgs: dict[MessageId, _Pending] = {}  # as it was pending: who had it
         self.ready = ReadyQueue()
+        # Shared and key_shared: messages read before their delivery time (topics.delayed).
+        self._delayed = DelayedMessages() if options.type in DELAYING_TYPES else None
         self._entries: dict[Position, EntryAcks] = {}
         self._touched: set[int] = set()  # partitions whose delivery state this fill changed
         # Per partition: its read through the compacted view (read_compacted).
@@ -167,6 +172,9 @@ class Subscription:
         now = self._clock.now_ms()
         consumer = dispatcher.admit(consumer_id, now)
         self._expire(now)
+        if self._delayed is not None and len(self._delayed):
+            # Due now: ahead of what was read after them (their ids are lower).
+            self.ready.extendleft(reversed(self._delayed.due(now)))
         try:
             out = await dispatcher.fill(consumer, max_messages, now, whole_entries)
         finally:
@@ -183,13 +191,20 @@ class Subscription:
         consumer: str,
         now: int,
         mine: Callable[[int, StoredMessage], bool] | None,
+        whole_entries: bool = False,
     ) -> None:
         """Hand out what waits for redelivery, in id order, up to max_messages in `out`: what
-        `mine` accepts, when given (the rest keeps waiting, for the consumer it is for)."""
+        `mine` accepts, when given (the rest keeps waiting, for the consumer it is for). With
+        `whole_entries` the last entry's messages that wait go too, past max_messages (a push
+        consumer: two MESSAGEs of one entry would have the first's ack cover the second's)."""
         skipped: list[MessageId] = []
+        redeliver = self._redeliver
         try:
-            while self._redeliver and len(out) < max_messages:
-                mid = heapq.heappop(self._redeliver)
+            while redeliver and (
+                len(out) < max_messages
+                or (whole_entries and out and redeliver[0].position == out[-1].message.message_id.position)
+            ):
+                mid = heapq.heappop(redeliver)
                 item = self._redeliver_msgs.get(mid)
                 if item is None or self.is_acked(item.partition, mid):
                     self._redeliver_msgs.pop(mid, None)
@@ -248,6 +263,11 @@ class Subscription:
         return Delivery(message, count)
 
     # --- consumers (for the dispatchers) -------------------------------------------------------
+    def key_shared_join(self, consumer_id: str, policy: KeySharedPolicy) -> None:
+        """A key_shared consumer's policy, and it joins now (another type: nothing)."""
+        if isinstance(self.dispatcher, KeySharedDispatcher):
+            self.dispatcher.join(consumer_id, policy, self._clock.now_ms())
+
     def consumers_left(self, gone: list[str]) -> None:
         """What consumers that left held unacked is redelivered, held by nobody (key_shared:
         its key is free)."""
@@ -294,6 +314,8 @@ class Subscription:
         times = self.dispatcher.next_leave_ms()
         if self.pending:
             times.append(next(iter(self.pending.values())).deadline_ms)
+        if self._delayed is not None and (due := self._delayed.next_ms()) is not None:
+            times.append(due)
         return max(0, min(times) - now) if times else None
 
     def is_acked(self, partition: int, mid: MessageId) -> bool:
@@ -332,7 +354,12 @@ class Subscription:
             state = self._entries.get(pos)
             if state is None:
                 state = self._entries[pos] = EntryAcks(partition, len(messages))
-            self.ready.extend((partition, m) for m in messages if m.message_id.batch_index not in state.acked)
+            kept = [m for m in messages if m.message_id.batch_index not in state.acked]
+            deliver_at = messages[0].deliver_at
+            if deliver_at is not None and self._delayed is not None and deliver_at > self._clock.now_ms():
+                self._delayed.hold(partition, kept, deliver_at)  # the entry's time: all its messages
+                continue
+            self.ready.extend((partition, m) for m in kept)
         return bool(entries)
 
     async def _read_compacted(self, partition: int, wanted: int) -> bool | None:
@@ -488,6 +515,8 @@ class Subscription:
         self._redeliver.clear()
         self._redeliver_msgs.clear()
         self.ready.clear()
+        if self._delayed is not None:
+            self._delayed.clear()
         self._entries.clear()
         for compacted in self._compacted_reads:
             compacted.clear()

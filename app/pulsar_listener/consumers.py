@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 from app.auth.policy import Need
 from managed_ledger.position import MessageId, Position
-from topics.api import Delivery, SubscriptionOptions, SubscriptionType, TopicsApi
+from topics.api import Delivery, KeySharedPolicy, SubscriptionOptions, SubscriptionType, TopicsApi
 from topics.errors import NotOwnerError, SubscriptionNotFoundError, TopicNotFoundError
 
 from .entries import encode_batch, encode_single
@@ -247,6 +247,18 @@ class Consumer:
                 log.info("Pulsar consumer %s: leaving failed: %s", self.quire_id, exc)
 
 
+def key_shared_policy(request: pb.CommandSubscribe) -> KeySharedPolicy:
+    """The consumer's keySharedMeta (none: AUTO_SPLIT, in order)."""
+    if not request.HasField("keySharedMeta"):
+        return KeySharedPolicy()
+    meta = request.keySharedMeta
+    return KeySharedPolicy(
+        sticky=meta.keySharedMode == pb.STICKY,
+        ranges=tuple((r.start, r.end) for r in meta.hashRanges),
+        allow_out_of_order=meta.allowOutOfOrderDelivery,
+    )
+
+
 def _real(data: pb.MessageIdData) -> bool:
     """Not one of the client's sentinels (earliest/latest: -1 or INT64_MAX as uint64)."""
     return data.ledgerId < 2**63 - 1 and data.entryId < 2**63 - 1
@@ -312,6 +324,10 @@ class Consumers:
         self.registry.add_consumer(topic, request.subscription, request.subType, consumer)
         try:
             await self.topics.create_subscription(target.topic, request.subscription, options)
+            if request.subType == S.Key_Shared and target.partition is None:
+                await self.topics.key_shared_consumer(
+                    target.topic, request.subscription, consumer.quire_id, key_shared_policy(request)
+                )
         except Exception:
             self.registry.remove_consumer(topic, request.subscription, consumer)
             raise

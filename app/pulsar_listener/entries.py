@@ -72,6 +72,8 @@ def to_messages(metadata: pb.MessageMetadata, body: bytes) -> list[Message]:
                 properties=_properties(metadata.properties),
                 event_time=metadata.event_time or None,
                 sequence_id=metadata.sequence_id,
+                ordering_key=_ordering_key(metadata),
+                deliver_at=_deliver_at(metadata),
             )
         ]
     count = metadata.num_messages_in_batch
@@ -80,8 +82,19 @@ def to_messages(metadata: pb.MessageMetadata, body: bytes) -> list[Message]:
     return _batch(metadata, memoryview(body), count)
 
 
+def _ordering_key(metadata: pb.MessageMetadata) -> bytes | None:
+    """The SEND's ordering key (a batch's: its first message's), kept for the whole entry."""
+    return metadata.ordering_key if metadata.HasField("ordering_key") else None
+
+
+def _deliver_at(metadata: pb.MessageMetadata) -> int | None:
+    """The SEND's delayed delivery time (ms; the client never batches a delayed message)."""
+    return metadata.deliver_at_time if metadata.HasField("deliver_at_time") else None
+
+
 def _batch(metadata: pb.MessageMetadata, view: memoryview, count: int) -> list[Message]:
     out: list[Message] = []
+    ordering_key, deliver_at = _ordering_key(metadata), _deliver_at(metadata)
     at = 0
     for i in range(count):
         if at + 4 > len(view):
@@ -105,6 +118,8 @@ def _batch(metadata: pb.MessageMetadata, view: memoryview, count: int) -> list[M
                 sequence_id=single.sequence_id
                 if single.HasField("sequence_id")
                 else metadata.sequence_id + i,
+                ordering_key=ordering_key,
+                deliver_at=deliver_at,
             )
         )
         at = end
@@ -124,6 +139,10 @@ def _metadata(first: StoredMessage) -> pb.MessageMetadata:
         sequence_id=max(first.sequence_id or 0, 0),
         publish_time=first.publish_time,
     )
+    if first.ordering_key is not None:
+        metadata.ordering_key = first.ordering_key
+    if first.deliver_at is not None:
+        metadata.deliver_at_time = first.deliver_at
     return metadata
 
 
@@ -151,6 +170,8 @@ def encode_batch(messages: Sequence[StoredMessage]) -> tuple[bytes, bytes, list[
             single.properties.extend(_kv(m.properties))
             if m.key is not None:
                 single.partition_key = m.key
+            if m.ordering_key is not None:
+                single.ordering_key = m.ordering_key
             if m.event_time:
                 single.event_time = m.event_time
             if m.sequence_id is not None and m.sequence_id >= 0:

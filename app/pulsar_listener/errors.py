@@ -12,6 +12,7 @@ from common.errors import ErrorKind, QuireError
 from topics.errors import (
     BacklogQuotaExceededError,
     BatchTooLargeError,
+    ConsumerAssignError,
     ConsumerBusyError,
     IncompatibleSchemaError,
     InvalidNameError,
@@ -55,6 +56,7 @@ _CODES: tuple[tuple[type[Exception], pb.ServerError.ValueType], ...] = (
     (InvalidSchemaError, pb.IncompatibleSchema),  # Pulsar's answer to an invalid schema too
     (SubscriptionNotFoundError, pb.SubscriptionNotFound),
     (ConsumerBusyError, pb.ConsumerBusy),
+    (ConsumerAssignError, pb.ConsumerAssignError),
     (TopicTerminatedError, pb.TopicTerminatedError),
     (BacklogQuotaExceededError, pb.ProducerBlockedQuotaExceededException),
     (MessageTooLargeError, pb.NotAllowedError),

@@ -11,7 +11,8 @@ import pytest
 
 from managed_ledger.entry_format import StoredMessage
 from managed_ledger.position import MessageId
-from topics.api import Delivery
+from topics import key_ranges
+from topics.api import Delivery, KeySharedPolicy
 from topics.dispatchers import (
     Dispatcher,
     KeySharedDispatcher,
@@ -21,7 +22,7 @@ from topics.dispatchers import (
     SubscriptionState,
     dispatcher_for,
 )
-from topics.errors import ConsumerBusyError, ConsumerIdRequiredError
+from topics.errors import ConsumerAssignError, ConsumerBusyError, ConsumerIdRequiredError
 from topics.key_shared import KeyRouter
 from topics.members import Members
 from topics.ready_queue import ReadyQueue
@@ -29,10 +30,24 @@ from topics.ready_queue import ReadyQueue
 IDLE_MS = 1_000
 
 
-def msg(ledger: int, entry: int, index: int = 0, key: str | None = None) -> StoredMessage:
+def msg(
+    ledger: int, entry: int, index: int = 0, key: str | None = None, entry_key: str | None = None
+) -> StoredMessage:
     return StoredMessage(
-        MessageId(ledger, entry, index), f"{ledger}:{entry}:{index}".encode(), key, None, None, None, 0
+        MessageId(ledger, entry, index),
+        f"{ledger}:{entry}:{index}".encode(),
+        key,
+        None,
+        None,
+        None,
+        0,
+        entry_key=entry_key,
     )
+
+
+def batch(ledger: int, entry: int, keys: list[str]) -> list[StoredMessage]:
+    """An entry's messages as decode_batch gives them: the entry's key is its first message's."""
+    return [msg(ledger, entry, i, key, keys[0]) for i, key in enumerate(keys)]
 
 
 def ids(out: list[Delivery]) -> list[str]:
@@ -63,12 +78,21 @@ class FakeState:
         return self._pending
 
     def take_redeliveries(
-        self, out: list[Delivery], max_messages: int, consumer: str, now: int, mine: Mine | None
+        self,
+        out: list[Delivery],
+        max_messages: int,
+        consumer: str,
+        now: int,
+        mine: Mine | None,
+        whole_entries: bool = False,
     ) -> None:
         keep = []
         for item in sorted(self.waiting, key=lambda w: w[1].message_id):
             partition, message, _ = item
-            if len(out) < max_messages and (mine is None or mine(partition, message)):
+            room = len(out) < max_messages or (
+                whole_entries and out and out[-1].message.message_id.position == message.message_id.position
+            )
+            if room and (mine is None or mine(partition, message)):
                 self.hand_out(out, partition, message, now, consumer)
             else:
                 keep.append(item)
@@ -286,3 +310,104 @@ async def test_key_shared_clear_drops_what_is_queued() -> None:
     assert d.keys.queued > 0  # b's keys, queued for it
     d.clear()
     assert d.keys.queued == 0 and await d.fill("b", 100, 0, False) == []
+
+
+async def test_key_shared_whole_entries_send_a_batch_whole_to_its_first_key_consumer() -> None:
+    """A push consumer's entries go whole, by the entry's key (Pulsar routes a batch by its
+    metadata's key): a batch of several keys is never split between consumers, nor cut at a
+    consumer's permits (the client acks a batch as its entry)."""
+    probe = KeyRouter()
+    probe.set_consumers({"a", "b"})
+    key_a = next(k for k in (f"k{i}" for i in range(1000)) if probe.consumer_of(k) == "a")
+    key_b = next(k for k in (f"k{i}" for i in range(1000)) if probe.consumer_of(k) == "b")
+    entries = [batch(1, 0, [key_a, key_b, key_a, key_b]), batch(1, 1, [key_b, key_a, key_b])]
+    entries.append(batch(1, 2, [key_a] * 5))
+    state = FakeState([(0, entries[0] + entries[1] + entries[2])])
+    d = KeySharedDispatcher(state, Members(IDLE_MS))
+    d.admit("a", 0)
+    d.admit("b", 0)
+    got_a = await d.fill("a", 2, 0, True)  # 2 permits: entry 1:0 (4 messages) goes whole
+    assert ids(got_a) == [f"1:0:{i}" for i in range(4)]
+    got_b = await d.fill("b", 100, 0, True)
+    assert ids(got_b) == [f"1:1:{i}" for i in range(3)]
+    got_a += await d.fill("a", 1, 0, True)
+    assert ids(got_a)[4:] == [f"1:2:{i}" for i in range(5)]
+
+
+async def test_key_shared_whole_entries_redeliver_an_entry_whole() -> None:
+    state = FakeState()
+    d = KeySharedDispatcher(state, Members(IDLE_MS))
+    d.admit("a", 0)
+    state.waiting = [(0, m, None) for m in batch(1, 0, ["x", "y", "z"])]
+    assert ids(await d.fill("a", 1, 0, True)) == ["1:0:0", "1:0:1", "1:0:2"]
+
+
+async def test_key_shared_sticky_ranges_route_by_murmur3_slot() -> None:
+    keys = [f"key-{i}" for i in range(200)]
+    state = FakeState([(0, [msg(1, i, key=k) for i, k in enumerate(keys)])], max_unacked=1000)
+    d = KeySharedDispatcher(state, Members(IDLE_MS))
+    d.join("low", KeySharedPolicy(sticky=True, ranges=((0, 32767),)), 0)
+    got_low = await d.fill("low", 1000, 0, False)
+    assert got_low and all(key_ranges.slot(m.message.key or "") <= 32767 for m in got_low)
+    assert len(got_low) < len(keys)  # the upper slots wait for a consumer that covers them
+    d.join("high", KeySharedPolicy(sticky=True, ranges=((32768, 65535),)), 1)
+    got_high = await d.fill("high", 1000, 1, False)
+    assert all(key_ranges.slot(m.message.key or "") >= 32768 for m in got_high)
+    assert sorted(ids(got_low + got_high)) == sorted(f"1:{i}:0" for i in range(200))
+
+
+def test_key_shared_slot_is_murmur3_of_the_key_mod_65536() -> None:
+    import mmh3
+
+    for key in ["a", "order-17", "\u00e9t\u00e9"]:
+        assert key_ranges.slot(key) == (mmh3.hash(key.encode(), 0, signed=False) & 0x7FFFFFFF) % 65536
+    assert key_ranges.slot("") == (mmh3.hash(b"NONE_KEY", 0, signed=False) & 0x7FFFFFFF) % 65536
+    # Murmur3_32 x86, seed 0 (the reference test vector): "hello" -> 0x248BFA47
+    assert mmh3.hash(b"hello", 0, signed=False) == 0x248BFA47
+
+
+@pytest.mark.parametrize(
+    ("ranges", "error"),
+    [
+        (((0, 100),), "Range conflict with consumer a"),
+        (((50, 60), (199, 300)), "Range conflict with consumer a"),
+        (((300, 400), (350, 500)), "Range conflict with consumer b"),  # its own ranges overlap
+        (((10, 5),), "not within"),
+        (((0, 65536),), "not within"),
+        ((), "needs hash ranges"),
+    ],
+)
+def test_key_shared_sticky_ranges_are_refused_when_they_overlap_or_are_out_of_bounds(
+    ranges: tuple[tuple[int, int], ...], error: str
+) -> None:
+    d = KeySharedDispatcher(FakeState(), Members(IDLE_MS))
+    d.join("a", KeySharedPolicy(sticky=True, ranges=((100, 199),)), 0)
+    with pytest.raises(ConsumerAssignError, match=error):
+        d.join("b", KeySharedPolicy(sticky=True, ranges=ranges), 0)
+    assert d.members.live.keys() == {"a"}
+
+
+def test_key_shared_a_policy_unlike_the_live_consumers_is_refused() -> None:
+    d = KeySharedDispatcher(FakeState(), Members(IDLE_MS))
+    d.join("a", KeySharedPolicy(), 0)
+    with pytest.raises(ConsumerBusyError):
+        d.join("b", KeySharedPolicy(sticky=True, ranges=((0, 10),)), 0)
+    with pytest.raises(ConsumerBusyError):
+        d.join("b", KeySharedPolicy(allow_out_of_order=True), 0)
+    d.left("a")  # gone: its ranges and policy no longer count
+    d.join("b", KeySharedPolicy(sticky=True, ranges=((0, 10),)), 1)
+    d.join("c", KeySharedPolicy(sticky=True, ranges=((11, 20),)), 1)
+    assert d.members.live.keys() == {"b", "c"}
+
+
+def test_key_shared_out_of_order_delivery_moves_a_held_key_at_once() -> None:
+    for allow, owner in ((False, "a"), (True, "b")):
+        ring = KeyRouter()
+        ring.set_consumers({"a", "b"})
+        key = next(k for k in (f"k{i}" for i in range(1000)) if ring.consumer_of(k) == "b")
+        state = FakeState()
+        d = KeySharedDispatcher(state, Members(IDLE_MS))
+        d.join("a", KeySharedPolicy(allow_out_of_order=allow), 0)
+        state.waiting = [(0, msg(1, 0, key=key), "a")]  # out with a when b joins
+        d.join("b", KeySharedPolicy(allow_out_of_order=allow), 1)
+        assert d.keys.consumer_of(key) == owner

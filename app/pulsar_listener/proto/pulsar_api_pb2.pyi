@@ -111,6 +111,21 @@ TransactionNotFound: ServerError.ValueType  # 24
 ProducerFenced: ServerError.ValueType  # 25
 Global___ServerError: _TypeAlias = ServerError  # noqa: Y015
 
+class _KeySharedMode:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _KeySharedModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_KeySharedMode.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    AUTO_SPLIT: _KeySharedMode.ValueType  # 0
+    STICKY: _KeySharedMode.ValueType  # 1
+
+class KeySharedMode(_KeySharedMode, metaclass=_KeySharedModeEnumTypeWrapper): ...
+
+AUTO_SPLIT: KeySharedMode.ValueType  # 0
+STICKY: KeySharedMode.ValueType  # 1
+Global___KeySharedMode: _TypeAlias = KeySharedMode  # noqa: Y015
+
 @_typing.final
 class KeyValue(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
@@ -487,6 +502,32 @@ class Schema(_message.Message):
 Global___Schema: _TypeAlias = Schema  # noqa: Y015
 
 @_typing.final
+class KeySharedMeta(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEYSHAREDMODE_FIELD_NUMBER: _builtins.int
+    HASHRANGES_FIELD_NUMBER: _builtins.int
+    ALLOWOUTOFORDERDELIVERY_FIELD_NUMBER: _builtins.int
+    keySharedMode: Global___KeySharedMode.ValueType
+    allowOutOfOrderDelivery: _builtins.bool
+    @_builtins.property
+    def hashRanges(self) -> _containers.RepeatedCompositeFieldContainer[Global___IntRange]: ...
+    def __init__(
+        self,
+        *,
+        keySharedMode: Global___KeySharedMode.ValueType | None = ...,
+        hashRanges: _abc.Iterable[Global___IntRange] | None = ...,
+        allowOutOfOrderDelivery: _builtins.bool | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["allowOutOfOrderDelivery", b"allowOutOfOrderDelivery", "keySharedMode", b"keySharedMode"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allowOutOfOrderDelivery", b"allowOutOfOrderDelivery", "hashRanges", b"hashRanges", "keySharedMode", b"keySharedMode"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___KeySharedMeta: _TypeAlias = KeySharedMeta  # noqa: Y015
+
+@_typing.final
 class CommandSubscribe(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -534,6 +575,7 @@ class CommandSubscribe(_message.Message):
     SCHEMA_FIELD_NUMBER: _builtins.int
     INITIALPOSITION_FIELD_NUMBER: _builtins.int
     FORCE_TOPIC_CREATION_FIELD_NUMBER: _builtins.int
+    KEYSHAREDMETA_FIELD_NUMBER: _builtins.int
     topic: _builtins.str
     subscription: _builtins.str
     subType: Global___CommandSubscribe.SubType.ValueType
@@ -551,6 +593,8 @@ class CommandSubscribe(_message.Message):
     def metadata(self) -> _containers.RepeatedCompositeFieldContainer[Global___KeyValue]: ...
     @_builtins.property
     def schema(self) -> Global___Schema: ...
+    @_builtins.property
+    def keySharedMeta(self) -> Global___KeySharedMeta: ...
     def __init__(
         self,
         *,
@@ -568,10 +612,11 @@ class CommandSubscribe(_message.Message):
         schema: Global___Schema | None = ...,
         initialPosition: Global___CommandSubscribe.InitialPosition.ValueType | None = ...,
         force_topic_creation: _builtins.bool | None = ...,
+        keySharedMeta: Global___KeySharedMeta | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["consumer_id", b"consumer_id", "consumer_name", b"consumer_name", "durable", b"durable", "force_topic_creation", b"force_topic_creation", "initialPosition", b"initialPosition", "priority_level", b"priority_level", "read_compacted", b"read_compacted", "request_id", b"request_id", "schema", b"schema", "start_message_id", b"start_message_id", "subType", b"subType", "subscription", b"subscription", "topic", b"topic"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["consumer_id", b"consumer_id", "consumer_name", b"consumer_name", "durable", b"durable", "force_topic_creation", b"force_topic_creation", "initialPosition", b"initialPosition", "keySharedMeta", b"keySharedMeta", "priority_level", b"priority_level", "read_compacted", b"read_compacted", "request_id", b"request_id", "schema", b"schema", "start_message_id", b"start_message_id", "subType", b"subType", "subscription", b"subscription", "topic", b"topic"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["consumer_id", b"consumer_id", "consumer_name", b"consumer_name", "durable", b"durable", "force_topic_creation", b"force_topic_creation", "initialPosition", b"initialPosition", "metadata", b"metadata", "priority_level", b"priority_level", "read_compacted", b"read_compacted", "request_id", b"request_id", "schema", b"schema", "start_message_id", b"start_message_id", "subType", b"subType", "subscription", b"subscription", "topic", b"topic"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["consumer_id", b"consumer_id", "consumer_name", b"consumer_name", "durable", b"durable", "force_topic_creation", b"force_topic_creation", "initialPosition", b"initialPosition", "keySharedMeta", b"keySharedMeta", "metadata", b"metadata", "priority_level", b"priority_level", "read_compacted", b"read_compacted", "request_id", b"request_id", "schema", b"schema", "start_message_id", b"start_message_id", "subType", b"subType", "subscription", b"subscription", "topic", b"topic"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
