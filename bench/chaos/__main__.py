@@ -16,7 +16,7 @@ from pathlib import Path
 from types import FrameType
 
 from bench.chaos.campaign import CampaignConfig, env_seed, run_campaign
-from bench.chaos.faults import KINDS
+from bench.chaos.faults import KINDS, FaultConfig
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,10 +37,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--brokers", type=int, default=3)
     p.add_argument(
         "--in-order", action="store_true",
-        help="the first round of faults in the order --kinds names them (later rounds shuffled)",
+        help="the first round of faults in the order --kinds names them (later rounds shuffled, "
+        "compound kinds first)",
     )  # fmt: skip
     p.add_argument(
-        "--gap-s", type=float, nargs=2, default=(3.0, 8.0), metavar=("MIN", "MAX"),
+        "--gap-s", type=float, nargs=2, default=FaultConfig().gap_s, metavar=("MIN", "MAX"),
         help="pause between a fault's recovery and the next fault (seconds, drawn uniformly)",
     )  # fmt: skip
     p.add_argument("--keep", action="store_true", help="keep the temporary directory (logs) at the end")

@@ -59,7 +59,7 @@ FAST_SETTINGS = {
     "QUIRE_AUTORECOVERY_LOST_BOOKIE_GRACE_MS": "3000",
     "QUIRE_AUTORECOVERY_AUDIT_INTERVAL_MS": "500",
     "QUIRE_AUTORECOVERY_LEASE_MS": "3000",
-    "QUIRE_AUTORECOVERY_CLAIM_MS": "10000",
+    "QUIRE_AUTORECOVERY_CLAIM_MS": "6000",  # renewed every 2 s; pause-autorecovery outlasts it
     "QUIRE_AUTORECOVERY_OPEN_LEDGER_GRACE_MS": "2000",
     "QUIRE_AUTORECOVERY_POLL_INTERVAL_MS": "250",
     # failover and key_shared: a consumer silent this long is gone (the load's silences are longer)
