@@ -36,6 +36,10 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("--brokers", type=int, default=3)
     p.add_argument(
+        "--links", choices=("proxy", "netns"), default="proxy",
+        help="how a bookie's links are cut: its proxy, or its network namespace (root; docs/chaos.md)",
+    )  # fmt: skip
+    p.add_argument(
         "--in-order", action="store_true",
         help="the first round of faults in the order --kinds names them (later rounds shuffled, "
         "compound kinds first)",
@@ -67,7 +71,9 @@ def main() -> None:
         seed=args.seed,
         keep=args.keep or os.environ.get("CHAOS_KEEP") == "1",
         logs_on_failure=args.logs_on_failure,
-        cluster=dataclasses.replace(base.cluster, bookies=args.bookies, brokers=args.brokers),
+        cluster=dataclasses.replace(
+            base.cluster, bookies=args.bookies, brokers=args.brokers, links=args.links
+        ),
         faults=dataclasses.replace(
             base.faults,
             gap_s=tuple(args.gap_s),

@@ -52,7 +52,7 @@ import httpx
 
 from bench.chaos.cluster import Cluster, control_file, shim_env
 from bench.chaos.history import Fault, History
-from bench.chaos.procs import HOST, Proc, quire_args
+from bench.chaos.procs import Proc, quire_args
 from bench.common import free_port
 from bookie.errors import BookieError, ErrorCode
 from bookie.replica_io import ReplicaIO
@@ -262,7 +262,7 @@ class DiskFaults:
             while left and time.monotonic() - started < timeout_s:
                 for ledger_id, entry_id in sorted(left):
                     try:
-                        await io.read_entry(f"{HOST}:{bookie.port}", ledger_id, entry_id)
+                        await io.read_entry(f"{bookie.host}:{bookie.port}", ledger_id, entry_id)
                     except BookieError as exc:
                         if exc.code != ErrorCode.NO_SUCH_LEDGER:
                             continue  # still rotten (or the bookie is busy): read it again
@@ -318,8 +318,10 @@ class DiskFaults:
         else:
             data.mkdir()
         port = free_port()
-        args = quire_args("bookie", "--data-dir", str(data), "--port", str(port))
-        twin = Proc(name, args, bookie.env, self.cluster.root / f"{name}.log", port)
+        args = self.cluster.in_namespace(
+            bookie, quire_args("bookie", "--data-dir", str(data), "--port", str(port))
+        )
+        twin = Proc(name, args, bookie.env, self.cluster.root / f"{name}.log", port, host=bookie.host)
         twin.start()
         watch = 3 * self.cluster.config.setting("QUIRE_BOOKIE_HEARTBEAT_TIMEOUT_MS") / 1000
         deadline = time.monotonic() + watch

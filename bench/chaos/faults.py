@@ -52,6 +52,7 @@ from bench.chaos.cluster import Cluster
 from bench.chaos.disk_faults import DISK_KINDS, MAY_LOSE_COPIES, DiskFaults
 from bench.chaos.history import Fault, History
 from bench.chaos.procs import Proc
+from bench.chaos.proxy import Proxy
 from bench.chaos.schedule import Schedule
 
 SINGLE = (
@@ -317,14 +318,21 @@ class Faults:
         return next((p for p in self.cluster.procs() if p.name == name), None)
 
     async def _link(self, proc: Proc, action: str, fault: Fault) -> None:
-        """Cut a bookie's or a broker's store link, one way or both, or hold its replies."""
-        proxy = self.cluster.proxy_of(proc)
+        """Cut a bookie's or a broker's store link, one way or both, or hold its replies: at its
+        proxy (on this event loop), or in the bookie's network namespace (`ip`, in a thread)."""
+        link = self.cluster.proxy_of(proc)
         hold = self._pause_s("bookie" if proc in self.cluster.bookies else "store")
-        fault.target = proxy.name
-        fault.detail = f"{action} {hold:.1f} s"
-        {"partition": proxy.cut, "one-way": proxy.one_way, "hold": proxy.hold}[action]()
+        fault.target = link.name
+        fault.detail = f"{action} {hold:.1f} s{'' if isinstance(link, Proxy) else ' (namespace)'}"
+        act = {"partition": link.cut, "one-way": link.one_way, "hold": link.hold}[action]
+        if isinstance(link, Proxy):
+            act()
+            await asyncio.sleep(hold)
+            link.heal()
+            return
+        await asyncio.to_thread(act)
         await asyncio.sleep(hold)
-        proxy.heal()
+        await asyncio.to_thread(link.heal)
 
     async def _skew(self, proc: Proc, role: str, fault: Fault) -> None:
         """Restart it with its clock off by several leases, keep it so, restart it true."""
