@@ -15,10 +15,10 @@ adds on top of it, and `Topic.publish` calls them between its quota gate and its
   stored is a duplicate (DUPLICATE_SEQUENCE_NUMBER, which clients take as success), a gap is
   OUT_OF_ORDER_SEQUENCE. The managed ledger's dedup also sees every batch (producer
   `kafka-<id>-<epoch>`, the batch's last sequence), so with the deduplication policy on, a new
-  owner's producer state starts after the highest sequence stored: a retry is still a duplicate
-  and a batch past it a gap. Without it, the first batch to arrive starts the state and what
-  precedes it is not known stored (OUT_OF_ORDER, never "duplicate"); docs/kafka.md says what
-  that means for idempotence.
+  owner's producer state starts after the highest sequence stored (at 0 for an epoch with
+  nothing stored): a retry is still a duplicate and a batch past it a gap. Without it, the
+  first batch to arrive starts the state and what precedes it is not known stored
+  (OUT_OF_ORDER, never "duplicate"); docs/kafka.md says what that means for idempotence.
 """
 
 from __future__ import annotations
@@ -107,15 +107,21 @@ class KafkaSequence:
 
 
 def check_kafka_sequence(
-    producers: KafkaProducers, topic: str, partition: int, batch: KafkaSequence, ml: ManagedLedger
+    producers: KafkaProducers,
+    topic: str,
+    partition: int,
+    batch: KafkaSequence,
+    ml: ManagedLedger,
+    dedup_on: bool,
 ) -> KafkaProducerState | int:
     """The producer's state, the batch being next, or the offset of the same batch seen among
     the last five; KafkaSequenceError for an old epoch, a duplicate or a gap,
-    WriteInFlightError while the same batch's first try is still being written."""
+    WriteInFlightError while the same batch's first try is still being written. `dedup_on`: the
+    topic's deduplication policy (the managed ledger then knows what each epoch stored)."""
     key = (partition, batch.producer_id)
     state = producers.get(key)
     if state is None or batch.producer_epoch > state.epoch:
-        state = _new_producer(batch, ml)
+        state = _new_producer(batch, ml, dedup_on)
         producers[key] = state
     elif batch.producer_epoch < state.epoch:
         raise KafkaSequenceError("epoch", f"producer {batch.producer_id}", batch.producer_epoch)
@@ -146,15 +152,21 @@ def check_stored_before(
         raise KafkaSequenceError("duplicate", producer, batch.base_sequence)
 
 
-def _new_producer(batch: KafkaSequence, ml: ManagedLedger) -> KafkaProducerState:
+def _new_producer(batch: KafkaSequence, ml: ManagedLedger, dedup_on: bool) -> KafkaProducerState:
     """The state of a producer (or epoch) this owner has not seen. With dedup on, the managed
     ledger knows the highest sequence stored: the state starts right after it, so a batch past
     it is a gap (the client resends the earlier, maybe lost, one) and one before it was stored;
-    the highest also tells how often the sequence has wrapped. With nothing known (dedup off, or
-    a producer new to the partition) the first batch to arrive starts it, whatever its sequence,
-    as Kafka accepts an unknown producer's; what precedes it is then not known stored, so it is
-    never answered a duplicate."""
+    the highest also tells how often the sequence has wrapped. With dedup on and nothing of this
+    epoch stored, the state starts at sequence 0, where a client starts every epoch (Kafka
+    refuses a new epoch's batch past 0): a later batch arriving first (its earlier ones failed,
+    or were lost in an owner change) is a gap, never the start. Storing it would leave the
+    earlier ones out while the client, seeing a later batch succeed, counts them acknowledged
+    (librdkafka acks them implicitly). With dedup off nothing is known: the first batch to
+    arrive starts the state, whatever its sequence, as Kafka accepts an unknown producer's; what
+    precedes it is then not known stored, so it is never answered a duplicate."""
     highest = ml.dedup_highest(kafka_producer_name(batch.producer_id, batch.producer_epoch))
-    if highest is None:
-        return KafkaProducerState(batch.producer_epoch, batch.base_sequence, batch.base_sequence)
-    return KafkaProducerState(batch.producer_epoch, highest + 1, 0)
+    if highest is not None:
+        return KafkaProducerState(batch.producer_epoch, highest + 1, 0)
+    if dedup_on:
+        return KafkaProducerState(batch.producer_epoch, 0, 0)
+    return KafkaProducerState(batch.producer_epoch, batch.base_sequence, batch.base_sequence)

@@ -68,7 +68,9 @@ class KafkaWrite:
                 batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.count
             )
             t = self._topic
-            checked = check_kafka_sequence(t.kafka_producers, t.name, self.partition, sequence, ml)
+            checked = check_kafka_sequence(
+                t.kafka_producers, t.name, self.partition, sequence, ml, t.policies.deduplication_enabled
+            )
             if isinstance(checked, int):
                 self.base_offset = checked  # the same batch again: its offset, nothing written
                 return None

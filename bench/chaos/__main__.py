@@ -16,7 +16,7 @@ from pathlib import Path
 from types import FrameType
 
 from bench.chaos.campaign import CampaignConfig, env_seed, run_campaign
-from bench.chaos.faults import KINDS
+from bench.chaos.faults import KINDS, FaultConfig
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,11 +36,16 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument("--brokers", type=int, default=3)
     p.add_argument(
-        "--in-order", action="store_true",
-        help="the first round of faults in the order --kinds names them (later rounds shuffled)",
+        "--links", choices=("proxy", "netns"), default="proxy",
+        help="how a bookie's links are cut: its proxy, or its network namespace (root; docs/chaos.md)",
     )  # fmt: skip
     p.add_argument(
-        "--gap-s", type=float, nargs=2, default=(3.0, 8.0), metavar=("MIN", "MAX"),
+        "--in-order", action="store_true",
+        help="the first round of faults in the order --kinds names them (later rounds shuffled, "
+        "compound kinds first)",
+    )  # fmt: skip
+    p.add_argument(
+        "--gap-s", type=float, nargs=2, default=FaultConfig().gap_s, metavar=("MIN", "MAX"),
         help="pause between a fault's recovery and the next fault (seconds, drawn uniformly)",
     )  # fmt: skip
     p.add_argument("--keep", action="store_true", help="keep the temporary directory (logs) at the end")
@@ -66,7 +71,9 @@ def main() -> None:
         seed=args.seed,
         keep=args.keep or os.environ.get("CHAOS_KEEP") == "1",
         logs_on_failure=args.logs_on_failure,
-        cluster=dataclasses.replace(base.cluster, bookies=args.bookies, brokers=args.brokers),
+        cluster=dataclasses.replace(
+            base.cluster, bookies=args.bookies, brokers=args.brokers, links=args.links
+        ),
         faults=dataclasses.replace(
             base.faults,
             gap_s=tuple(args.gap_s),

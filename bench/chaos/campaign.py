@@ -34,6 +34,7 @@ from bench.chaos.history import History, dump
 from bench.chaos.kafka_load import KafkaLoad, KafkaLoadConfig
 from bench.chaos.known import known_topics
 from bench.chaos.load import Load, LoadConfig
+from bench.chaos.netns import unavailable as netns_unavailable
 from bench.chaos.postgres import PrivatePostgres, SharedPostgres
 from bench.chaos.report import Summary, figures, table
 
@@ -80,6 +81,8 @@ async def open_database(root: Path) -> PrivatePostgres | SharedPostgres:
 async def run_campaign(config: CampaignConfig) -> Outcome:
     seed = config.seed if config.seed is not None else random.SystemRandom().randrange(10**9)
     print(f"chaos: seed {seed} (again with CHAOS_SEED={seed}), {config.seconds:g} s of load", flush=True)
+    if config.cluster.links == "netns" and (reason := netns_unavailable()) is not None:
+        raise RuntimeError(f"links in network namespaces: {reason}")
     root = Path(tempfile.mkdtemp(prefix="quire-chaos-"))
     history = History()
     database: PrivatePostgres | SharedPostgres | None = None

@@ -11,8 +11,10 @@ entries, and dedup is on for every topic.
 
 Every client reaches a bookie through that bookie's proxy (it advertises the proxy's address),
 and each broker reaches PostgreSQL through a proxy of its own (`proxy.py`), so that the campaign
-can cut a link, cut it one way or hold its replies. Each broker also has a Kafka listener on a
-free port of its own, advertised as such (`kafka_bootstrap` lists them all).
+can cut a link, cut it one way or hold its replies. With `links="netns"` each bookie runs in a
+network namespace of its own instead, and its links are cut there (`netns.py`). Each broker
+also has a Kafka listener on a free port of its own, advertised as such (`kafka_bootstrap` lists
+them all).
 
 One bookie (the first) may keep its data on a tmpfs of its own (`mount -t tmpfs`, root only), so
 that its disk can be filled and freed; where that mount is refused the disk fault is skipped.
@@ -23,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -33,6 +36,7 @@ from typing import Any
 import httpx
 from sqlalchemy.engine import make_url
 
+from bench.chaos.netns import Netns, NetnsLink
 from bench.chaos.procs import HOST, Proc, quire_args
 from bench.chaos.proxy import Proxy
 from bench.common import free_port
@@ -59,7 +63,7 @@ FAST_SETTINGS = {
     "QUIRE_AUTORECOVERY_LOST_BOOKIE_GRACE_MS": "3000",
     "QUIRE_AUTORECOVERY_AUDIT_INTERVAL_MS": "500",
     "QUIRE_AUTORECOVERY_LEASE_MS": "3000",
-    "QUIRE_AUTORECOVERY_CLAIM_MS": "10000",
+    "QUIRE_AUTORECOVERY_CLAIM_MS": "6000",  # renewed every 2 s; pause-autorecovery outlasts it
     "QUIRE_AUTORECOVERY_OPEN_LEDGER_GRACE_MS": "2000",
     "QUIRE_AUTORECOVERY_POLL_INTERVAL_MS": "250",
     # failover and key_shared: a consumer silent this long is gone (the load's silences are longer)
@@ -86,6 +90,7 @@ class ClusterConfig:
     cursor_flush_ms: int = 500
     tmpfs_mb: int = 512
     settings: dict[str, str] = field(default_factory=dict)  # overrides of FAST_SETTINGS
+    links: str = "proxy"  # a bookie's links: "proxy" (`proxy.py`) or "netns" (`netns.py`)
 
     def setting(self, name: str) -> int:
         return int({**FAST_SETTINGS, **self.settings}[name])
@@ -98,8 +103,14 @@ class Cluster:
         self.bookie_ports = [free_port() for _ in range(config.bookies)]
         self.broker_ports = [free_port() for _ in range(config.brokers)]
         self.kafka_ports = [free_port() for _ in range(config.brokers)]  # each broker's Kafka listener
-        self.bookie_proxies = [Proxy(f"bookie-{i}", port) for i, port in enumerate(self.bookie_ports)]
-        store_port = _port_of(database_url)
+        if config.links not in ("proxy", "netns"):
+            raise ValueError(f"links must be proxy or netns, not {config.links!r}")
+        self.netns = Netns(str(os.getpid())) if config.links == "netns" else None
+        self.database_url = database_url
+        self.store_port = store_port = _port_of(database_url)
+        # A namespaced bookie's forwarder to PostgreSQL on its management link, by bookie name.
+        self.bookie_stores: dict[str, Proxy] = {}
+        self.bookie_links = [self._bookie_link(i, port) for i, port in enumerate(self.bookie_ports)]
         self.store_proxies = [Proxy(f"broker-{i}-store", store_port) for i in range(config.brokers)]
         e, qw, qa = config.ensemble
         self.env = {
@@ -109,7 +120,7 @@ class Cluster:
             "QUIRE_DATABASE_URL": database_url,
             "QUIRE_BOOKIE_HOST": HOST,
             "QUIRE_HOST": HOST,
-            "QUIRE_BOOKIES": json.dumps([proxy.address for proxy in self.bookie_proxies]),
+            "QUIRE_BOOKIES": json.dumps([link.address for link in self.bookie_links]),
             "QUIRE_ENSEMBLE_SIZE": str(e),
             "QUIRE_WRITE_QUORUM": str(qw),
             "QUIRE_ACK_QUORUM": str(qa),
@@ -117,8 +128,8 @@ class Cluster:
         self.tmpfs: Path | None = None
         self.tmpfs_refused = ""
         self.bookies = [
-            self._bookie(i, port, proxy)
-            for i, (port, proxy) in enumerate(zip(self.bookie_ports, self.bookie_proxies, strict=True))
+            self._bookie(i, port, link)
+            for i, (port, link) in enumerate(zip(self.bookie_ports, self.bookie_links, strict=True))
         ]
         self._next_bookie = config.bookies
         self.brokers = [
@@ -147,18 +158,38 @@ class Cluster:
         args = quire_args(process, "--data-dir", str(data), *extra)
         return Proc(name, args, self.env, self.root / f"{name}.log", port)
 
-    def _bookie(self, i: int, port: int, proxy: Proxy) -> Proc:
-        data = self.root / f"bookie-{i}"
+    def _bookie_link(self, i: int, port: int) -> Proxy | NetnsLink:
+        """Bookie i's link: a proxy in front of its port, or its network namespace (the forwarder
+        to PostgreSQL on its management link with it)."""
+        if self.netns is None:
+            return Proxy(f"bookie-{i}", port)
+        link = self.netns.plan(f"bookie-{i}", i, port)
+        self.bookie_stores[link.name] = Proxy(f"{link.name}-store", self.store_port, host=link.store_host)
+        return link
+
+    def _bookie(self, i: int, port: int, link: Proxy | NetnsLink) -> Proc:
+        name = f"bookie-{i}"
+        data = self.root / name
         data.mkdir(parents=True)
         if i == 0:
             self._mount_tmpfs(data)
         env = {
             **self.env,
-            "QUIRE_BOOKIE_ADVERTISED_ADDRESS": proxy.address,
-            **shim_env(self.root, f"bookie-{i}"),  # the disk faults' control file (empty: none)
+            "QUIRE_BOOKIE_ADVERTISED_ADDRESS": link.address,
+            **shim_env(self.root, name),  # the disk faults' control file (empty: none)
         }
-        return Proc(f"bookie-{i}", quire_args("bookie", "--data-dir", str(data), "--port", str(port)),
-                    env, self.root / f"bookie-{i}.log", port)  # fmt: skip
+        args = quire_args("bookie", "--data-dir", str(data), "--port", str(port))
+        if isinstance(link, Proxy):
+            return Proc(name, args, env, self.root / f"{name}.log", port)
+        store = self.bookie_stores[name]
+        env["QUIRE_BOOKIE_HOST"] = link.host
+        env["QUIRE_DATABASE_URL"] = _with_port(self.database_url, store.port, link.store_host)
+        return Proc(name, [*link.exec_prefix(), *args], env, self.root / f"{name}.log", port, host=link.host)
+
+    def in_namespace(self, bookie: Proc, args: list[str]) -> list[str]:
+        """`args` run where `bookie` runs (its network namespace, if it has one)."""
+        link = self.bookie_links[self.bookies.index(bookie)]
+        return [*link.exec_prefix(), *args] if isinstance(link, NetnsLink) else args
 
     def _mount_tmpfs(self, where: Path) -> None:
         try:
@@ -178,20 +209,35 @@ class Cluster:
         """A new bookie under a new id (a proxy of its own), started; it joins the cluster."""
         i, self._next_bookie = self._next_bookie, self._next_bookie + 1
         port = free_port()
-        proxy = Proxy(f"bookie-{i}", port)
-        await proxy.start()
+        link = self._bookie_link(i, port)
+        await self._start_link(link)
         self.bookie_ports.append(port)
-        self.bookie_proxies.append(proxy)
-        bookie = self._bookie(i, port, proxy)
+        self.bookie_links.append(link)
+        bookie = self._bookie(i, port, link)
         self.bookies.append(bookie)
         bookie.start()
         return bookie
 
     async def retire(self, bookie: Proc) -> None:
-        """A bookie gone for good: no longer part of the cluster (its proxy closed)."""
+        """A bookie gone for good: no longer part of the cluster (its proxy closed, or its
+        namespace deleted)."""
         at = self.bookies.index(bookie)
         del self.bookies[at], self.bookie_ports[at]
-        await self.bookie_proxies.pop(at).close()
+        link = self.bookie_links.pop(at)
+        if isinstance(link, Proxy):
+            await link.close()
+            return
+        await self.bookie_stores.pop(link.name).close()
+        if self.netns is not None:
+            await asyncio.to_thread(self.netns.remove, link)
+
+    async def _start_link(self, link: Proxy | NetnsLink) -> None:
+        if isinstance(link, Proxy):
+            await link.start()
+            return
+        assert self.netns is not None
+        await asyncio.to_thread(self.netns.make, link)
+        await self.bookie_stores[link.name].start()
 
     async def decommission(self, bookie_id: str) -> int:
         """Ask a broker to decommission `bookie_id`; the HTTP status (0: no broker answered)."""
@@ -207,13 +253,14 @@ class Cluster:
         return self.root / bookie.name
 
     def bookie_id(self, bookie: Proc) -> str:
-        """The id a bookie registers under: its proxy's address."""
-        return self.bookie_proxies[self.bookies.index(bookie)].address
+        """The id a bookie registers under: its proxy's address (its own, in a namespace)."""
+        return self.bookie_links[self.bookies.index(bookie)].address
 
-    def proxy_of(self, proc: Proc) -> Proxy:
-        """A bookie's proxy (all its clients), or a broker's link to PostgreSQL."""
+    def proxy_of(self, proc: Proc) -> Proxy | NetnsLink:
+        """A bookie's link (all its clients: its proxy or its namespace's data link), or a
+        broker's link to PostgreSQL (a proxy)."""
         if proc in self.bookies:
-            return self.bookie_proxies[self.bookies.index(proc)]
+            return self.bookie_links[self.bookies.index(proc)]
         return self.store_proxies[self.brokers.index(proc)]
 
     def procs(self) -> list[Proc]:
@@ -222,7 +269,11 @@ class Cluster:
     async def start(self) -> None:
         """The proxies, the compactor and bookies, then autorecovery and brokers; until all are
         healthy."""
-        for proxy in (*self.bookie_proxies, *self.store_proxies):
+        if self.netns is not None:
+            await asyncio.to_thread(self.netns.start)
+        for link in self.bookie_links:
+            await self._start_link(link)
+        for proxy in self.store_proxies:
             await proxy.start()
         self.compactor.start()  # first: its Spark session takes longest to warm up
         for bookie in self.bookies:
@@ -313,8 +364,11 @@ class Cluster:
             if proc.popen is not None:
                 await asyncio.to_thread(proc.terminate)
         await self.http.aclose()
-        for proxy in (*self.bookie_proxies, *self.store_proxies):
-            await proxy.close()
+        for proxy in (*self.bookie_links, *self.store_proxies, *self.bookie_stores.values()):
+            if isinstance(proxy, Proxy):
+                await proxy.close()
+        if self.netns is not None:
+            await asyncio.to_thread(self.netns.close)
         if self.tmpfs is not None:
             with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                 await asyncio.to_thread(
@@ -326,6 +380,6 @@ def _port_of(database_url: str) -> int:
     return int(make_url(database_url).port or 5432)
 
 
-def _with_port(database_url: str, port: int) -> str:
-    """The same database through another port on this host (a proxy's)."""
-    return make_url(database_url).set(host=HOST, port=port).render_as_string(hide_password=False)
+def _with_port(database_url: str, port: int, host: str = HOST) -> str:
+    """The same database through another port (a proxy's) on this host, or on `host`."""
+    return make_url(database_url).set(host=host, port=port).render_as_string(hide_password=False)

@@ -5,11 +5,11 @@ a restart, the same bookie id started twice, and a bookie lost for good and repl
 Every bookie of the campaign runs with its own control file (`<root>/<bookie>.disk-faults.json`);
 empty, it changes nothing. The kinds:
 
-- `slow-disk`: every fsync of one bookie delayed 0.2 to 4 s for 5 to 10 s (beyond the add
+- `slow-disk`: every fsync of one bookie delayed 0.2 to 4 s for 4 to 7 s (beyond the add
   timeout, writers replace it in their ensembles);
 - `fsync-error`: its fsyncs fail with EIO until it stops (it must exit 70, never acknowledge what
   the failed fsync covered); then the control file is cleared and it is started again;
-- `lost-write`: its next journal write reports done and writes nothing; it keeps serving 3 to 6 s
+- `lost-write`: its next journal write reports done and writes nothing; it keeps serving 2 to 4 s
   (a read of what was lost must be answered CORRUPT, never served), then it is killed and
   started again. A bookie that finds the hole with intact records after it refuses to start
   (damage that is not a torn tail); the campaign then formats it, as an operator would;
@@ -52,7 +52,7 @@ import httpx
 
 from bench.chaos.cluster import Cluster, control_file, shim_env
 from bench.chaos.history import Fault, History
-from bench.chaos.procs import HOST, Proc, quire_args
+from bench.chaos.procs import Proc, quire_args
 from bench.common import free_port
 from bookie.errors import BookieError, ErrorCode
 from bookie.replica_io import ReplicaIO
@@ -60,7 +60,10 @@ from bookie.storage.diskio import read_synced
 from bookie.storage.index import read_checkpoint
 from bookie.storage.records import ADD, RECORD_HEADER_SIZE, parse_segment_name, scan_segment
 
-__all__ = ["DISK_KINDS", "DiskFaults", "control_file", "power_loss_cut", "rot", "set_faults", "shim_env"]
+__all__ = [
+    "DISK_KINDS", "MAY_LOSE_COPIES", "DiskFaults", "control_file", "power_loss_cut", "rot", "set_faults",
+    "shim_env",
+]  # fmt: skip
 
 DISK_KINDS = (
     "slow-disk", "fsync-error", "lost-write", "power-loss", "bit-rot", "twin-bookie", "replace-bookie",
@@ -183,7 +186,7 @@ class DiskFaults:
 
     async def _slow(self, bookie: Proc, fault: Fault) -> None:
         delay_ms = int(self.rng.uniform(200, 4000))
-        hold = self.rng.uniform(5.0, 10.0)
+        hold = self.rng.uniform(4.0, 7.0)
         fault.detail = f"fsync +{delay_ms} ms for {hold:.1f} s"
         set_faults(self._control(bookie), fsync_delay_ms=delay_ms)
         await asyncio.sleep(hold)
@@ -203,7 +206,7 @@ class DiskFaults:
         await self._start_or_format(bookie, fault)
 
     async def _lost_write(self, bookie: Proc, fault: Fault) -> None:
-        hold = self.rng.uniform(3.0, 6.0)
+        hold = self.rng.uniform(2.0, 4.0)
         set_faults(self._control(bookie), lose_writes=1)
         await asyncio.sleep(hold)
         bookie.kill9()
@@ -259,7 +262,7 @@ class DiskFaults:
             while left and time.monotonic() - started < timeout_s:
                 for ledger_id, entry_id in sorted(left):
                     try:
-                        await io.read_entry(f"{HOST}:{bookie.port}", ledger_id, entry_id)
+                        await io.read_entry(f"{bookie.host}:{bookie.port}", ledger_id, entry_id)
                     except BookieError as exc:
                         if exc.code != ErrorCode.NO_SUCH_LEDGER:
                             continue  # still rotten (or the bookie is busy): read it again
@@ -315,8 +318,10 @@ class DiskFaults:
         else:
             data.mkdir()
         port = free_port()
-        args = quire_args("bookie", "--data-dir", str(data), "--port", str(port))
-        twin = Proc(name, args, bookie.env, self.cluster.root / f"{name}.log", port)
+        args = self.cluster.in_namespace(
+            bookie, quire_args("bookie", "--data-dir", str(data), "--port", str(port))
+        )
+        twin = Proc(name, args, bookie.env, self.cluster.root / f"{name}.log", port, host=bookie.host)
         twin.start()
         watch = 3 * self.cluster.config.setting("QUIRE_BOOKIE_HEARTBEAT_TIMEOUT_MS") / 1000
         deadline = time.monotonic() + watch

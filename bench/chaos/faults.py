@@ -1,8 +1,11 @@
-"""The fault schedule: one fault (or one pair of overlapping faults) at a time, chosen by a seeded
-generator, each followed by a wait until the cluster is healthy again and a pause.
+"""The fault schedule: one fault (or one pair of overlapping faults) at a time, each followed by a
+wait until the cluster is healthy again and a pause.
 
-Kinds are drawn in rounds: every round is a shuffle of every enabled kind, so a short campaign
-still gets each kind once and a long one many times. Each fault is recorded as a `Fault` from
+Kinds are drawn in rounds (`schedule.py`): every round runs every enabled kind once, in a seeded
+shuffle, a compound's parts counting for their kinds; a kind that must wait (a loss of copies
+before the last one is re-replicated) is put off and runs as soon as it may, before any other
+kind runs again. So a short campaign gets each kind once and a long one each kind as many times
+as it has rounds. Each fault is recorded as a `Fault` from
 the moment it is injected to the moment the cluster is healthy again (every process running,
 every broker ready, every bookie writable).
 
@@ -41,13 +44,16 @@ import contextlib
 import os
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Protocol
 
 from bench.chaos.cluster import Cluster
-from bench.chaos.disk_faults import DISK_KINDS, DiskFaults
+from bench.chaos.disk_faults import DISK_KINDS, MAY_LOSE_COPIES, DiskFaults
 from bench.chaos.history import Fault, History
 from bench.chaos.procs import Proc
+from bench.chaos.proxy import Proxy
+from bench.chaos.schedule import Schedule
 
 SINGLE = (
     "kill-bookie", "kill-broker", "kill-compactor", "pause-bookie", "pause-broker", "pause-compactor",
@@ -60,6 +66,7 @@ KINDS = (*SINGLE, *COMPOUND)
 CLOCK_OFFSET_ENV = "QUIRE_TEST_CLOCK_OFFSET_MS"
 FILL_LEAVE_BYTES = 256 * 1024
 LINK_ACTIONS = ("partition", "one-way", "hold")
+LOSES_COPIES = frozenset({"wipe-bookie", *MAY_LOSE_COPIES})  # each waits for the last loss's repair
 
 
 class Database(Protocol):
@@ -72,8 +79,13 @@ class Database(Protocol):
 
 @dataclass(frozen=True)
 class FaultConfig:
-    gap_s: tuple[float, float] = (3.0, 8.0)  # pause after the cluster is healthy again
-    down_s: tuple[float, float] = (0.5, 3.0)  # how long a killed process stays dead
+    # Short enough that a 900 s campaign runs every kind three times (docs/chaos.md, "Runs"), long
+    # enough that each still outlasts what it tests: a pause or a cut outlasts the lease or timeout
+    # that others wait (`hold_factor` times it), a skewed clock a few leases.
+    gap_s: tuple[float, float] = (0.5, 1.5)  # pause after the cluster is healthy again
+    down_s: tuple[float, float] = (0.5, 2.0)  # how long a killed process stays dead
+    hold_factor: tuple[float, float] = (1.2, 1.6)  # a pause or a cut, in what others wait for it
+    skew_kept_s: tuple[float, float] = (4.0, 7.0)  # how long a skewed clock is kept
     recovery_timeout_s: float = 120.0
     first_fault_after_s: float = 5.0
     kinds: tuple[str, ...] = KINDS  # the kinds to draw from (`--kinds`)
@@ -104,26 +116,25 @@ class Faults:
             history.skipped.append(f"fill-disk: {cluster.tmpfs_refused}")
         self._wiped_unrecovered = False
         self.disk = DiskFaults(self)
-
-    def _plan(self) -> list[str]:
-        """The next round, popped from its end."""
-        plan = list(self.kinds)
-        if self.config.in_order and not self.history.faults:
-            return plan[::-1]
-        self.rng.shuffle(plan)
-        return plan
+        self.schedule = Schedule(self.kinds, random.Random(f"{seed}:schedule"), config.in_order)
+        self.rounds = 0
 
     async def run(self, stop: asyncio.Event) -> None:
         """Faults until `stop` is set; a fault in progress is always seen through to recovery."""
         await _sleep_unless(stop, self.config.first_fault_after_s)
-        plan: list[str] = []
+        blocked: set[str] = set()  # kinds that could not run since the last fault that did
         while not stop.is_set():
-            if not plan:
-                plan = self._plan()
-            kind = plan.pop()
-            fault = await self._inject(kind)
-            if fault is None:
+            counts = Counter(f.kind for f in self.history.faults if f.injected)
+            kind = self.schedule.next(counts, blocked)
+            if kind is None:  # every kind waits for re-replication: wait a moment, try them again
+                blocked.clear()
+                await _sleep_unless(stop, 1.0)
                 continue
+            fault = await self._inject(kind) if await self.allowed(kind) else None
+            if fault is None:
+                blocked.add(kind)
+                continue
+            blocked.clear()
             reason = await self.cluster.wait_healthy(self.config.recovery_timeout_s)
             fault.ended = time.time()
             took = fault.ended - fault.started
@@ -133,7 +144,23 @@ class Faults:
             )
             if reason:
                 self.history.note(f"not healthy {self.config.recovery_timeout_s:g} s after {kind}: {reason}")
+            self._round_done()
             await _sleep_unless(stop, self.rng.uniform(*self.config.gap_s))
+
+    def _round_done(self) -> None:
+        """Say so when every kind has run one more time."""
+        counts = Counter(f.kind for f in self.history.faults if f.injected)
+        fewest = min(counts[k] for k in self.kinds)
+        if fewest > self.rounds:
+            self.rounds = fewest
+            print(f"chaos: round {fewest} done: every kind ran at least {fewest} times", flush=True)
+
+    async def allowed(self, kind: str) -> bool:
+        """Whether `kind` may run now: one that may lose a bookie's copies (a compound with such a
+        part too) waits until an earlier loss is re-replicated."""
+        if not LOSES_COPIES & set(kind.split("+")):
+            return True
+        return await self.loss_allowed()
 
     async def _inject(self, kind: str, exclude: Proc | None = None) -> Fault | None:
         if "+" in kind:
@@ -211,7 +238,7 @@ class Faults:
             longer_than = s("QUIRE_AUTORECOVERY_CLAIM_MS")
         else:
             longer_than = s("QUIRE_COMPACTION_LEASE_MS")
-        return longer_than / 1000 * self.rng.uniform(1.3, 2.0)
+        return longer_than / 1000 * self.rng.uniform(*self.config.hold_factor)
 
     async def _pause(self, proc: Proc, role: str, fault: Fault) -> None:
         hold = self._pause_s(role)
@@ -221,10 +248,11 @@ class Faults:
         proc.resume()
 
     async def loss_allowed(self) -> bool:
-        """Whether a bookie's copies may be lost now (a wipe, a replacement): not while an earlier
-        loss is not re-replicated yet, nor ever after a bit rot (a rotten copy is not repaired)."""
+        """Whether a bookie's copies may be lost now (a wipe, a replacement, a disk fault that may end
+        in a format): not while an earlier loss is not re-replicated yet, nor after a bit rot whose
+        rotten copy was not seen repaired."""
         if self.disk.rotten:
-            self.history.note("a wipe or replacement was skipped: a copy rotten by bit-rot is never repaired")
+            self.history.note("a loss of copies was put off: a copy rotten by bit-rot was not seen repaired")
             return False
         if not self._wiped_unrecovered:
             return True
@@ -233,7 +261,7 @@ class Faults:
             self._wiped_unrecovered = False
             return True
         self.history.note(
-            "a wipe or replacement was skipped: ledgers still lack the copies an earlier loss took (with "
+            "a loss of copies was put off: ledgers still lack the copies an earlier loss took (with "
             "as many bookies as the ensemble size there is no bookie to copy them to; a second loss is "
             "beyond Qw=2)"
         )
@@ -259,7 +287,7 @@ class Faults:
 
     async def _stop_postgres(self, fault: Fault) -> None:
         immediate = self.rng.random() < 0.5
-        down = self.rng.uniform(1.0, 4.0)
+        down = self.rng.uniform(1.0, 3.0)
         fault.detail = f"{'immediate' if immediate else 'fast'} shutdown, down {down:.1f} s"
         await asyncio.to_thread(self.database.stop, immediate)
         await asyncio.sleep(down)
@@ -279,6 +307,9 @@ class Faults:
         exclude = self._proc_named(parts[-1].target) if parts else None
         other = await self._inject(second, exclude)
         done = await one
+        for part in (done, other):
+            if part is not None:
+                part.part_of = kind
         pair.target = " + ".join(f.target for f in (done, other) if f is not None)
         pair.detail = "; ".join(f"{f.kind} {f.detail}" for f in (done, other) if f is not None)
         return pair
@@ -287,21 +318,28 @@ class Faults:
         return next((p for p in self.cluster.procs() if p.name == name), None)
 
     async def _link(self, proc: Proc, action: str, fault: Fault) -> None:
-        """Cut a bookie's or a broker's store link, one way or both, or hold its replies."""
-        proxy = self.cluster.proxy_of(proc)
+        """Cut a bookie's or a broker's store link, one way or both, or hold its replies: at its
+        proxy (on this event loop), or in the bookie's network namespace (`ip`, in a thread)."""
+        link = self.cluster.proxy_of(proc)
         hold = self._pause_s("bookie" if proc in self.cluster.bookies else "store")
-        fault.target = proxy.name
-        fault.detail = f"{action} {hold:.1f} s"
-        {"partition": proxy.cut, "one-way": proxy.one_way, "hold": proxy.hold}[action]()
+        fault.target = link.name
+        fault.detail = f"{action} {hold:.1f} s{'' if isinstance(link, Proxy) else ' (namespace)'}"
+        act = {"partition": link.cut, "one-way": link.one_way, "hold": link.hold}[action]
+        if isinstance(link, Proxy):
+            act()
+            await asyncio.sleep(hold)
+            link.heal()
+            return
+        await asyncio.to_thread(act)
         await asyncio.sleep(hold)
-        proxy.heal()
+        await asyncio.to_thread(link.heal)
 
     async def _skew(self, proc: Proc, role: str, fault: Fault) -> None:
         """Restart it with its clock off by several leases, keep it so, restart it true."""
         s = self.cluster.config.setting
         unit = s("QUIRE_BROKER_LEASE_MS") if role == "broker" else s("QUIRE_BOOKIE_HEARTBEAT_TIMEOUT_MS")
         offset_ms = int(unit * self.rng.uniform(2.0, 6.0)) * self.rng.choice((-1, 1))
-        kept = self.rng.uniform(8.0, 15.0)
+        kept = self.rng.uniform(*self.config.skew_kept_s)
         fault.detail = f"clock {offset_ms:+d} ms for {kept:.1f} s"
         proc.kill9()
         skewed = {CLOCK_OFFSET_ENV: str(offset_ms)}
@@ -323,7 +361,7 @@ class Faults:
         assert self.cluster.tmpfs is not None
         bookie = self.cluster.bookies[0]
         filler = self.cluster.tmpfs / "chaos-filler"
-        hold = self.rng.uniform(2.0, 5.0)
+        hold = self.rng.uniform(1.0, 3.0)
         written = await asyncio.to_thread(_fill, filler)
         deadline = time.monotonic() + 15
         while await self.cluster.bookie_state(bookie) != "read_only" and time.monotonic() < deadline:

@@ -84,6 +84,7 @@ class Fault:
     ended: float = 0.0  # when the target was back (or the fault lifted); 0 while in progress
     detail: str = ""
     injected: bool = True  # False: seen in a log (a broker that lost its lease on its own)
+    part_of: str = ""  # the compound fault (its kind) this one is a part of
 
 
 @dataclass(slots=True)

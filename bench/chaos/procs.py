@@ -44,6 +44,7 @@ class Proc:
         log: Path,
         port: int | None,
         user: str | None = None,
+        host: str = HOST,
     ) -> None:
         self.name = name
         self.args = list(args)
@@ -51,6 +52,7 @@ class Proc:
         self.log = log
         self.port = port
         self.user = user
+        self.host = host  # where `port` listens (a bookie in a network namespace: its address)
         self.popen: subprocess.Popen[bytes] | None = None
         self.stopped = False  # SIGSTOP sent and no SIGCONT yet
 
@@ -133,7 +135,7 @@ class Proc:
             if not self.alive():
                 code = None if self.popen is None else self.popen.returncode
                 raise RuntimeError(f"{self.name} exited with {code}:\n{self.tail()}")
-            if await asyncio.to_thread(port_open, self.port):
+            if await asyncio.to_thread(port_open, self.port, self.host):
                 return
             await asyncio.sleep(0.1)
         raise TimeoutError(f"{self.name} did not listen on {self.port} within {timeout_s:g} s")

@@ -51,11 +51,13 @@ class _Link:
 
 
 class Proxy:
-    """A proxy on a free loopback port in front of `target_port`; `state` says what passes."""
+    """A proxy on a free loopback port (or one on `host`) in front of `target_port` on loopback;
+    `state` says what passes."""
 
-    def __init__(self, name: str, target_port: int) -> None:
+    def __init__(self, name: str, target_port: int, host: str = HOST) -> None:
         self.name = name
         self.target_port = target_port
+        self.host = host
         self.port = free_port()
         self.state = OPEN
         self._links: set[_Link] = set()
@@ -67,10 +69,10 @@ class Proxy:
 
     @property
     def address(self) -> str:
-        return f"{HOST}:{self.port}"
+        return f"{self.host}:{self.port}"
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, HOST, self.port)
+        self._server = await asyncio.start_server(self._accept, self.host, self.port)
 
     async def close(self) -> None:
         for link in list(self._links):

@@ -102,7 +102,8 @@ def _rows(history: History, verdict: Verdict, summary: Summary) -> list[tuple[st
         ("key_shared: deliveries compared for per-key order", str(verdict.order_compared)),
     ]
     rows += _kafka_rows(history, summary)
-    rows += [(f"faults: {kind}", str(faults[kind])) for kind in KINDS]
+    parts = Counter(f.kind for f in history.faults if f.part_of)
+    rows += [(f"faults: {kind}", _times(faults[kind], parts[kind])) for kind in KINDS]
     rows.append(("leases lost without a fault (broker logs)", str(summary.lease_losses)))
     restarts = ", ".join(f"{role} {n}" for role, n in sorted(history.restarts.items())) or "none"
     rows.append(("process restarts", f"{sum(history.restarts.values())} ({restarts})"))
@@ -114,6 +115,10 @@ def _rows(history: History, verdict: Verdict, summary: Summary) -> list[tuple[st
             value += f" ({verdict.known[kind]} explained by a known bug)"
         rows.append((f"violation: {kind}", value))
     return rows
+
+
+def _times(count: int, in_compounds: int) -> str:
+    return f"{count} ({in_compounds} in compound faults)" if in_compounds else str(count)
 
 
 def _kafka_rows(history: History, summary: Summary) -> list[tuple[str, str]]:
@@ -142,6 +147,7 @@ def figures(history: History, verdict: Verdict, summary: Summary) -> dict[str, A
         "acknowledged": sum(1 for m in history.sent if m.answered_at is not None),
         "kafka": kafka_figures(history, summary.kafka),
         "faults": dict(Counter(f.kind for f in history.faults)),
+        "faults_in_compounds": dict(Counter(f.kind for f in history.faults if f.part_of)),
         "restarts": dict(history.restarts),
         "longest_unavailability_s": longest_unavailability(history)[0],
         "violations": dict(verdict.counts),

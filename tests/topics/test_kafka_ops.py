@@ -121,6 +121,33 @@ async def test_after_an_owner_change_a_later_batch_first_is_a_gap_with_dedup_on(
     assert stored == [b"a0", b"a1", b"a2", b"b0", b"b1", b"c0"]
 
 
+async def test_after_an_owner_change_a_new_epochs_later_batch_first_is_a_gap_with_dedup_on(env: Env) -> None:
+    """Found by the chaos campaign (seed 65342284): a producer bumped its epoch; the new epoch's
+    first batch A (0..3) failed while B (4..6) waited behind it, and the topic moved before B
+    was handled. Nothing of the new epoch was stored, so B arriving first must be a gap (a new
+    epoch starts at sequence 0): stored, it left A out while librdkafka, seeing B succeed,
+    counted A acknowledged."""
+    svc = env.service
+    await svc.create_topic(T)
+    await svc.set_policy(T, "deduplicationEnabled", True)
+    assert await svc.kafka_produce(T, 0, kbatch(2, "z", pid=7, epoch=0, seq=0)) == 0
+    svc = await env.restart()
+    assert await reason_or_offset(svc, kbatch(3, "b", pid=7, epoch=1, seq=4)) == "gap"
+    assert await reason_or_offset(svc, kbatch(4, "a", pid=7, epoch=1, seq=0)) == 2  # the client resends A
+    assert await reason_or_offset(svc, kbatch(3, "b", pid=7, epoch=1, seq=4)) == 6
+    stored = [v for _, v in values(await svc.kafka_fetch(T, 0, 0, 1 << 20))]
+    assert stored == [b"z0", b"z1", b"a0", b"a1", b"a2", b"a3", b"b0", b"b1", b"b2"]
+
+
+async def test_with_dedup_a_new_producers_first_batch_past_zero_is_a_gap(svc: TopicService) -> None:
+    """The same on one owner: a producer id (or epoch) the partition never stored starts at 0."""
+    await svc.create_topic(T)
+    await svc.set_policy(T, "deduplicationEnabled", True)
+    assert await reason_or_offset(svc, kbatch(1, "b", pid=8, seq=3)) == "gap"
+    assert await reason_or_offset(svc, kbatch(3, "a", pid=8, seq=0)) == 0
+    assert await reason_or_offset(svc, kbatch(1, "b", pid=8, seq=3)) == 3
+
+
 async def test_without_dedup_a_batch_before_the_first_seen_is_not_called_a_duplicate(env: Env) -> None:
     """With nothing stored known, the first batch to arrive starts the producer (Kafka's rule for
     an unknown producer); an earlier one is out of order, not a duplicate: the client fails it

@@ -103,8 +103,10 @@ WRAP = 2**31  # Kafka's sequence numbers wrap to 0 after 2**31 - 1
 @pytest.mark.parametrize("dedup", [False, True])
 async def test_a_producers_sequence_wraps_to_zero_and_goes_on(svc: TopicService, dedup: bool) -> None:
     await svc.create_topic(T)
-    await svc.set_policy(T, "deduplicationEnabled", dedup)
+    # A producer reaches the wrap after 2**31 sequences: it starts there with dedup off (where a
+    # producer's first batch may start anywhere; with dedup on an epoch starts at 0).
     assert await svc.kafka_produce(T, 0, kbatch(3, "a", pid=5, seq=WRAP - 3)) == 0
+    await svc.set_policy(T, "deduplicationEnabled", dedup)
     assert await svc.kafka_produce(T, 0, kbatch(2, "b", pid=5, seq=0)) == 3  # after the wrap
     assert await svc.kafka_produce(T, 0, kbatch(2, "b", pid=5, seq=0)) == 3  # its retry: its offset
     with pytest.raises(KafkaSequenceError) as old:
@@ -122,8 +124,8 @@ async def test_a_producers_sequence_wraps_to_zero_and_goes_on(svc: TopicService,
 async def test_a_wrapped_producer_goes_on_after_a_restart_with_dedup_on(env: Env) -> None:
     svc = env.service
     await svc.create_topic(T)
+    await svc.kafka_produce(T, 0, kbatch(3, "a", pid=6, seq=WRAP - 3))  # started there with dedup off
     await svc.set_policy(T, "deduplicationEnabled", True)
-    await svc.kafka_produce(T, 0, kbatch(3, "a", pid=6, seq=WRAP - 3))
     await svc.kafka_produce(T, 0, kbatch(2, "b", pid=6, seq=0))
     svc = await env.restart()
     with pytest.raises(KafkaSequenceError) as dup:  # stored before the restart
