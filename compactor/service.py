@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
+from collections.abc import Callable
 
 from bookie.api import LedgerClient
 from bookie.ledgers import EnsemblePlacement
@@ -64,7 +66,7 @@ class CompactionService:
             log.warning("compaction of %s was RUNNING when its compactor died: marked ERROR", ml_name)
         warm_up = getattr(self.engine, "warm_up", None)
         if warm_up is not None:
-            await asyncio.to_thread(warm_up)
+            await _in_daemon_thread(warm_up)
 
     async def requested(self) -> list[str]:
         states = await call_store(self.store.list_compactions)
@@ -152,3 +154,33 @@ class CompactionService:
                 log.exception("compaction poll failed")
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=interval_s)
+
+
+async def _in_daemon_thread(fn: Callable[[], object]) -> None:
+    """Run `fn` in a daemon thread of its own and wait for it. A stop meanwhile (the awaiting
+    task cancelled) does not wait for it, and neither does the process's exit: the warm-up
+    starts Spark's JVM, several seconds a stop would otherwise sit through (asyncio's default
+    executor joins its threads at exit). The JVM ends with the process (its gateway exits when
+    its stdin, this process's pipe, closes)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+
+    def settle(error: BaseException | None) -> None:
+        if done.cancelled():
+            return
+        if error is None:
+            done.set_result(None)
+        else:
+            done.set_exception(error)
+
+    def work() -> None:
+        error: BaseException | None = None
+        try:
+            fn()
+        except BaseException as exc:  # handed to the awaiting task, which logs it
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(settle, error)
+
+    threading.Thread(target=work, name="spark-warm-up", daemon=True).start()
+    await done

@@ -145,8 +145,14 @@ def get_session(config: CompactorConfig) -> SparkSession:
 
 
 def stop_session() -> None:
+    """Stop the warm session. One still being created (a stop during the warm-up) is left to
+    end with the process: waiting for the lock would sit through the JVM's start."""
     global _session
-    with _lock:
+    if not _lock.acquire(blocking=False):
+        return
+    try:
         if _session is not None:
             _session.stop()
             _session = None
+    finally:
+        _lock.release()

@@ -142,6 +142,11 @@ PINNED: dict[str, tuple[tuple[Any, ...], int, str]] = {
     "topics.errors.GroupNotFoundError": (("g",), 404, "Group not found"),
     "topics.errors.GroupNotEmptyError": (("g", 2), 409, "Group not empty"),
     "topics.errors.ConsumerBusyError": (("t/n/x", "s", "c1"), 409, "Exclusive subscription busy"),
+    "topics.errors.ConsumerAssignError": (
+        ("consumer c2: ranges overlap c1's",),
+        409,
+        "Key_shared hash ranges refused",
+    ),
     "topics.errors.ConsumerIdRequiredError": (("t/n/x", "s", "failover"), 422, "Consumer id required"),
     "topics.errors.SubscriptionExistsError": (("t/n/x", "s"), 409, "Subscription already exists"),
     "topics.errors.PartitionCountError": (("t/n/x has 4",), 409, "Partition count cannot change so"),
