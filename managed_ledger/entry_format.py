@@ -211,10 +211,8 @@ def stamp_offset(payload: bytes, base_offset: int) -> bytes:
 def decode_batch_header(payload: bytes) -> tuple[int, str | None, list[list[Any]]]:
     """Return (publish_time, producer_name, rows) of a topic batch, rows as encoded; a Kafka
     batch's records come as the same rows (kafka_rows)."""
-    if len(payload) > 2 and payload[2] == KIND_KAFKA and payload[0] == MAGIC:
-        return kafka_publish_time(payload), kafka_producer(payload)[0], kafka_rows(payload)
-    body: list[Any] = _body(payload, KIND_TOPIC)
-    return body[0], body[1], body[2]
+    publish_time, producer_name, rows, _ = decode_batch_extras(payload)
+    return publish_time, producer_name, rows
 
 
 # --- kind 2: a Kafka record batch (field positions: the record batch v2 layout) ------------------
