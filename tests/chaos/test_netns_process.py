@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import pytest
 
@@ -86,13 +87,19 @@ def _echo(conn: socket.socket, line: bytes, wait_s: float) -> bytes | None:
         return None
 
 
+def _connected(link: NetnsLink, server: subprocess.Popen[str]) -> tuple[socket.socket, IO[str]]:
+    """A connection through the link, proven by one round trip, and what the server says."""
+    conn = _connect(link)
+    assert _echo(conn, b"one\n", 10) == b"one\n"
+    assert server.stdout is not None and server.stdout.readline().strip() == "got one"
+    return conn, server.stdout
+
+
 def test_a_cut_data_link_passes_nothing_until_healed_and_the_management_link_stays_up(
     namespace: tuple[Netns, NetnsLink, subprocess.Popen[str]],
 ) -> None:
     _netns, link, server = namespace
-    conn = _connect(link)
-    assert _echo(conn, b"one\n", 10) == b"one\n"
-    assert server.stdout is not None and server.stdout.readline().strip() == "got one"
+    conn, said = _connected(link, server)
     link.cut()
     assert _echo(conn, b"two\n", 1.0) is None  # nothing came back
     with pytest.raises(OSError):  # and no new connection gets through
@@ -114,7 +121,7 @@ def test_a_cut_data_link_passes_nothing_until_healed_and_the_management_link_sta
     link.heal()
     conn.settimeout(30)  # what was sent meanwhile arrives by TCP's retransmissions, late
     assert conn.recv(100) == b"two\n"
-    assert server.stdout.readline().strip() == "got two"
+    assert said.readline().strip() == "got two"
     conn.close()
 
 
@@ -122,12 +129,10 @@ def test_one_way_lets_requests_in_and_loses_the_replies(
     namespace: tuple[Netns, NetnsLink, subprocess.Popen[str]],
 ) -> None:
     _netns, link, server = namespace
-    conn = _connect(link)
-    assert _echo(conn, b"one\n", 10) == b"one\n"
-    assert server.stdout is not None and server.stdout.readline().strip() == "got one"
+    conn, said = _connected(link, server)
     link.one_way()
     assert _echo(conn, b"two\n", 1.5) is None
-    assert server.stdout.readline().strip() == "got two"  # the request arrived and was served
+    assert said.readline().strip() == "got two"  # the request arrived and was served
     link.heal()  # the connection with the lost reply is destroyed; a new one works
     conn.settimeout(30)
     try:
